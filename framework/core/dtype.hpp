@@ -1,0 +1,39 @@
+// Element types a tensor can hold. f64 exists for gradient checks; bf16 is
+// reserved for the CUDA backend (storage only, fp32 accumulation).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace levers {
+
+enum class DType : std::uint8_t { f32, f64, bf16, i32 };
+
+constexpr std::size_t size_of(DType t) {
+    switch (t) {
+        case DType::f32: return 4;
+        case DType::f64: return 8;
+        case DType::bf16: return 2;
+        case DType::i32: return 4;
+    }
+    return 0;
+}
+
+constexpr std::string_view name_of(DType t) {
+    switch (t) {
+        case DType::f32: return "f32";
+        case DType::f64: return "f64";
+        case DType::bf16: return "bf16";
+        case DType::i32: return "i32";
+    }
+    return "?";
+}
+
+// dtype_of<T>: the DType tag of a C++ element type.
+template <class T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::f32; }
+template <> constexpr DType dtype_of<double>() { return DType::f64; }
+template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
+
+}  // namespace levers

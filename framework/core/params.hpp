@@ -1,0 +1,48 @@
+// A model's parameters and their gradients, each in one flat contiguous buffer.
+//
+// Models declare named tensors with add(), then allocate(); every parameter is
+// a view into the flat buffer, so the data-parallel layer reduces slices of
+// grads() in place and the optimizer sweeps one array.
+#pragma once
+
+#include "framework/core/tensor.hpp"
+
+#include <string>
+#include <vector>
+
+namespace levers {
+
+template <class T> class ParamSet {
+public:
+    struct Entry {
+        std::string name;
+        Shape shape;
+        std::int64_t offset = 0;  // in elements, into the flat buffers
+        bool decay = true;        // weight decay applies (matrices, embeddings)
+    };
+
+    // Declares a parameter; returns its id. Only before allocate().
+    int add(std::string name, Shape shape, bool decay);
+    // Creates the zeroed flat buffers.
+    void allocate();
+
+    T* param(int id) const { return params_.data<T>() + entries_[static_cast<std::size_t>(id)].offset; }
+    T* grad(int id) const { return grads_.data<T>() + entries_[static_cast<std::size_t>(id)].offset; }
+    Tensor param_tensor(int id) const;
+
+    const Tensor& params() const { return params_; }  // flat [size()]
+    const Tensor& grads() const { return grads_; }    // flat [size()]
+    const std::vector<Entry>& entries() const { return entries_; }
+    std::int64_t size() const { return size_; }
+    void zero_grad() { grads_.zero(); }
+
+private:
+    std::vector<Entry> entries_;
+    std::int64_t size_ = 0;
+    Tensor params_, grads_;
+};
+
+extern template class ParamSet<float>;
+extern template class ParamSet<double>;
+
+}  // namespace levers

@@ -1,0 +1,35 @@
+// AdamW with decoupled weight decay (Loshchilov & Hutter; PyTorch's AdamW):
+//   p ← p · (1 − lr·wd);  m ← β1 m + (1−β1) g;  v ← β2 v + (1−β2) g²
+//   p ← p − lr · (m / (1−β1ᵗ)) / (√(v / (1−β2ᵗ)) + ε)
+#pragma once
+
+#include "kernels/common.hpp"
+
+#include <cmath>
+
+namespace levers::kernels {
+
+struct AdamWHyper {
+    double lr = 1e-3;
+    double beta1 = 0.9;
+    double beta2 = 0.999;
+    double eps = 1e-8;
+    double weight_decay = 0.0;
+};
+
+// One element. bc1 = 1 − β1ᵗ, bc2 = 1 − β2ᵗ (bias corrections for step t ≥ 1).
+template <class T>
+LEVERS_HD void adamw_element(T& p, T& m, T& v, T g, T lr, T beta1, T beta2, T eps, T weight_decay, T bc1, T bc2) {
+    p -= lr * weight_decay * p;
+    m = beta1 * m + (T(1) - beta1) * g;
+    v = beta2 * v + (T(1) - beta2) * g * g;
+    p -= lr * (m / bc1) / (std::sqrt(v / bc2) + eps);
+}
+
+namespace cpu {
+// Updates param, m and v (n elements each) in place for step t >= 1.
+// Pass weight_decay = 0 in `h` for parameters that must not decay (biases, norms).
+template <class T> void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper& h, long step);
+}  // namespace cpu
+
+}  // namespace levers::kernels

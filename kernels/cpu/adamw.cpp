@@ -1,0 +1,20 @@
+#include "kernels/adamw.hpp"
+
+#include "framework/core/error.hpp"
+
+namespace levers::kernels::cpu {
+
+template <class T> void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper& h, long step) {
+    LEVERS_CHECK(step >= 1, "AdamW step counts from 1, got {}", step);
+    const T lr = static_cast<T>(h.lr), b1 = static_cast<T>(h.beta1), b2 = static_cast<T>(h.beta2);
+    const T eps = static_cast<T>(h.eps), wd = static_cast<T>(h.weight_decay);
+    const T bc1 = static_cast<T>(1 - std::pow(h.beta1, static_cast<double>(step)));
+    const T bc2 = static_cast<T>(1 - std::pow(h.beta2, static_cast<double>(step)));
+#pragma omp parallel for simd schedule(static)
+    for (index_t i = 0; i < n; ++i) adamw_element(param[i], m[i], v[i], grad[i], lr, b1, b2, eps, wd, bc1, bc2);
+}
+
+template void adamw_step<float>(float*, float*, float*, const float*, index_t, const AdamWHyper&, long);
+template void adamw_step<double>(double*, double*, double*, const double*, index_t, const AdamWHyper&, long);
+
+}  // namespace levers::kernels::cpu

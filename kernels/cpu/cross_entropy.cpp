@@ -1,0 +1,62 @@
+#include "kernels/cross_entropy.hpp"
+
+#include "framework/core/error.hpp"
+
+namespace levers::kernels::cpu {
+
+namespace {
+index_t counted_rows(const std::int32_t* targets, index_t rows, index_t vocab, std::int32_t ignore_index) {
+    index_t counted = 0;
+    for (index_t r = 0; r < rows; ++r) {
+        if (targets[r] == ignore_index) continue;
+        LEVERS_CHECK(targets[r] >= 0 && targets[r] < vocab,
+                     "target {} in row {} is outside [0, {}) and is not the ignore index {}", targets[r], r, vocab,
+                     ignore_index);
+        ++counted;
+    }
+    return counted;
+}
+}  // namespace
+
+template <class T>
+T cross_entropy_forward(T* lse, const T* logits, const std::int32_t* targets, index_t rows, index_t vocab,
+                        std::int32_t ignore_index) {
+    index_t counted = counted_rows(targets, rows, vocab, ignore_index);
+    double total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+    for (index_t r = 0; r < rows; ++r) {
+        const T* x = logits + r * vocab;
+        lse[r] = logsumexp_row(x, vocab);
+        if (targets[r] != ignore_index) total += static_cast<double>(lse[r] - x[targets[r]]);
+    }
+    return counted == 0 ? T(0) : static_cast<T>(total / static_cast<double>(counted));
+}
+
+template <class T>
+void cross_entropy_backward(T* d_logits, const T* lse, const T* logits, const std::int32_t* targets, T d_loss,
+                            index_t rows, index_t vocab, std::int32_t ignore_index) {
+    index_t counted = counted_rows(targets, rows, vocab, ignore_index);
+    T scale = counted == 0 ? T(0) : d_loss / static_cast<T>(counted);
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < rows; ++r) {
+        const T* x = logits + r * vocab;
+        T* g = d_logits + r * vocab;
+        if (targets[r] == ignore_index) {
+            for (index_t j = 0; j < vocab; ++j) g[j] = 0;
+            continue;
+        }
+        for (index_t j = 0; j < vocab; ++j) g[j] = std::exp(x[j] - lse[r]) * scale;
+        g[targets[r]] -= scale;
+    }
+}
+
+template float cross_entropy_forward<float>(float*, const float*, const std::int32_t*, index_t, index_t,
+                                            std::int32_t);
+template double cross_entropy_forward<double>(double*, const double*, const std::int32_t*, index_t, index_t,
+                                              std::int32_t);
+template void cross_entropy_backward<float>(float*, const float*, const float*, const std::int32_t*, float, index_t,
+                                            index_t, std::int32_t);
+template void cross_entropy_backward<double>(double*, const double*, const double*, const std::int32_t*, double,
+                                             index_t, index_t, std::int32_t);
+
+}  // namespace levers::kernels::cpu

@@ -1,0 +1,32 @@
+#include "kernels/linear.hpp"
+
+#include "kernels/cpu/eigen_maps.hpp"
+
+namespace levers::kernels::cpu {
+
+template <class T>
+void linear_forward(T* out, const T* in, const T* weight, const T* bias, index_t n, index_t in_dim,
+                    index_t out_dim) {
+    MatMap<T> y(out, n, out_dim);
+    y.noalias() = ConstMatMap<T>(in, n, in_dim) * ConstMatMap<T>(weight, out_dim, in_dim).transpose();
+    if (bias) y.rowwise() += ConstRowVecMap<T>(bias, out_dim);
+}
+
+template <class T>
+void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, index_t n,
+                     index_t in_dim, index_t out_dim) {
+    ConstMatMap<T> dy(d_out, n, out_dim);
+    if (d_in) MatMap<T>(d_in, n, in_dim).noalias() = dy * ConstMatMap<T>(weight, out_dim, in_dim);
+    MatMap<T>(d_weight, out_dim, in_dim).noalias() += dy.transpose() * ConstMatMap<T>(in, n, in_dim);
+    if (d_bias) RowVecMap<T>(d_bias, out_dim) += dy.colwise().sum();
+}
+
+template void linear_forward<float>(float*, const float*, const float*, const float*, index_t, index_t, index_t);
+template void linear_forward<double>(double*, const double*, const double*, const double*, index_t, index_t,
+                                     index_t);
+template void linear_backward<float>(float*, float*, float*, const float*, const float*, const float*, index_t,
+                                     index_t, index_t);
+template void linear_backward<double>(double*, double*, double*, const double*, const double*, const double*,
+                                      index_t, index_t, index_t);
+
+}  // namespace levers::kernels::cpu

@@ -1,0 +1,57 @@
+#include "framework/core/error.hpp"
+#include "kernels/adamw.hpp"
+#include "kernels/grad_clip.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace k = levers::kernels::cpu;
+using levers::kernels::AdamWHyper;
+
+TEST_CASE("AdamW's first step moves each weight by lr against the gradient's sign") {
+    // With bias correction, m̂/√v̂ = g/|g| on step 1, whatever |g| is.
+    std::vector<double> p = {1.0, -2.0, 0.5}, m(3, 0.0), v(3, 0.0), g = {0.3, -40.0, 1e-3};
+    AdamWHyper h{.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-12, .weight_decay = 0.0};
+    k::adamw_step(p.data(), m.data(), v.data(), g.data(), 3, h, 1);
+    CHECK(p[0] == doctest::Approx(0.99));
+    CHECK(p[1] == doctest::Approx(-1.99));
+    CHECK(p[2] == doctest::Approx(0.49));
+}
+
+TEST_CASE("AdamW's weight decay is decoupled: with a zero gradient it only shrinks the weight") {
+    std::vector<double> p = {2.0}, m = {0.0}, v = {0.0}, g = {0.0};
+    AdamWHyper h{.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5};
+    k::adamw_step(p.data(), m.data(), v.data(), g.data(), 1, h, 1);
+    CHECK(p[0] == doctest::Approx(2.0 * (1 - 0.1 * 0.5)));
+}
+
+TEST_CASE("AdamW's second step follows the moment estimates") {
+    std::vector<double> p = {0.0}, m = {0.0}, v = {0.0};
+    AdamWHyper h{.lr = 1.0, .beta1 = 0.5, .beta2 = 0.75, .eps = 0.0, .weight_decay = 0.0};
+    std::vector<double> g1 = {2.0}, g2 = {1.0};
+    k::adamw_step(p.data(), m.data(), v.data(), g1.data(), 1, h, 1);  // p = -1
+    k::adamw_step(p.data(), m.data(), v.data(), g2.data(), 1, h, 2);
+    // step 1: m = 1, v = 1. step 2: m = 0.5·1 + 0.5·1 = 1, v = 0.75·1 + 0.25·1 = 1,
+    // m̂ = 1/(1-0.25), v̂ = 1/(1-0.5625).
+    CHECK(m[0] == doctest::Approx(1.0));
+    CHECK(v[0] == doctest::Approx(1.0));
+    CHECK(p[0] == doctest::Approx(-1.0 - (1.0 / 0.75) / std::sqrt(1.0 / 0.4375)));
+}
+
+TEST_CASE("AdamW rejects step 0") {
+    std::vector<float> p(1), m(1), v(1), g(1);
+    CHECK_THROWS_AS(k::adamw_step(p.data(), m.data(), v.data(), g.data(), 1, AdamWHyper{}, 0), levers::Error);
+}
+
+TEST_CASE("global gradient-norm clipping") {
+    std::vector<float> g = {3, 4};
+    CHECK(k::grad_norm(g.data(), 2) == doctest::Approx(5.0));
+    CHECK(k::clip_grad_norm(g.data(), 2, 10.0) == doctest::Approx(5.0));  // under the limit: untouched
+    CHECK(g == std::vector<float>{3, 4});
+    CHECK(k::clip_grad_norm(g.data(), 2, 1.0) == doctest::Approx(5.0));
+    CHECK(g[0] == doctest::Approx(0.6));
+    CHECK(g[1] == doctest::Approx(0.8));
+    CHECK(k::grad_norm(g.data(), 2) == doctest::Approx(1.0));
+}

@@ -1,0 +1,36 @@
+// A tokenised text corpus with a train/validation split, and the batches
+// language models train on.
+#pragma once
+
+#include "framework/core/rng.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+namespace levers::data {
+
+struct TextCorpus {
+    std::vector<std::int32_t> train, validation;
+};
+
+// Byte-level corpus from every *.txt file in `dir` (or one file). The last
+// `validation_fraction` of each file is held out, so validation spans every
+// book. Throws, naming the file, if one is empty or is not text (NUL bytes).
+TextCorpus load_byte_corpus(const std::filesystem::path& dir_or_file, double validation_fraction);
+
+// Inputs and next-token targets, each [batch, time].
+struct TokenBatch {
+    std::vector<std::int32_t> inputs, targets;
+    std::int64_t batch = 0, time = 0;
+};
+
+// `batch` windows of time+1 tokens at uniformly random offsets.
+TokenBatch random_batch(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time, Rng& rng);
+
+// The `index`-th batch of consecutive, non-overlapping windows: a fixed
+// evaluation set. Returns false once the tokens are used up.
+bool sequential_batch(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time,
+                      std::int64_t index, TokenBatch& out);
+
+}  // namespace levers::data

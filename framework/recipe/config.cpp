@@ -1,0 +1,117 @@
+#include "framework/recipe/config.hpp"
+
+#include "framework/core/error.hpp"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace levers {
+
+namespace {
+
+template <class... F> struct Overload : F... { using F::operator()...; };
+template <class... F> Overload(F...) -> Overload<F...>;
+
+bool parse_long(const std::string& s, long& out) {
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
+}
+
+}  // namespace
+
+std::string type_name(const ParamValue& v) {
+    return std::visit(Overload{[](long) { return "int"; }, [](double) { return "float"; },
+                               [](const std::string&) { return "string"; }, [](bool) { return "bool"; },
+                               [](const std::vector<long>&) { return "int list"; }},
+                      v);
+}
+
+std::string to_text(const ParamValue& v) {
+    return std::visit(Overload{[](long x) { return std::to_string(x); }, [](double x) { return fmt::format("{}", x); },
+                               [](const std::string& s) { return s; },
+                               [](bool b) { return std::string(b ? "true" : "false"); },
+                               [](const std::vector<long>& xs) { return fmt::format("{}", fmt::join(xs, ",")); }},
+                      v);
+}
+
+ParamValue parse_as(const ParamValue& like, const std::string& name, const std::string& text) {
+    auto bad = [&](const char* expected) {
+        LEVERS_FAIL("parameter '{}': '{}' is not {}", name, text, expected);
+    };
+    return std::visit(
+        Overload{[&](long) -> ParamValue {
+                     long x;
+                     if (!parse_long(text, x)) bad("an integer (e.g. 100)");
+                     return x;
+                 },
+                 [&](double) -> ParamValue {
+                     char* end = nullptr;
+                     errno = 0;
+                     double x = std::strtod(text.c_str(), &end);
+                     if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(x))
+                         bad("a finite number (e.g. 3e-4)");
+                     return x;
+                 },
+                 [&](const std::string&) -> ParamValue { return text; },
+                 [&](bool) -> ParamValue {
+                     if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
+                     if (text == "false" || text == "0" || text == "no" || text == "off") return false;
+                     bad("a bool (true/false)");
+                     return false;
+                 },
+                 [&](const std::vector<long>&) -> ParamValue {
+                     std::vector<long> xs;
+                     std::size_t start = 0;
+                     while (start <= text.size()) {
+                         auto comma = std::min(text.find(',', start), text.size());
+                         long x;
+                         if (!parse_long(text.substr(start, comma - start), x)) bad("a comma-separated list of integers (e.g. 256,128)");
+                         xs.push_back(x);
+                         start = comma + 1;
+                     }
+                     return xs;
+                 }},
+        like);
+}
+
+Config::Config(std::vector<ParamSpec> specs) : specs_(std::move(specs)) {
+    for (const auto& s : specs_) values_.push_back(s.default_value);
+}
+
+std::size_t Config::index_of(const std::string& name) const {
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+        if (specs_[i].name == name) return i;
+    std::string valid;
+    for (const auto& s : specs_) valid += (valid.empty() ? "" : ", ") + s.name;
+    LEVERS_FAIL("unknown parameter '{}'; valid parameters: {}", name, valid.empty() ? "(none)" : valid);
+}
+
+void Config::set(const std::string& name, const std::string& text) {
+    std::size_t i = index_of(name);
+    values_[i] = parse_as(specs_[i].default_value, name, text);
+}
+
+template <class T> T Config::get(const std::string& name) const {
+    const ParamValue& v = values_[index_of(name)];
+    if constexpr (std::is_same_v<T, int>) {
+        LEVERS_CHECK(std::holds_alternative<long>(v), "parameter '{}' is {}, read as int", name, type_name(v));
+        return static_cast<int>(std::get<long>(v));
+    } else {
+        LEVERS_CHECK(std::holds_alternative<T>(v), "parameter '{}' is {}, read as another type", name, type_name(v));
+        return std::get<T>(v);
+    }
+}
+
+template long Config::get<long>(const std::string&) const;
+template int Config::get<int>(const std::string&) const;
+template double Config::get<double>(const std::string&) const;
+template std::string Config::get<std::string>(const std::string&) const;
+template bool Config::get<bool>(const std::string&) const;
+template std::vector<long> Config::get<std::vector<long>>(const std::string&) const;
+
+}  // namespace levers

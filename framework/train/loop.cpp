@@ -1,0 +1,98 @@
+#include "framework/train/loop.hpp"
+
+#include "framework/train/optimizer.hpp"
+#include "kernels/grad_clip.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+namespace levers::train {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void print_eval(long step, const Metrics& m) {
+    std::string line = fmt::format("eval step {:>5}", step);
+    for (const auto& [name, value] : m) line += fmt::format(" | {} {:.4f}", name, value);
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+}
+}  // namespace
+
+void LoopOptions::validate() const {
+    LEVERS_CHECK(steps >= 1, "steps must be >= 1, got {}", steps);
+    LEVERS_CHECK(grad_accum >= 1, "grad_accum must be >= 1, got {}", grad_accum);
+    LEVERS_CHECK(lr.peak > 0 && std::isfinite(lr.peak), "lr must be a positive number, got {}", lr.peak);
+    LEVERS_CHECK(lr.warmup >= 0, "warmup must be >= 0, got {}", lr.warmup);
+    LEVERS_CHECK(log_every >= 1, "log_every must be >= 1, got {}", log_every);
+    LEVERS_CHECK(eval_every >= 0, "eval_every must be >= 0, got {}", eval_every);
+    LEVERS_CHECK(adamw.weight_decay >= 0, "weight_decay must be >= 0, got {}", adamw.weight_decay);
+}
+
+LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
+                      const std::function<MicroResult(long step, long micro)>& micro_step,
+                      const std::function<Metrics(long step)>& evaluate) {
+    options.validate();
+    AdamW<float> optimizer(params, options.adamw);
+    float* grads = params.grads().data<float>();
+    const auto n = params.size();
+
+    LoopResult result;
+    const auto start = Clock::now();
+    auto window_start = start;
+    double window_loss = 0, eval_seconds = 0;
+    long window_steps = 0, window_items = 0, total_items = 0;
+
+    for (long step = 0; step < options.steps; ++step) {
+        params.zero_grad();
+        double loss = 0;
+        for (long micro = 0; micro < options.grad_accum; ++micro) {
+            MicroResult r = micro_step(step, micro);
+            loss += r.loss / static_cast<double>(options.grad_accum);
+            window_items += r.items;
+            total_items += r.items;
+        }
+        LEVERS_CHECK(std::isfinite(loss), "training diverged: loss is {} at step {} (try a lower lr)", loss, step);
+        if (options.grad_accum > 1) {
+            const float scale = 1.0f / static_cast<float>(options.grad_accum);
+            for (std::int64_t i = 0; i < n; ++i) grads[i] *= scale;
+        }
+        const double norm = kernels::cpu::clip_grad_norm(grads, n, options.grad_clip);
+        const double lr = options.lr.at(step);
+        optimizer.step(lr);
+        window_loss += loss;
+        ++window_steps;
+
+        const bool last = step + 1 == options.steps;
+        if ((step + 1) % options.log_every == 0 || last) {
+            const double secs = seconds_since(window_start);
+            const double mean = window_loss / static_cast<double>(window_steps);
+            fmt::print("step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} {}/s\n", step + 1,
+                       options.steps, mean, lr, norm, static_cast<double>(window_items) / secs, options.unit);
+            std::fflush(stdout);
+            result.loss = mean;
+            result.loss_curve.emplace_back(step + 1, mean);
+            window_start = Clock::now();
+            window_loss = 0;
+            window_steps = window_items = 0;
+        }
+        const bool eval_now = options.eval_every > 0 && (step + 1) % options.eval_every == 0;
+        if (evaluate && (eval_now || last)) {
+            const auto eval_start = Clock::now();
+            result.last_eval = evaluate(step + 1);
+            print_eval(step + 1, result.last_eval);
+            eval_seconds += seconds_since(eval_start);
+            window_start = Clock::now();  // keep evaluation out of the throughput figures
+        }
+    }
+    result.steps = options.steps;
+    result.seconds = seconds_since(start);
+    result.items_per_second = static_cast<double>(total_items) / (result.seconds - eval_seconds);
+    return result;
+}
+
+}  // namespace levers::train

@@ -1,0 +1,54 @@
+// The training loop every recipe uses: gradient accumulation, global-norm
+// clipping, the learning-rate schedule, AdamW, periodic evaluation and
+// progress lines. The model-specific work is a callback that runs forward and
+// backward for one micro-batch.
+#pragma once
+
+#include "framework/core/params.hpp"
+#include "framework/train/lr_schedule.hpp"
+#include "kernels/adamw.hpp"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace levers::train {
+
+using Metrics = std::map<std::string, double>;
+
+struct LoopOptions {
+    long steps = 100;
+    long grad_accum = 1;  // micro-batches per optimizer step
+    LrSchedule lr;
+    kernels::AdamWHyper adamw;
+    double grad_clip = 1.0;  // <= 0 disables clipping
+    long log_every = 10;
+    long eval_every = 0;     // 0: evaluate only after the last step
+    std::string unit = "tok";  // what MicroResult::items counts, for the throughput column
+
+    void validate() const;  // throws levers::Error naming the bad option
+};
+
+struct MicroResult {
+    double loss = 0;  // mean loss of this micro-batch
+    long items = 0;   // tokens or samples it processed
+};
+
+struct LoopResult {
+    long steps = 0;
+    double loss = 0;            // mean training loss over the last log window
+    double items_per_second = 0;  // training only, evaluation excluded
+    double seconds = 0;           // wall time, evaluation included
+    Metrics last_eval;          // from the final evaluation
+    std::vector<std::pair<long, double>> loss_curve;  // (step, mean loss of its log window)
+};
+
+// Runs options.steps optimizer steps. `micro_step(step, micro)` must add this
+// micro-batch's gradients into params.grads(); the loop zeroes them before each
+// step and divides by grad_accum after. `evaluate(step)` may be empty.
+LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
+                      const std::function<MicroResult(long step, long micro)>& micro_step,
+                      const std::function<Metrics(long step)>& evaluate);
+
+}  // namespace levers::train

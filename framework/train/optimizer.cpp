@@ -1,0 +1,27 @@
+#include "framework/train/optimizer.hpp"
+
+namespace levers::train {
+
+template <class T>
+AdamW<T>::AdamW(ParamSet<T>& params, const kernels::AdamWHyper& hyper)
+    : params_(params),
+      hyper_(hyper),
+      m_(Tensor::zeros({params.size()}, dtype_of<T>())),
+      v_(Tensor::zeros({params.size()}, dtype_of<T>())) {}
+
+template <class T> void AdamW<T>::step(double lr) {
+    ++step_;
+    kernels::AdamWHyper h = hyper_;
+    h.lr = lr;
+    for (const auto& e : params_.entries()) {
+        h.weight_decay = e.decay ? hyper_.weight_decay : 0.0;
+        kernels::cpu::adamw_step(params_.params().template data<T>() + e.offset, m_.data<T>() + e.offset,
+                                 v_.data<T>() + e.offset, params_.grads().template data<T>() + e.offset,
+                                 e.shape.numel(), h, step_);
+    }
+}
+
+template class AdamW<float>;
+template class AdamW<double>;
+
+}  // namespace levers::train

@@ -1,0 +1,32 @@
+// AdamW over a ParamSet: moment buffers as flat as the parameters, weight decay
+// only where the parameter asks for it (matrices and embeddings, not biases or
+// layernorm gains).
+#pragma once
+
+#include "framework/core/params.hpp"
+#include "kernels/adamw.hpp"
+
+namespace levers::train {
+
+template <class T> class AdamW {
+public:
+    AdamW(ParamSet<T>& params, const kernels::AdamWHyper& hyper);
+
+    // One update with learning rate `lr` from the gradients in params.grads().
+    void step(double lr);
+    long steps_taken() const { return step_; }
+
+    const Tensor& first_moment() const { return m_; }
+    const Tensor& second_moment() const { return v_; }
+
+private:
+    ParamSet<T>& params_;
+    kernels::AdamWHyper hyper_;
+    Tensor m_, v_;
+    long step_ = 0;
+};
+
+extern template class AdamW<float>;
+extern template class AdamW<double>;
+
+}  // namespace levers::train

@@ -11,18 +11,22 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace {
 
 using namespace levers;
 
-// Mean loss over the first `max_batches` consecutive windows of `tokens`
-// (all of them when max_batches <= 0).
+// Mean loss over `max_batches` batches of windows spread evenly over `tokens`
+// (every window when max_batches <= 0).
 double evaluate_loss(models::Gpt<float>& model, const std::vector<std::int32_t>& tokens, std::int64_t batch,
                      std::int64_t time, long max_batches) {
+    const auto windows = static_cast<std::int64_t>(tokens.size()) / time;
+    const std::int64_t stride = max_batches <= 0 ? 1 : std::max<std::int64_t>(1, windows / (max_batches * batch));
     data::TokenBatch b;
     double total = 0;
     long n = 0;
-    while ((max_batches <= 0 || n < max_batches) && data::sequential_batch(tokens, batch, time, n, b)) {
+    while ((max_batches <= 0 || n < max_batches) && data::sequential_batch(tokens, batch, time, n, b, stride)) {
         total += model.forward(b.inputs.data(), b.targets.data(), batch, time);
         ++n;
     }

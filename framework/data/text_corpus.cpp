@@ -45,15 +45,19 @@ TokenBatch random_batch(const std::vector<std::int32_t>& tokens, std::int64_t ba
 }
 
 bool sequential_batch(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time,
-                      std::int64_t index, TokenBatch& out) {
+                      std::int64_t index, TokenBatch& out, std::int64_t stride) {
+    LEVERS_CHECK(stride >= 1, "window stride must be >= 1, got {}", stride);
     const auto n = static_cast<std::int64_t>(tokens.size());
-    if ((index + 1) * batch * time + 1 > n) return false;
+    const std::int64_t last_window = (index + 1) * batch - 1;
+    if (last_window * stride * time + time + 1 > n) return false;
     out = {std::vector<std::int32_t>(static_cast<std::size_t>(batch * time)),
            std::vector<std::int32_t>(static_cast<std::size_t>(batch * time)), batch, time};
-    const std::int64_t base = index * batch * time;
-    for (std::int64_t i = 0; i < batch * time; ++i) {
-        out.inputs[static_cast<std::size_t>(i)] = tokens[static_cast<std::size_t>(base + i)];
-        out.targets[static_cast<std::size_t>(i)] = tokens[static_cast<std::size_t>(base + i + 1)];
+    for (std::int64_t r = 0; r < batch; ++r) {
+        const std::int64_t start = (index * batch + r) * stride * time;
+        for (std::int64_t t = 0; t < time; ++t) {
+            out.inputs[static_cast<std::size_t>(r * time + t)] = tokens[static_cast<std::size_t>(start + t)];
+            out.targets[static_cast<std::size_t>(r * time + t)] = tokens[static_cast<std::size_t>(start + t + 1)];
+        }
     }
     return true;
 }

@@ -28,9 +28,10 @@ struct TokenBatch {
 // `batch` windows of time+1 tokens at uniformly random offsets.
 TokenBatch random_batch(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time, Rng& rng);
 
-// The `index`-th batch of consecutive, non-overlapping windows: a fixed
-// evaluation set. Returns false once the tokens are used up.
+// The `index`-th batch of non-overlapping windows `stride` windows apart
+// (stride 1: consecutive), a fixed evaluation set; a stride > 1 spreads a few
+// batches over the whole split. Returns false once the tokens are used up.
 bool sequential_batch(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time,
-                      std::int64_t index, TokenBatch& out);
+                      std::int64_t index, TokenBatch& out, std::int64_t stride = 1);
 
 }  // namespace levers::data

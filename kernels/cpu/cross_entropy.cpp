@@ -2,9 +2,22 @@
 
 #include "framework/core/error.hpp"
 
+#include <Eigen/Core>
+
 namespace levers::kernels::cpu {
 
 namespace {
+
+template <class T> using ConstRow = Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>;
+template <class T> using Row = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
+
+// logsumexp_row's maths, vectorised by Eigen's exp.
+template <class T> T row_logsumexp(const T* x, index_t n) {
+    ConstRow<T> row(x, n);
+    const T m = row.maxCoeff();
+    return m + std::log((row - m).exp().sum());
+}
+
 index_t counted_rows(const std::int32_t* targets, index_t rows, index_t vocab, std::int32_t ignore_index) {
     index_t counted = 0;
     for (index_t r = 0; r < rows; ++r) {
@@ -26,7 +39,7 @@ T cross_entropy_forward(T* lse, const T* logits, const std::int32_t* targets, in
 #pragma omp parallel for schedule(static) reduction(+ : total)
     for (index_t r = 0; r < rows; ++r) {
         const T* x = logits + r * vocab;
-        lse[r] = logsumexp_row(x, vocab);
+        lse[r] = row_logsumexp(x, vocab);
         if (targets[r] != ignore_index) total += static_cast<double>(lse[r] - x[targets[r]]);
     }
     return counted == 0 ? T(0) : static_cast<T>(total / static_cast<double>(counted));
@@ -45,7 +58,7 @@ void cross_entropy_backward(T* d_logits, const T* lse, const T* logits, const st
             for (index_t j = 0; j < vocab; ++j) g[j] = 0;
             continue;
         }
-        for (index_t j = 0; j < vocab; ++j) g[j] = std::exp(x[j] - lse[r]) * scale;
+        Row<T>(g, vocab) = (ConstRow<T>(x, vocab) - lse[r]).exp() * scale;
         g[targets[r]] -= scale;
     }
 }

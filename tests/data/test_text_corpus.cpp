@@ -37,6 +37,10 @@ TEST_CASE("batches: targets are inputs shifted by one; sequential batches tile t
     CHECK(data::sequential_batch(tokens, 2, 8, 5, s));
     CHECK(s.inputs.front() == 80);
     CHECK_FALSE(data::sequential_batch(tokens, 2, 8, 6, s));  // would need token 112
+    CHECK(data::sequential_batch(tokens, 2, 8, 1, s, 3));      // windows 2 and 3, three apart: tokens 48, 72
+    CHECK(s.inputs[0] == 48);
+    CHECK(s.inputs[8] == 72);
+    CHECK_FALSE(data::sequential_batch(tokens, 2, 8, 2, s, 3));  // window 5 would start at 120
 }
 
 TEST_CASE("a corpus file that is empty, binary or absent is refused by name") {

@@ -48,6 +48,24 @@ TEST_CASE("attention matches a direct softmax(q·k/sqrt(d))·v for one head") {
     }
 }
 
+TEST_CASE("the CPU softmax agrees with the scalar row maths the CUDA kernel uses") {
+    const long B = 1, T = 6, C = 4, H = 1;
+    Rng rng(10);
+    auto qkv = random_vector(B * T * 3 * C, rng, 2.0);
+    std::vector<double> y(T * C), att(T * T);
+    k::attention_forward(y.data(), att.data(), qkv.data(), B, T, C, H);
+    for (long i = 0; i < T; ++i) {
+        std::vector<double> row(T);
+        for (long j = 0; j < T; ++j) {
+            double s = 0;
+            for (long c = 0; c < C; ++c) s += qkv[i * 3 * C + c] * qkv[j * 3 * C + C + c];
+            row[j] = s / std::sqrt(double(C));
+        }
+        kernels::causal_softmax_row(row.data(), i, T);
+        for (long j = 0; j < T; ++j) CHECK(att[i * T + j] == doctest::Approx(row[j]));
+    }
+}
+
 TEST_CASE("attention gradient matches finite differences") {
     const long B = 2, T = 4, C = 6, H = 2;
     Rng rng(8);

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# GPT training-step speed and memory on the CPU: levers against PyTorch, same
+# model (GPT-2 architecture, 4 layers x 128, 4 heads, context 128, byte
+# vocabulary: 0.84M parameters), same batch (16 x 128 tokens), same thread
+# count, measured in one run, alternating so machine noise hits both.
+#
+#   bash bench/cpu_step.sh [rounds]     (default 3 rounds; the median is reported)
+#
+# Installs Debian's python3-torch and OpenBLAS (a real BLAS, as PyTorch users
+# have) if missing; nothing else here needs them.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+rounds=${1:-3}
+sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+
+need=()
+for p in python3-torch libopenblas0-pthread; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    echo "[bench] installing ${need[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+bash "$root/scripts/setup.sh" build
+build=${LEVERS_BUILD:-$root/build}
+
+out=$(mktemp -d)
+for threads in 1 2; do
+    for round in $(seq "$rounds"); do
+        "$build/bench/bench_gpt_step" --threads "$threads" >>"$out/levers-$threads.jsonl"
+        /usr/bin/python3 "$root/bench/gpt_step.py" --threads "$threads" >>"$out/torch-$threads.jsonl"
+    done
+done
+
+/usr/bin/python3 - "$out" <<'PY'
+import json, statistics, sys, pathlib, platform, subprocess
+out = pathlib.Path(sys.argv[1])
+def load(name):
+    return [json.loads(l) for l in (out / name).read_text().splitlines()]
+cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
+torch_info = load("torch-1.jsonl")[0]
+print(f"machine: {cpu}, {platform.machine()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
+print(f"peer: {torch_info['impl']}, {'; '.join(torch_info['blas'])}, matmul 1024^3 {torch_info['matmul_gflops_1024']:.0f} GFLOP/s")
+print(f"model: {torch_info['parameters']} parameters, {torch_info['tokens_per_step']} tokens per step")
+print()
+print("| threads | levers tok/s | PyTorch tok/s | levers / PyTorch | levers step ms | PyTorch step ms | levers peak RSS MB | PyTorch peak RSS MB |")
+print("|---|---|---|---|---|---|---|---|")
+for t in (1, 2):
+    lv, pt = load(f"levers-{t}.jsonl"), load(f"torch-{t}.jsonl")
+    med = lambda rows, k: statistics.median(r[k] for r in rows)
+    l_tps, p_tps = med(lv, "tokens_per_second"), med(pt, "tokens_per_second")
+    print(f"| {t} | {l_tps:.0f} | {p_tps:.0f} | {l_tps / p_tps:.2f}x | {med(lv, 'median_step_ms'):.1f} | "
+          f"{med(pt, 'median_step_ms'):.1f} | {med(lv, 'peak_rss_mb'):.0f} | {med(pt, 'peak_rss_mb'):.0f} |")
+lv = load("levers-1.jsonl")[0]
+print()
+print(f"levers memory: parameters+gradients+AdamW moments {lv['model_state_mb']:.1f} MB, "
+      f"activations {lv['activations_mb']:.1f} MB, sum {lv['model_state_mb'] + lv['activations_mb']:.1f} MB; "
+      f"peak RSS {lv['peak_rss_mb']:.1f} MB (the rest is code, libraries and the allocator)")
+PY
+rm -rf "$out"

@@ -1,0 +1,112 @@
+"""The PyTorch peer for bench_gpt_step: the same GPT-2-style model, batch and
+thread count, one training step = forward, backward, clipping, AdamW.
+Prints one JSON object, plus how this PyTorch was built (BLAS) and a matmul
+GFLOP/s figure so a crippled install is visible."""
+import argparse
+import json
+import math
+import resource
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, c, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(c), nn.LayerNorm(c)
+        self.c_attn, self.c_proj = nn.Linear(c, 3 * c), nn.Linear(c, c)
+        self.c_fc, self.mlp_proj = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+
+    def attention(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        return self.c_proj((att @ v).transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class Gpt(nn.Module):
+    def __init__(self, vocab, block, layers, heads, c):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, c), nn.Embedding(block, c)
+        self.blocks = nn.ModuleList(Block(c, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(c)
+
+    def forward(self, idx, targets):
+        t = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(t))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()  # tied output projection
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+def matmul_gflops():
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    a @ b
+    start = time.perf_counter()
+    for _ in range(10):
+        a @ b
+    return 10 * 2 * 1024**3 / (time.perf_counter() - start) / 1e9
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--block", type=int, default=128)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--embd", type=int, default=128)
+    p.add_argument("--vocab", type=int, default=256)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    model = Gpt(a.vocab, a.block, a.layers, a.heads, a.embd)
+    decay = [w for w in model.parameters() if w.dim() >= 2]
+    no_decay = [w for w in model.parameters() if w.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    x = torch.randint(0, a.vocab, (a.batch, a.block))
+    y = torch.randint(0, a.vocab, (a.batch, a.block))
+    times = []
+    for step in range(a.warmup + a.steps):
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step >= a.warmup:
+            times.append(time.perf_counter() - start)
+    times.sort()
+    median = times[len(times) // 2]
+    blas = [line.strip() for line in torch.__config__.show().splitlines() if "BLAS" in line]
+    print(json.dumps({
+        "impl": "pytorch " + torch.__version__,
+        "threads": a.threads,
+        "parameters": sum(w.numel() for w in model.parameters()),
+        "tokens_per_step": a.batch * a.block,
+        "median_step_ms": median * 1e3,
+        "tokens_per_second": a.batch * a.block / median,
+        "final_loss": loss.item(),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "matmul_gflops_1024": matmul_gflops(),
+        "blas": blas,
+    }))
+
+
+if __name__ == "__main__":
+    main()

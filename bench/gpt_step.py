@@ -71,6 +71,7 @@ def main():
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--embd", type=int, default=128)
     p.add_argument("--vocab", type=int, default=256)
+    p.add_argument("--blas", default="system", help="label for the BLAS build in use")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -105,6 +106,7 @@ def main():
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "matmul_gflops_1024": matmul_gflops(),
         "blas": blas,
+        "blas_build": a.blas,
     }))
 
 

@@ -102,7 +102,7 @@ Result pretrain(const Config& cfg) {
 LEVERS_RECIPE(pretrain) {
     return levers::recipe("pretrain")
         .describe("byte-level GPT on four English books; prints the loss falling and a sample")
-        .param("steps", 400, "optimizer steps")
+        .param("steps", 600, "optimizer steps")
         .param("batch_size", 16, "sequences per step")
         .param("block_size", 128, "context length in bytes")
         .param("n_layer", 4, "transformer blocks")
@@ -114,7 +114,7 @@ LEVERS_RECIPE(pretrain) {
         .param("grad_clip", 1.0, "global gradient-norm limit (0: off)")
         .param("seed", 1337, "initialisation and data-order seed")
         .param("log_every", 20, "steps per progress line")
-        .param("eval_every", 100, "steps between validation passes")
+        .param("eval_every", 200, "steps between validation passes")
         .param("eval_batches", 16, "batches per intermediate validation pass (the final pass uses all)")
         .param("corpus", "", "a .txt file or a directory of them (default: the installed books)")
         .param("prompt", "The ", "text the sample starts from")

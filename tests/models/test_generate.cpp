@@ -1,0 +1,43 @@
+#include "framework/core/error.hpp"
+#include "models/generate.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace levers;
+
+TEST_CASE("sampling: top-k 1 and near-zero temperature are greedy") {
+    const float logits[] = {0.1f, 2.0f, -1.0f, 1.9f};
+    Rng rng(1);
+    for (int i = 0; i < 50; ++i) {
+        CHECK(models::sample_token(logits, 4, {.temperature = 1.0, .top_k = 1}, rng) == 1);
+        CHECK(models::sample_token(logits, 4, {.temperature = 1e-4, .top_k = 0}, rng) == 1);
+    }
+}
+
+TEST_CASE("sampling: top-k keeps the k likeliest, in softmax proportions") {
+    const float logits[] = {0.0f, std::log(3.0f), -5.0f, std::log(1.0f) - 0.0f};  // p ∝ 1, 3, e^-5, 1
+    Rng rng(2);
+    int counts[4] = {};
+    const int n = 20000;
+    for (int i = 0; i < n; ++i) counts[models::sample_token(logits, 4, {.temperature = 1.0, .top_k = 2}, rng)]++;
+    CHECK(counts[2] == 0);
+    CHECK(counts[0] + counts[3] + counts[1] == n);
+    // The two kept are token 1 (weight 3) and one of the weight-1 ties.
+    CHECK(static_cast<double>(counts[1]) / n == doctest::Approx(0.75).epsilon(0.03));
+}
+
+TEST_CASE("generate appends the requested tokens, deterministically for a seed") {
+    models::Gpt<float> gpt({.vocab_size = 11, .block_size = 4, .n_layer = 1, .n_head = 1, .n_embd = 8}, 3);
+    models::SampleOptions opts{.max_new_tokens = 9, .temperature = 1.0, .top_k = 5};
+    Rng a(7), b(7);
+    auto first = models::generate(gpt, {1, 2}, opts, a);
+    auto second = models::generate(gpt, {1, 2}, opts, b);
+    CHECK(first.size() == 11);  // the window slides past block_size
+    CHECK(first == second);
+    for (auto t : first) CHECK((t >= 0 && t < 11));
+    CHECK_THROWS_WITH_AS(models::generate(gpt, {}, opts, a), doctest::Contains("needs a prompt"), Error);
+    opts.temperature = 0;
+    CHECK_THROWS_WITH_AS(models::generate(gpt, {1}, opts, a), doctest::Contains("temperature must be > 0"), Error);
+}

@@ -3,6 +3,7 @@
 // give the final accuracy.
 #include "framework/core/rng.hpp"
 #include "framework/data/idx.hpp"
+#include "framework/recipe/loop_params.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/train/loop.hpp"
 #include "models/mlp.hpp"
@@ -54,15 +55,8 @@ Result classify(const Config& cfg) {
     fmt::print("MLP {} -> {} -> 10: {} parameters; {} train, {} validation, {} test images\n", shape.inputs,
                fmt::join(shape.hidden, " -> "), model.params().size(), train_set.count, val_set.count, test.count);
 
-    train::LoopOptions options;
-    options.steps = cfg.get<long>("steps");
-    options.lr = {.peak = cfg.get<double>("lr"), .min_ratio = 0.05, .warmup = cfg.get<long>("warmup"),
-                  .total = options.steps};
-    options.adamw = {.lr = options.lr.peak, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
-                     .weight_decay = cfg.get<double>("weight_decay")};
-    options.grad_clip = cfg.get<double>("grad_clip");
-    options.log_every = cfg.get<long>("log_every");
-    options.eval_every = cfg.get<long>("eval_every");
+    train::LoopOptions options = loop_options(cfg);
+    options.lr.min_ratio = 0.05;
     options.unit = "samples";
 
     // Epochs over a shuffled order; the batch buffer outlives each backward().

@@ -4,6 +4,7 @@
 #include "framework/data/byte_tokenizer.hpp"
 #include "framework/data/files.hpp"
 #include "framework/data/text_corpus.hpp"
+#include "framework/recipe/loop_params.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/train/loop.hpp"
 #include "models/generate.hpp"
@@ -52,15 +53,8 @@ Result pretrain(const Config& cfg) {
                shape.n_layer, shape.n_embd, shape.n_head, shape.block_size, shape.parameter_count() / 1e6,
                corpus.train.size() / 1e6, corpus.validation.size() / 1e6);
 
-    train::LoopOptions options;
-    options.steps = cfg.get<long>("steps");
-    options.lr = {.peak = cfg.get<double>("lr"), .min_ratio = 0.1, .warmup = cfg.get<long>("warmup"),
-                  .total = options.steps};
-    options.adamw = {.lr = options.lr.peak, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
-                     .weight_decay = cfg.get<double>("weight_decay")};
-    options.grad_clip = cfg.get<double>("grad_clip");
-    options.log_every = cfg.get<long>("log_every");
-    options.eval_every = cfg.get<long>("eval_every");
+    train::LoopOptions options = loop_options(cfg);
+    options.adamw.beta2 = 0.95;  // GPT-2/3 practice for transformers
 
     Rng data_rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
     auto micro_step = [&](long, long) {

@@ -87,6 +87,7 @@ run_tests() {
     local rc=0
     meson test -C "$build" --print-errorlogs --num-processes 1 || rc=$?
     local log="$build/meson-logs/testlog.txt"
+    grep -h -E '^\[doctest\] (test cases|assertions):' "$log" || true
     grep -h '^\[doctest\] test cases:' "$log" | awk -F'|' '
         { gsub(/[^0-9]/, "", $2); gsub(/[^0-9]/, "", $3); gsub(/[^0-9]/, "", $4); p += $2; f += $3; s += $4 }
         END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }'

@@ -1,0 +1,252 @@
+#include "framework/dist/shm_backend.hpp"
+
+#include "framework/core/error.hpp"
+#include "framework/dist/futex.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <unistd.h>
+
+namespace levers::dist {
+
+namespace {
+
+constexpr std::uint64_t kMagic = 0x315352455645'4c00ull;  // "LEVERS1"
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kAlign = 64;
+
+std::uint64_t now_ns() {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+}
+
+const char* op_name(std::uint32_t op) {
+    static const char* names[] = {"?", "barrier", "all_reduce", "broadcast", "all_gather", "reduce_scatter"};
+    return op < 6 ? names[op] : "?";
+}
+
+}  // namespace
+
+struct alignas(kAlign) RankRecord {
+    std::atomic<std::uint64_t> heartbeat_ns;
+    std::atomic<std::uint64_t> seq;    // collectives entered
+    std::atomic<std::uint32_t> op;     // the current one's kind
+    std::atomic<std::uint64_t> count;  // and its element or byte count
+    std::atomic<std::int32_t> pid;
+};
+
+struct ShmBackend::Layout {
+    std::atomic<std::uint64_t> magic;  // written last by initialize()
+    std::uint32_t version, world;
+    std::uint64_t slot_bytes;
+    alignas(kAlign) std::atomic<std::uint32_t> arrived;
+    alignas(kAlign) std::atomic<std::uint32_t> generation;
+    alignas(kAlign) std::atomic<std::uint32_t> aborted_by;  // 0: running; else rank + 1
+    char abort_reason[256];
+    RankRecord ranks[kMaxRanks];
+};
+
+std::size_t ShmBackend::segment_bytes(int world, std::size_t slot_bytes) {
+    const std::size_t slot = (slot_bytes + kAlign - 1) / kAlign * kAlign;
+    return (sizeof(Layout) + kAlign - 1) / kAlign * kAlign + static_cast<std::size_t>(world) * slot;
+}
+
+void ShmBackend::initialize(void* memory, std::size_t bytes, int world, std::size_t slot_bytes) {
+    LEVERS_CHECK(world >= 1 && world <= kMaxRanks, "world size must be in [1, {}], got {}", kMaxRanks, world);
+    LEVERS_CHECK(slot_bytes >= kAlign && slot_bytes % kAlign == 0, "slot size must be a positive multiple of {}, got {}",
+                 kAlign, slot_bytes);
+    LEVERS_CHECK(bytes >= segment_bytes(world, slot_bytes), "segment of {} bytes is smaller than the {} needed", bytes,
+                 segment_bytes(world, slot_bytes));
+    auto* l = new (memory) Layout{};
+    l->version = kVersion;
+    l->world = static_cast<std::uint32_t>(world);
+    l->slot_bytes = slot_bytes;
+    l->magic.store(kMagic, std::memory_order_release);
+}
+
+ShmBackend::ShmBackend(void* memory, std::size_t bytes, int rank, std::chrono::milliseconds timeout)
+    : layout_(static_cast<Layout*>(memory)), timeout_(timeout) {
+    LEVERS_CHECK(bytes >= sizeof(Layout) && layout_->magic.load(std::memory_order_acquire) == kMagic &&
+                     layout_->version == kVersion,
+                 "shared-memory segment is not a levers process group (version {})", kVersion);
+    world_ = static_cast<int>(layout_->world);
+    slot_bytes_ = layout_->slot_bytes;
+    LEVERS_CHECK(bytes >= segment_bytes(world_, slot_bytes_), "segment of {} bytes is too small for {} ranks", bytes,
+                 world_);
+    LEVERS_CHECK(rank >= 0 && rank < world_, "rank {} is outside the group's world of {}", rank, world_);
+    LEVERS_CHECK(timeout.count() > 0, "collective timeout must be positive");
+    rank_ = rank;
+    slots_ = static_cast<std::byte*>(memory) + (sizeof(Layout) + kAlign - 1) / kAlign * kAlign;
+    layout_->ranks[rank].pid.store(static_cast<std::int32_t>(getpid()));
+    layout_->ranks[rank].heartbeat_ns.store(now_ns());
+}
+
+std::byte* ShmBackend::slot(int r) const { return slots_ + static_cast<std::size_t>(r) * slot_bytes_; }
+
+std::uint64_t ShmBackend::collectives_entered() const { return layout_->ranks[rank_].seq.load(); }
+
+void ShmBackend::abort(const std::string& why) {
+    std::uint32_t none = 0;
+    if (layout_->aborted_by.compare_exchange_strong(none, static_cast<std::uint32_t>(rank_ + 1))) {
+        std::snprintf(layout_->abort_reason, sizeof(layout_->abort_reason), "%s", why.c_str());
+    }
+    futex_wake_all(&layout_->generation);
+}
+
+void ShmBackend::fail_aborted() {
+    const std::uint32_t by = layout_->aborted_by.load();
+    LEVERS_FAIL("rank {}: the process group was aborted by rank {}: {}", rank_, static_cast<int>(by) - 1,
+                std::string(layout_->abort_reason, strnlen(layout_->abort_reason, sizeof(layout_->abort_reason))));
+}
+
+void ShmBackend::wait_all(Op op) {
+    if (layout_->aborted_by.load(std::memory_order_acquire) != 0) fail_aborted();
+    RankRecord& me = layout_->ranks[rank_];
+    me.heartbeat_ns.store(now_ns(), std::memory_order_relaxed);
+    const std::uint32_t gen = layout_->generation.load(std::memory_order_acquire);
+    if (layout_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(world_)) {
+        layout_->arrived.store(0, std::memory_order_relaxed);
+        layout_->generation.fetch_add(1, std::memory_order_acq_rel);
+        futex_wake_all(&layout_->generation);
+        return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    while (layout_->generation.load(std::memory_order_acquire) == gen) {
+        if (layout_->aborted_by.load(std::memory_order_acquire) != 0) fail_aborted();
+        const auto left = deadline - std::chrono::steady_clock::now();
+        if (left <= std::chrono::nanoseconds::zero()) {
+            const std::uint64_t mine = me.seq.load();
+            std::string late;
+            for (int r = 0; r < world_; ++r) {
+                const std::uint64_t s = layout_->ranks[r].seq.load();
+                if (s < mine) late += fmt::format("{}rank {} (at collective #{})", late.empty() ? "" : ", ", r, s);
+            }
+            const std::string why =
+                fmt::format("rank {} waited {} ms in {} #{} for {}", rank_, timeout_.count(),
+                            op_name(static_cast<std::uint32_t>(op)), mine,
+                            late.empty() ? std::string("ranks still inside the previous step") : late);
+            abort(why);
+            LEVERS_FAIL("collective timed out: {}", why);
+        }
+        futex_wait(&layout_->generation, gen, std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(100)));
+        me.heartbeat_ns.store(now_ns(), std::memory_order_relaxed);
+    }
+}
+
+void ShmBackend::check_matching(Op op, std::uint64_t count) {
+    const std::uint64_t seq = layout_->ranks[rank_].seq.load();
+    for (int r = 0; r < world_; ++r) {
+        const RankRecord& other = layout_->ranks[r];
+        const std::uint32_t other_op = other.op.load();
+        const std::uint64_t other_count = other.count.load();
+        if (other.seq.load() != seq || other_op != static_cast<std::uint32_t>(op) || other_count != count) {
+            const std::string why = fmt::format(
+                "collective mismatch at #{}: rank {} called {} of {} elements, rank {} called {} of {} (#{})", seq,
+                rank_, op_name(static_cast<std::uint32_t>(op)), count, r, op_name(other_op), other_count,
+                other.seq.load());
+            abort(why);
+            LEVERS_FAIL("{}", why);
+        }
+    }
+}
+
+void ShmBackend::enter(Op op, std::uint64_t count) {
+    RankRecord& me = layout_->ranks[rank_];
+    me.op.store(static_cast<std::uint32_t>(op));
+    me.count.store(count);
+    me.seq.fetch_add(1);
+    wait_all(op);
+    check_matching(op, count);
+    wait_all(op);  // nobody moves on to record its next collective before everyone has checked
+}
+
+void ShmBackend::barrier() { enter(Op::barrier, 0); }
+
+std::pair<std::int64_t, std::int64_t> ShmBackend::chunk(std::int64_t n, int world, int rank) {
+    return {n * rank / world, n * (rank + 1) / world};
+}
+
+template <class T> void ShmBackend::all_reduce(T* data, std::int64_t n, ReduceOp op) {
+    LEVERS_CHECK(n >= 0, "all_reduce of {} elements", n);
+    enter(Op::all_reduce, static_cast<std::uint64_t>(n));
+    const std::int64_t piece = static_cast<std::int64_t>(slot_bytes_ / sizeof(T));
+    const T scale = op == ReduceOp::mean ? T(1) / static_cast<T>(world_) : T(1);
+    for (std::int64_t start = 0; start < n; start += piece) {
+        const std::int64_t len = std::min(piece, n - start);
+        std::memcpy(slot(rank_), data + start, static_cast<std::size_t>(len) * sizeof(T));
+        wait_all(Op::all_reduce);
+        // Reduce my chunk of this piece over every slot, in rank order, into my slot.
+        auto [lo, hi] = chunk(len, world_, rank_);
+        T* mine = reinterpret_cast<T*>(slot(rank_));
+        for (std::int64_t i = lo; i < hi; ++i) {
+            T s = reinterpret_cast<const T*>(slot(0))[i];
+            for (int r = 1; r < world_; ++r) s += reinterpret_cast<const T*>(slot(r))[i];
+            mine[i] = op == ReduceOp::mean ? s * scale : s;
+        }
+        wait_all(Op::all_reduce);
+        for (int r = 0; r < world_; ++r) {
+            auto [a, b] = chunk(len, world_, r);
+            std::memcpy(data + start + a, reinterpret_cast<const T*>(slot(r)) + a, static_cast<std::size_t>(b - a) * sizeof(T));
+        }
+        wait_all(Op::all_reduce);  // slots are free for the next piece
+    }
+}
+
+void ShmBackend::broadcast(void* data, std::size_t bytes, int root) {
+    LEVERS_CHECK(root >= 0 && root < world_, "broadcast root {} is outside the world of {}", root, world_);
+    enter(Op::broadcast, bytes);
+    auto* p = static_cast<std::byte*>(data);
+    for (std::size_t start = 0; start < bytes; start += slot_bytes_) {
+        const std::size_t len = std::min(slot_bytes_, bytes - start);
+        if (rank_ == root) std::memcpy(slot(root), p + start, len);
+        wait_all(Op::broadcast);
+        if (rank_ != root) std::memcpy(p + start, slot(root), len);
+        wait_all(Op::broadcast);
+    }
+}
+
+template <class T> void ShmBackend::all_gather(T* out, const T* in, std::int64_t n) {
+    LEVERS_CHECK(n >= 0, "all_gather of {} elements", n);
+    enter(Op::all_gather, static_cast<std::uint64_t>(n));
+    const std::int64_t piece = static_cast<std::int64_t>(slot_bytes_ / sizeof(T));
+    for (std::int64_t start = 0; start < n; start += piece) {
+        const std::int64_t len = std::min(piece, n - start);
+        std::memcpy(slot(rank_), in + start, static_cast<std::size_t>(len) * sizeof(T));
+        wait_all(Op::all_gather);
+        for (int r = 0; r < world_; ++r)
+            std::memcpy(out + r * n + start, slot(r), static_cast<std::size_t>(len) * sizeof(T));
+        wait_all(Op::all_gather);
+    }
+}
+
+template <class T> void ShmBackend::reduce_scatter(T* out, const T* in, std::int64_t n, ReduceOp op) {
+    LEVERS_CHECK(n >= 0, "reduce_scatter of {} elements", n);
+    enter(Op::reduce_scatter, static_cast<std::uint64_t>(n));
+    const std::int64_t piece = static_cast<std::int64_t>(slot_bytes_ / sizeof(T));
+    const T scale = op == ReduceOp::mean ? T(1) / static_cast<T>(world_) : T(1);
+    auto [own_lo, own_hi] = chunk(n, world_, rank_);
+    for (std::int64_t start = 0; start < n; start += piece) {
+        const std::int64_t len = std::min(piece, n - start);
+        std::memcpy(slot(rank_), in + start, static_cast<std::size_t>(len) * sizeof(T));
+        wait_all(Op::reduce_scatter);
+        // The part of my output chunk that lies in this piece.
+        const std::int64_t lo = std::max(own_lo, start), hi = std::min(own_hi, start + len);
+        for (std::int64_t i = lo; i < hi; ++i) {
+            T s = reinterpret_cast<const T*>(slot(0))[i - start];
+            for (int r = 1; r < world_; ++r) s += reinterpret_cast<const T*>(slot(r))[i - start];
+            out[i - own_lo] = op == ReduceOp::mean ? s * scale : s;
+        }
+        wait_all(Op::reduce_scatter);
+    }
+}
+
+template void ShmBackend::all_reduce<float>(float*, std::int64_t, ReduceOp);
+template void ShmBackend::all_reduce<double>(double*, std::int64_t, ReduceOp);
+template void ShmBackend::all_gather<float>(float*, const float*, std::int64_t);
+template void ShmBackend::all_gather<double>(double*, const double*, std::int64_t);
+template void ShmBackend::reduce_scatter<float>(float*, const float*, std::int64_t, ReduceOp);
+template void ShmBackend::reduce_scatter<double>(double*, const double*, std::int64_t, ReduceOp);
+
+}  // namespace levers::dist

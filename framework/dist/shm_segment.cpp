@@ -1,0 +1,67 @@
+#include "framework/dist/shm_segment.hpp"
+
+#include "framework/core/error.hpp"
+
+#include <boost/interprocess/exceptions.hpp>
+#include <boost/interprocess/permissions.hpp>
+
+#include <random>
+#include <unistd.h>
+
+namespace levers::dist {
+
+namespace bip = boost::interprocess;
+
+ShmSegment::ShmSegment(std::string name, bip::mapped_region region, bool owner)
+    : name_(std::move(name)), region_(std::move(region)), owner_(owner) {}
+
+ShmSegment::ShmSegment(ShmSegment&& o) noexcept
+    : name_(std::move(o.name_)), region_(std::move(o.region_)), owner_(o.owner_) {
+    o.owner_ = false;
+}
+
+ShmSegment& ShmSegment::operator=(ShmSegment&& o) noexcept {
+    if (this != &o) {
+        remove();
+        name_ = std::move(o.name_);
+        region_ = std::move(o.region_);
+        owner_ = o.owner_;
+        o.owner_ = false;
+    }
+    return *this;
+}
+
+ShmSegment::~ShmSegment() { remove(); }
+
+void ShmSegment::remove() {
+    if (owner_) bip::shared_memory_object::remove(name_.c_str());
+    owner_ = false;
+}
+
+std::string ShmSegment::unique_name() {
+    std::random_device rd;
+    const unsigned long long bits = (static_cast<unsigned long long>(rd()) << 32) ^ rd();
+    return fmt::format("levers-{}-{:016x}", getpid(), bits);
+}
+
+ShmSegment ShmSegment::create(const std::string& name, std::size_t bytes) {
+    try {
+        bip::permissions owner_only(0600);
+        bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, owner_only);
+        shm.truncate(static_cast<bip::offset_t>(bytes));  // new pages read as zeros
+        return ShmSegment(name, bip::mapped_region(shm, bip::read_write), true);
+    } catch (const bip::interprocess_exception& e) {
+        LEVERS_FAIL("cannot create shared-memory segment '{}' of {} bytes: {}", name, bytes, e.what());
+    }
+}
+
+ShmSegment ShmSegment::open(const std::string& name) {
+    try {
+        bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_write);
+        return ShmSegment(name, bip::mapped_region(shm, bip::read_write), false);
+    } catch (const bip::interprocess_exception& e) {
+        LEVERS_FAIL("cannot open shared-memory segment '{}': {}", name, e.what());
+    }
+}
+
+}  // namespace levers::dist

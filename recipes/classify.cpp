@@ -3,6 +3,7 @@
 // give the final accuracy.
 #include "framework/core/rng.hpp"
 #include "framework/data/idx.hpp"
+#include "framework/dist/context.hpp"
 #include "framework/recipe/loop_params.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/train/loop.hpp"
@@ -21,19 +22,23 @@ struct Accuracy {
     double loss = 0, accuracy = 0;
 };
 
+// Collective: each rank scores its contiguous share of the images; sums are
+// combined, so every image counts exactly once whatever the rank count.
 Accuracy evaluate(models::Mlp<float>& model, const data::ImageDataset& ds, long batch) {
-    double loss = 0;
-    long correct = 0;
-    for (std::int64_t start = 0; start < ds.count; start += batch) {
-        const std::int64_t n = std::min<std::int64_t>(batch, ds.count - start);
-        loss += model.forward(ds.images.data() + start * ds.pixels, ds.labels.data() + start, n) * static_cast<double>(n);
+    auto [lo, hi] = dist::ShmBackend::chunk(ds.count, dist::world_size(), dist::rank());
+    std::vector<double> sums = {0, 0};  // loss total, correct
+    for (std::int64_t start = lo; start < hi; start += batch) {
+        const std::int64_t n = std::min<std::int64_t>(batch, hi - start);
+        sums[0] += model.forward(ds.images.data() + start * ds.pixels, ds.labels.data() + start, n) *
+                   static_cast<double>(n);
         for (std::int64_t i = 0; i < n; ++i) {
             const float* row = model.logits() + i * ds.classes;
             auto best = std::max_element(row, row + ds.classes) - row;
-            correct += best == ds.labels[static_cast<std::size_t>(start + i)];
+            sums[1] += best == ds.labels[static_cast<std::size_t>(start + i)];
         }
     }
-    return {loss / static_cast<double>(ds.count), static_cast<double>(correct) / static_cast<double>(ds.count)};
+    dist::all_reduce_sum(sums);
+    return {sums[0] / static_cast<double>(ds.count), sums[1] / static_cast<double>(ds.count)};
 }
 
 Result classify(const Config& cfg) {
@@ -52,14 +57,18 @@ Result classify(const Config& cfg) {
     models::Mlp<float> model(shape, seed);
     const long batch = cfg.get<long>("batch_size");
     LEVERS_CHECK(batch >= 1, "batch_size must be >= 1, got {}", batch);
-    fmt::print("MLP {} -> {} -> 10: {} parameters; {} train, {} validation, {} test images\n", shape.inputs,
-               fmt::join(shape.hidden, " -> "), model.params().size(), train_set.count, val_set.count, test.count);
+    dist::print0("MLP {} -> {} -> 10: {} parameters; {} train, {} validation, {} test images; batch {} per rank, {} "
+                 "per step\n",
+                 shape.inputs, fmt::join(shape.hidden, " -> "), model.params().size(), train_set.count, val_set.count,
+                 test.count, batch, batch * dist::world_size());
 
     train::LoopOptions options = loop_options(cfg);
     options.lr.min_ratio = 0.05;
     options.unit = "samples";
 
-    // Epochs over a shuffled order; the batch buffer outlives each backward().
+    // Epochs over a shuffled order, the same on every rank: each step takes the
+    // next world x batch images and this rank trains on its batch of them.
+    // The batch buffer outlives each backward().
     Rng rng(seed + 1);
     std::vector<std::int64_t> order(static_cast<std::size_t>(train_set.count));
     std::iota(order.begin(), order.end(), 0);
@@ -67,12 +76,14 @@ Result classify(const Config& cfg) {
     std::vector<float> x(static_cast<std::size_t>(batch * train_set.pixels));
     std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
     auto micro_step = [&](long, long) {
-        for (long i = 0; i < batch; ++i) {
+        for (long g = 0; g < batch * dist::world_size(); ++g) {
             if (cursor == order.size()) {
                 for (std::size_t j = order.size() - 1; j > 0; --j) std::swap(order[j], order[rng.below(j + 1)]);
                 cursor = 0;
             }
             const std::int64_t row = order[cursor++];
+            const long i = g - dist::rank() * batch;  // position in this rank's batch
+            if (i < 0 || i >= batch) continue;
             std::copy_n(train_set.images.begin() + row * train_set.pixels, train_set.pixels,
                         x.begin() + i * train_set.pixels);
             y[static_cast<std::size_t>(i)] = train_set.labels[static_cast<std::size_t>(row)];
@@ -87,7 +98,7 @@ Result classify(const Config& cfg) {
     };
     auto run = train::train_loop(model.params(), options, micro_step, eval);
     auto t = evaluate(model, test, 1000);
-    fmt::print("test accuracy {:.2f}% ({} images)\n", 100 * t.accuracy, test.count);
+    dist::print0("test accuracy {:.2f}% ({} images)\n", 100 * t.accuracy, test.count);
     return Result{{"loss", run.loss},
                   {"steps", run.steps},
                   {"test_accuracy", t.accuracy},
@@ -103,7 +114,7 @@ LEVERS_RECIPE(classify) {
     return levers::recipe("classify")
         .describe("MLP on Fashion-MNIST; returns the test accuracy")
         .param("steps", 3000, "optimizer steps")
-        .param("batch_size", 128, "images per step")
+        .param("batch_size", 128, "images per step and rank")
         .param("hidden", {256, 128}, "hidden layer widths")
         .param("lr", 1e-3, "peak learning rate (warmup, then cosine)")
         .param("warmup", 100, "warmup steps")

@@ -2,6 +2,7 @@
 // then writes a sample. The framework owns nothing model-specific; this file
 // wires the corpus, the model and the loop together.
 #include "framework/data/byte_tokenizer.hpp"
+#include "framework/dist/context.hpp"
 #include "framework/data/files.hpp"
 #include "framework/data/text_corpus.hpp"
 #include "framework/recipe/loop_params.hpp"
@@ -19,21 +20,24 @@ namespace {
 using namespace levers;
 
 // Mean loss over `max_batches` batches of windows spread evenly over `tokens`
-// (every window when max_batches <= 0).
+// (every window when max_batches <= 0). Collective: rank r evaluates batches
+// r, r + world, ...; the sums are combined, so every batch counts once.
 double evaluate_loss(models::Gpt<float>& model, const std::vector<std::int32_t>& tokens, std::int64_t batch,
                      std::int64_t time, long max_batches) {
     const auto windows = static_cast<std::int64_t>(tokens.size()) / time;
     const std::int64_t stride = max_batches <= 0 ? 1 : std::max<std::int64_t>(1, windows / (max_batches * batch));
     data::TokenBatch b;
-    double total = 0;
-    long n = 0;
-    while ((max_batches <= 0 || n < max_batches) && data::sequential_batch(tokens, batch, time, n, b, stride)) {
-        total += model.forward(b.inputs.data(), b.targets.data(), batch, time);
-        ++n;
+    std::vector<double> sums = {0, 0};  // loss total, batches
+    for (long n = dist::rank(); (max_batches <= 0 || n < max_batches) &&
+                                data::sequential_batch(tokens, batch, time, n, b, stride);
+         n += dist::world_size()) {
+        sums[0] += model.forward(b.inputs.data(), b.targets.data(), batch, time);
+        sums[1] += 1;
     }
-    LEVERS_CHECK(n > 0, "the validation split ({} tokens) is shorter than one batch of {}x{}", tokens.size(), batch,
-                 time);
-    return total / static_cast<double>(n);
+    dist::all_reduce_sum(sums);
+    LEVERS_CHECK(sums[1] > 0, "the validation split ({} tokens) is shorter than one batch of {}x{}", tokens.size(),
+                 batch, time);
+    return sums[0] / sums[1];
 }
 
 Result pretrain(const Config& cfg) {
@@ -48,18 +52,25 @@ Result pretrain(const Config& cfg) {
     const auto corpus =
         data::load_byte_corpus(corpus_path.empty() ? data::data_dir() / "books" : std::filesystem::path(corpus_path), 0.05);
     models::Gpt<float> model(shape, static_cast<std::uint64_t>(cfg.get<long>("seed")));
-    fmt::print("GPT {} layers x {} wide, {} heads, context {}: {:.2f}M parameters; corpus {:.2f} MB train, {:.2f} MB "
-               "validation\n",
-               shape.n_layer, shape.n_embd, shape.n_head, shape.block_size, shape.parameter_count() / 1e6,
-               corpus.train.size() / 1e6, corpus.validation.size() / 1e6);
+    dist::print0("GPT {} layers x {} wide, {} heads, context {}: {:.2f}M parameters; corpus {:.2f} MB train, {:.2f} MB "
+                 "validation; batch {} x {} per rank, {} per step\n",
+                 shape.n_layer, shape.n_embd, shape.n_head, shape.block_size, shape.parameter_count() / 1e6,
+                 corpus.train.size() / 1e6, corpus.validation.size() / 1e6, batch, time,
+                 batch * time * dist::world_size() * cfg.get<long>("grad_accum"));
 
     train::LoopOptions options = loop_options(cfg);
     options.adamw.beta2 = 0.95;  // GPT-2/3 practice for transformers
+    options.grad_accum = cfg.get<long>("grad_accum");
 
     Rng data_rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
+    // Every rank draws the same global batch and trains on its rows of it, so
+    // N ranks of batch b follow exactly the data order of one rank of batch N*b.
     auto micro_step = [&](long, long) {
-        auto b = data::random_batch(corpus.train, batch, time, data_rng);
-        float loss = model.forward(b.inputs.data(), b.targets.data(), batch, time);
+        auto global = data::random_batch(corpus.train, batch * dist::world_size(), time, data_rng);
+        const auto mine = global.inputs.begin() + dist::rank() * batch * time;
+        const auto mine_targets = global.targets.begin() + dist::rank() * batch * time;
+        std::vector<std::int32_t> inputs(mine, mine + batch * time), targets(mine_targets, mine_targets + batch * time);
+        float loss = model.forward(inputs.data(), targets.data(), batch, time);
         model.backward();
         return train::MicroResult{loss, static_cast<long>(batch * time)};
     };
@@ -75,7 +86,7 @@ Result pretrain(const Config& cfg) {
                                    .temperature = cfg.get<double>("temperature"),
                                    .top_k = cfg.get<int>("top_k")};
     std::string sample;
-    if (sampling.max_new_tokens > 0) {
+    if (sampling.max_new_tokens > 0 && dist::is_main()) {
         Rng sample_rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 2);
         auto tokens = models::generate(model, data::ByteTokenizer::encode(cfg.get<std::string>("prompt")), sampling,
                                        sample_rng);
@@ -97,7 +108,8 @@ LEVERS_RECIPE(pretrain) {
     return levers::recipe("pretrain")
         .describe("byte-level GPT on four English books; prints the loss falling and a sample")
         .param("steps", 1000, "optimizer steps")
-        .param("batch_size", 16, "sequences per step")
+        .param("batch_size", 16, "sequences per step and rank")
+        .param("grad_accum", 1, "micro-batches per optimizer step")
         .param("block_size", 128, "context length in bytes")
         .param("n_layer", 4, "transformer blocks")
         .param("n_head", 4, "attention heads")

@@ -95,9 +95,18 @@ void ShmBackend::abort(const std::string& why) {
     futex_wake_all(&layout_->generation);
 }
 
+void ShmBackend::abort_group(void* memory, const std::string& why) {
+    auto* layout = static_cast<Layout*>(memory);
+    std::uint32_t none = 0;
+    if (layout->aborted_by.compare_exchange_strong(none, kMaxRanks + 1))
+        std::snprintf(layout->abort_reason, sizeof(layout->abort_reason), "%s", why.c_str());
+    futex_wake_all(&layout->generation);
+}
+
 void ShmBackend::fail_aborted() {
     const std::uint32_t by = layout_->aborted_by.load();
-    LEVERS_FAIL("rank {}: the process group was aborted by rank {}: {}", rank_, static_cast<int>(by) - 1,
+    const std::string who = by > kMaxRanks ? std::string("the launcher") : fmt::format("rank {}", by - 1);
+    LEVERS_FAIL("rank {}: the process group was aborted by {}: {}", rank_, who,
                 std::string(layout_->abort_reason, strnlen(layout_->abort_reason, sizeof(layout_->abort_reason))));
 }
 

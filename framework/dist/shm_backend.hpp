@@ -56,6 +56,8 @@ public:
 
     // Fails every rank's current and later collectives, naming this rank and `why`.
     void abort(const std::string& why);
+    // The same from outside the group (the launcher), on a laid-out segment.
+    static void abort_group(void* memory, const std::string& why);
     // How many collectives this rank has entered.
     std::uint64_t collectives_entered() const;
 

@@ -2,6 +2,11 @@
 
 #include "framework/core/error.hpp"
 #include "framework/core/threads.hpp"
+#include "framework/dist/context.hpp"
+#include "framework/dist/shm_segment.hpp"
+#include "framework/launch/env_contract.hpp"
+#include "framework/launch/job_segment.hpp"
+#include "framework/launch/launcher.hpp"
 #include "framework/recipe/recipe.hpp"
 
 #include <CLI/CLI.hpp>
@@ -9,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 namespace levers {
 
@@ -22,7 +28,8 @@ Examples:
   recipe show pretrain                         its parameters, defaults and help
   recipe run pretrain                          GPT on the book corpus (CPU)
   recipe run pretrain --set steps=2000 --set lr=1e-3
-  recipe run classify --threads 1              MLP on Fashion-MNIST, one thread)";
+  recipe run classify --threads 1              MLP on Fashion-MNIST, one thread
+  recipe run pretrain --gpus 4                 4 ranks, gradients averaged)";
 
 int list_recipes() {
     for (const auto& name : recipe_names()) {
@@ -54,23 +61,84 @@ Config resolve_config(const Recipe& r, const std::vector<std::string>& sets) {
     return cfg;
 }
 
-int run_recipe(const std::string& name, const std::vector<std::string>& sets, int threads) {
-    Recipe r = find_recipe(name);
-    Config cfg = resolve_config(r, sets);
-    LEVERS_CHECK(threads >= 0, "--threads must be >= 0 (0: every available core), got {}", threads);
-    set_threads(threads == 0 ? available_cores() : threads);
-    fmt::print("recipe {}: 1 CPU process, {} thread{}\n", r.name(), levers::threads(), levers::threads() == 1 ? "" : "s");
-    std::fflush(stdout);
-    Result result;
-    try {
-        result = r.body()(cfg);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "error: recipe {} failed: {}\n", r.name(), e.what());
-        return 1;
-    }
+struct RunFlags {
+    std::string name;
+    std::vector<std::string> sets;
+    int threads = 0;
+    int gpus = -1;  // unset: the recipe's default
+    std::string device = "auto";
+    std::string output = "all";
+    double timeout_s = 120;
+};
+
+void print_result(const Result& result) {
     // Generated text can hold any bytes: replace invalid UTF-8 rather than fail.
     fmt::print("{}\n", result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+// This process is one rank of a job the launcher started.
+int run_as_rank(const Recipe& r, const Config& cfg, const launch::RankEnv& env) {
+    try {
+        auto segment = dist::ShmSegment::open(env.segment);
+        auto group = std::make_unique<dist::ShmBackend>(
+            launch::JobSegment::group_memory(segment.data()), launch::JobSegment::group_bytes(segment.size()),
+            env.rank, std::chrono::milliseconds(env.timeout_ms > 0 ? env.timeout_ms : 120000));
+        dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size}, std::move(group));
+        set_threads(env.threads > 0 ? env.threads : 1);
+        Result result = r.body()(cfg);
+        if (dist::is_main())
+            launch::JobSegment::write_result(segment.data(),
+                                             result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        dist::leave();
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "error: rank {}: recipe {} failed: {}\n", env.rank, r.name(), e.what());
+        return 1;
+    }
     return 0;
+}
+
+int run_recipe(const RunFlags& flags, int argc, char** argv) {
+    Recipe r = find_recipe(flags.name);
+    Config cfg = resolve_config(r, flags.sets);
+    LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
+    LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
+    const auto env = launch::read_rank_env();
+    if (env.source == "levers") return run_as_rank(r, cfg, env);
+    LEVERS_CHECK(!env.distributed(),
+                 "started as rank {} of {} by {}: joining an external launcher's job needs the TCP store, which "
+                 "levers does not have yet; use `recipe run {} --gpus {}` instead",
+                 env.rank, env.world_size, env.source, r.name(), env.world_size);
+    const int gpus = flags.gpus == -1 ? r.default_gpus() : flags.gpus;
+    LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
+    LEVERS_CHECK(flags.device != "cuda", "--device cuda: this build has no CUDA backend yet; use --device cpu");
+
+    if (gpus == 1) {
+        set_threads(flags.threads == 0 ? available_cores() : flags.threads);
+        fmt::print("recipe {}: 1 CPU process, {} thread{}\n", r.name(), threads(), threads() == 1 ? "" : "s");
+        std::fflush(stdout);
+        Result result;
+        try {
+            result = r.body()(cfg);
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "error: recipe {} failed: {}\n", r.name(), e.what());
+            return 1;
+        }
+        print_result(result);
+        return 0;
+    }
+    launch::LaunchOptions options;
+    options.program = std::filesystem::read_symlink("/proc/self/exe").string();
+    options.args.assign(argv + 1, argv + argc);
+    options.ranks = gpus;
+    options.threads_per_rank = flags.threads > 0 ? flags.threads : std::max(1, available_cores() / gpus);
+    options.timeout = std::chrono::milliseconds(static_cast<long>(flags.timeout_s * 1000));
+    options.all_output = flags.output == "all";
+    fmt::print("recipe {}: {} CPU ranks (no CUDA backend in this build), {} thread{} each\n", r.name(), gpus,
+               options.threads_per_rank, options.threads_per_rank == 1 ? "" : "s");
+    std::fflush(stdout);
+    auto outcome = launch::launch(options);
+    if (outcome.exit_code == 0 && outcome.result) print_result(Result::parse(*outcome.result));
+    return outcome.exit_code;
 }
 
 }  // namespace
@@ -86,13 +154,16 @@ int main(int argc, char** argv) {
     auto* show = app.add_subcommand("show", "Show one recipe's parameters, types, defaults and help");
     show->add_option("name", show_name, "recipe name")->required();
 
-    std::string run_name;
-    std::vector<std::string> sets;
-    int threads = 0;
+    RunFlags flags;
     auto* run = app.add_subcommand("run", "Run a recipe and print its result as JSON on the last line");
-    run->add_option("name", run_name, "recipe name")->required();
-    run->add_option("--set", sets, "set a parameter: --set name=value (repeatable)");
-    run->add_option("--threads", threads, "CPU threads (default 0: every available core)");
+    run->add_option("name", flags.name, "recipe name")->required();
+    run->add_option("--set", flags.sets, "set a parameter: --set name=value (repeatable)");
+    run->add_option("--gpus", flags.gpus, "cards, one rank each (default: the recipe's); CPU ranks without CUDA");
+    run->add_option("--device", flags.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    run->add_option("--threads", flags.threads, "CPU threads per rank (default 0: the cores shared among ranks)");
+    run->add_option("--output", flags.output, "whose output to show: all ranks or rank0")
+        ->check(CLI::IsMember({"all", "rank0"}));
+    run->add_option("--timeout", flags.timeout_s, "seconds a rank may wait in a collective (default 120)");
     run->footer("\nExample:\n  recipe run pretrain --set steps=300 --set batch_size=8");
 
     // CLI11 reports an unknown command only as "a subcommand is required".
@@ -113,7 +184,7 @@ int main(int argc, char** argv) {
     try {
         if (list->parsed()) return list_recipes();
         if (show->parsed()) return show_recipe(show_name);
-        if (run->parsed()) return run_recipe(run_name, sets, threads);
+        if (run->parsed()) return run_recipe(flags, argc, argv);
     } catch (const Error& e) {
         fmt::print(stderr, "error: {}\n", e.message());
         return 2;

@@ -1,5 +1,6 @@
 #include "framework/train/loop.hpp"
 
+#include "framework/dist/context.hpp"
 #include "framework/train/optimizer.hpp"
 #include "kernels/grad_clip.hpp"
 
@@ -18,8 +19,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 void print_eval(long step, const Metrics& m) {
     std::string line = fmt::format("eval step {:>5}", step);
     for (const auto& [name, value] : m) line += fmt::format(" | {} {:.4f}", name, value);
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
+    dist::print0("{}\n", line);
 }
 }  // namespace
 
@@ -40,6 +40,9 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     AdamW<float> optimizer(params, options.adamw);
     float* grads = params.grads().data<float>();
     const auto n = params.size();
+    dist::ShmBackend* group = dist::backend();
+    // Data parallel: every rank starts from rank 0's parameters.
+    if (group) group->broadcast(params.params().data<float>(), static_cast<std::size_t>(n) * sizeof(float), 0);
 
     LoopResult result;
     const auto start = Clock::now();
@@ -53,8 +56,13 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
         for (long micro = 0; micro < options.grad_accum; ++micro) {
             MicroResult r = micro_step(step, micro);
             loss += r.loss / static_cast<double>(options.grad_accum);
-            window_items += r.items;
-            total_items += r.items;
+            window_items += r.items * dist::world_size();  // the job's throughput, all ranks
+            total_items += r.items * dist::world_size();
+        }
+        if (group) {
+            // Micro-steps only accumulate; the gradients are averaged over ranks once per step.
+            group->all_reduce(grads, n, dist::ReduceOp::mean);
+            loss = dist::all_reduce_mean(loss);
         }
         LEVERS_CHECK(std::isfinite(loss), "training diverged: loss is {} at step {} (try a lower lr)", loss, step);
         if (options.grad_accum > 1) {
@@ -71,9 +79,8 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
         if ((step + 1) % options.log_every == 0 || last) {
             const double secs = seconds_since(window_start);
             const double mean = window_loss / static_cast<double>(window_steps);
-            fmt::print("step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} {}/s\n", step + 1,
-                       options.steps, mean, lr, norm, static_cast<double>(window_items) / secs, options.unit);
-            std::fflush(stdout);
+            dist::print0("step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} {}/s\n", step + 1,
+                         options.steps, mean, lr, norm, static_cast<double>(window_items) / secs, options.unit);
             result.loss = mean;
             result.loss_curve.emplace_back(step + 1, mean);
             window_start = Clock::now();

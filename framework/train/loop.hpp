@@ -47,6 +47,11 @@ struct LoopResult {
 // Runs options.steps optimizer steps. `micro_step(step, micro)` must add this
 // micro-batch's gradients into params.grads(); the loop zeroes them before each
 // step and divides by grad_accum after. `evaluate(step)` may be empty.
+//
+// Collective in a multi-rank job (every rank calls it): parameters start as
+// rank 0's, gradients are averaged over ranks once per step (after the last
+// micro-batch), logged losses are the mean over ranks, and only rank 0 prints.
+// `evaluate` runs on every rank and must combine its metrics across ranks.
 LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
                       const std::function<MicroResult(long step, long micro)>& micro_step,
                       const std::function<Metrics(long step)>& evaluate);

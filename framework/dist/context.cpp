@@ -1,0 +1,50 @@
+#include "framework/dist/context.hpp"
+
+#include "framework/core/error.hpp"
+
+namespace levers::dist {
+
+namespace {
+struct Context {
+    Placement placement;
+    std::unique_ptr<ShmBackend> backend;
+};
+Context& context() {
+    static Context c;
+    return c;
+}
+}  // namespace
+
+void join(Placement placement, std::unique_ptr<ShmBackend> backend) {
+    LEVERS_CHECK(placement.world_size == 1 || (backend && backend->world_size() == placement.world_size),
+                 "a world of {} ranks needs a process group of that size", placement.world_size);
+    context() = Context{placement, std::move(backend)};
+}
+
+void leave() { context() = Context{}; }
+
+int rank() { return context().placement.rank; }
+int world_size() { return context().placement.world_size; }
+int local_rank() { return context().placement.local_rank; }
+int local_world_size() { return context().placement.local_world_size; }
+bool is_main() { return rank() == 0; }
+ShmBackend* backend() { return context().backend.get(); }
+
+void barrier() {
+    if (auto* b = backend()) b->barrier();
+}
+
+double all_reduce_mean(double value) {
+    if (auto* b = backend()) b->all_reduce(&value, 1, ReduceOp::mean);
+    return value;
+}
+
+void all_reduce_sum(std::vector<double>& values) {
+    if (auto* b = backend()) b->all_reduce(values.data(), static_cast<std::int64_t>(values.size()), ReduceOp::sum);
+}
+
+void broadcast(void* data, std::size_t bytes) {
+    if (auto* b = backend()) b->broadcast(data, bytes, 0);
+}
+
+}  // namespace levers::dist

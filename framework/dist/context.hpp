@@ -1,0 +1,57 @@
+// The rank helpers: what a per-rank function asks about its job. Before a
+// group is joined (and always with one rank) every helper answers as a world
+// of one, so the same code runs in place and under the launcher.
+#pragma once
+
+#include "framework/dist/shm_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace levers::dist {
+
+struct Placement {
+    int rank = 0, world_size = 1, local_rank = 0, local_world_size = 1;
+};
+
+// Makes `backend` this process's group (the launcher's worker mode calls it once).
+void join(Placement placement, std::unique_ptr<ShmBackend> backend);
+// Back to a world of one (tests).
+void leave();
+
+int rank();
+int world_size();
+int local_rank();
+int local_world_size();
+bool is_main();  // rank 0
+// The group, or nullptr in a world of one.
+ShmBackend* backend();
+
+// Collective: every rank must call it.
+void barrier();
+// Collective: the mean of `value` over ranks, in double, identical everywhere.
+double all_reduce_mean(double value);
+// Collective: element-wise sums over ranks, in place.
+void all_reduce_sum(std::vector<double>& values);
+// Collective: copies rank 0's buffer into every rank's.
+void broadcast(void* data, std::size_t bytes);
+
+// This rank's contiguous share of `rows` (world nearly equal parts, every row once).
+template <class T> std::vector<T> shard(const std::vector<T>& rows) {
+    auto [lo, hi] = ShmBackend::chunk(static_cast<std::int64_t>(rows.size()), world_size(), rank());
+    return std::vector<T>(rows.begin() + lo, rows.begin() + hi);
+}
+
+// Prints on rank 0 only.
+template <class... Args> void print0(fmt::format_string<Args...> f, Args&&... args) {
+    if (!is_main()) return;
+    fmt::print(f, std::forward<Args>(args)...);
+    std::fflush(stdout);
+}
+
+}  // namespace levers::dist

@@ -1,0 +1,234 @@
+// The only file that includes Boost.Process (it is slow to compile).
+#include "framework/launch/launcher.hpp"
+
+#include "framework/core/error.hpp"
+#include "framework/dist/shm_backend.hpp"
+#include "framework/dist/shm_segment.hpp"
+#include "framework/launch/job_segment.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace levers::launch {
+
+namespace bp = boost::process;
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr std::size_t kLastLines = 20;
+
+// In the child between fork and exec: die with the launcher.
+struct DieWithParent : bp::extend::handler {
+    pid_t parent;
+    template <class Executor> void on_exec_setup(Executor&) const {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);  // the launcher died before prctl took effect
+    }
+};
+
+void close_on_exec(int fd) { fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC); }
+
+std::string describe(int status) {
+    if (WIFSIGNALED(status)) {
+        const char* name = sigabbrev_np(WTERMSIG(status));
+        return fmt::format("was killed by signal {} (SIG{})", WTERMSIG(status), name ? name : "?");
+    }
+    return fmt::format("exited with code {}", WEXITSTATUS(status));
+}
+
+struct Rank {
+    int index = 0;
+    std::unique_ptr<bp::async_pipe> out;
+    asio::streambuf buffer;
+    bp::child child;
+    std::deque<std::string> last_lines;
+    bool exited = false, drained = false;
+    int status = 0;
+};
+
+class Supervisor {
+public:
+    Supervisor(const LaunchOptions& o, const dist::ShmSegment& segment)
+        : options_(o), segment_(segment), signals_(io_, SIGINT, SIGTERM), grace_timer_(io_) {}
+
+    int run() {
+        for (int r = 0; r < options_.ranks; ++r) spawn(r);
+        signals_.async_wait([this](const boost::system::error_code& ec, int sig) { on_signal(ec, sig); });
+        io_.run();
+        return exit_code();
+    }
+
+private:
+    void spawn(int r) {
+        auto rank = std::make_unique<Rank>();
+        rank->index = r;
+        rank->out = std::make_unique<bp::async_pipe>(io_);
+        close_on_exec(rank->out->native_source());
+        close_on_exec(rank->out->native_sink());
+        bp::environment env = boost::this_process::environment();
+        env["RANK"] = std::to_string(r);
+        env["WORLD_SIZE"] = std::to_string(options_.ranks);
+        env["LOCAL_RANK"] = std::to_string(r);
+        env["LOCAL_WORLD_SIZE"] = std::to_string(options_.ranks);
+        env["LEVERS_SEGMENT"] = segment_.name();
+        env["LEVERS_JOB_ID"] = segment_.name();
+        env["LEVERS_DEVICE"] = options_.device;
+        env["LEVERS_THREADS"] = std::to_string(options_.threads_per_rank);
+        env["LEVERS_TIMEOUT_MS"] = std::to_string(options_.timeout.count());
+        env["OMP_NUM_THREADS"] = std::to_string(options_.threads_per_rank);
+        Rank* raw = rank.get();
+        rank->child = bp::child(
+            bp::exe = options_.program, bp::args = options_.args, env, bp::std_in < bp::null,
+            (bp::std_out & bp::std_err) > *rank->out, DieWithParent{{}, getpid()}, io_,
+            bp::on_exit([this, raw](int, const std::error_code&) { on_exit(*raw); }));
+        ranks_.push_back(std::move(rank));
+        read_lines(*raw);
+    }
+
+    void read_lines(Rank& r) {
+        asio::async_read_until(*r.out, r.buffer, '\n', [this, &r](const boost::system::error_code& ec, std::size_t) {
+            std::istream in(&r.buffer);
+            std::string line;
+            while (r.buffer.size() > 0 && (ec || std::memchr(asio::buffer_cast<const char*>(r.buffer.data()), '\n',
+                                                              r.buffer.size()))) {
+                if (!std::getline(in, line)) break;
+                emit(r, line);
+            }
+            if (ec) {
+                r.drained = true;
+                maybe_finish();
+                return;
+            }
+            read_lines(r);
+        });
+    }
+
+    void emit(Rank& r, const std::string& line) {
+        r.last_lines.push_back(line);
+        if (r.last_lines.size() > kLastLines) r.last_lines.pop_front();
+        if (options_.all_output || r.index == 0) {
+            fmt::print("[rank {}] {}\n", r.index, line);
+            std::fflush(stdout);
+        }
+    }
+
+    void on_exit(Rank& r) {
+        r.exited = true;
+        r.status = r.child.native_exit_code();
+        const bool failed = !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+        if (failed && !failed_rank_ && !interrupted_) {
+            failed_rank_ = r.index;
+            fmt::print(stderr, "levers: rank {} {}; stopping the job\n", r.index, describe(r.status));
+            dist::ShmBackend::abort_group(JobSegment::group_memory(segment_.data()),
+                                          fmt::format("rank {} {}", r.index, describe(r.status)));
+            stop_all(SIGTERM);
+        }
+        maybe_finish();
+    }
+
+    void on_signal(const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        if (interrupted_) {
+            stop_all(SIGKILL);  // a second Ctrl-C: no more waiting
+        } else {
+            interrupted_ = sig;
+            fmt::print(stderr, "levers: {} received; stopping {} ranks\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                       options_.ranks);
+            dist::ShmBackend::abort_group(JobSegment::group_memory(segment_.data()), "the job was interrupted");
+            stop_all(sig);
+        }
+        signals_.async_wait([this](const boost::system::error_code& e, int s) { on_signal(e, s); });
+    }
+
+    // Sends `sig` to every running rank; anything still running after the grace period gets SIGKILL.
+    void stop_all(int sig) {
+        for (auto& r : ranks_)
+            if (!r->exited) ::kill(r->child.id(), sig);
+        if (sig == SIGKILL || stopping_) return;
+        stopping_ = true;
+        grace_timer_.expires_after(options_.grace);
+        grace_timer_.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec)
+                for (auto& r : ranks_)
+                    if (!r->exited) ::kill(r->child.id(), SIGKILL);
+        });
+    }
+
+    void maybe_finish() {
+        for (auto& r : ranks_)
+            if (!r->exited || !r->drained) return;
+        signals_.cancel();
+        grace_timer_.cancel();
+    }
+
+    int exit_code() const {
+        if (interrupted_) return 128 + interrupted_;
+        if (failed_rank_) {
+            const Rank& r = *ranks_[static_cast<std::size_t>(*failed_rank_)];
+            std::string tail;
+            for (const auto& line : r.last_lines) tail += "    " + line + "\n";
+            fmt::print(stderr, "levers: job failed: rank {} {}. Its last lines:\n{}", r.index, describe(r.status),
+                       tail.empty() ? "    (none)\n" : tail);
+            return 1;
+        }
+        for (const auto& r : ranks_)
+            if (!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)) return 1;
+        return 0;
+    }
+
+    const LaunchOptions& options_;
+    const dist::ShmSegment& segment_;
+    asio::io_context io_;
+    asio::signal_set signals_;
+    asio::steady_timer grace_timer_;
+    std::vector<std::unique_ptr<Rank>> ranks_;
+    std::optional<int> failed_rank_;
+    int interrupted_ = 0;
+    bool stopping_ = false;
+};
+
+}  // namespace
+
+LaunchResult launch(const LaunchOptions& options) {
+    LEVERS_CHECK(options.ranks >= 1, "a job needs at least one rank, got {}", options.ranks);
+    sweep_stale_segments();
+    const std::size_t bytes = JobSegment::bytes(options.ranks, options.slot_bytes);
+    auto segment = dist::ShmSegment::create(dist::ShmSegment::unique_name(), bytes);
+    JobSegment::initialize(segment.data(), bytes, options.ranks, options.slot_bytes);
+    LaunchResult out;
+    Supervisor supervisor(options, segment);
+    out.exit_code = supervisor.run();
+    out.result = JobSegment::read_result(segment.data());
+    return out;  // the segment's name is removed here
+}
+
+int sweep_stale_segments() {
+    int removed = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.starts_with("levers-")) continue;
+        const auto dash = name.find('-', 7);
+        if (dash == std::string::npos) continue;
+        const pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + 7, nullptr, 10));
+        if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
+            std::filesystem::remove(entry.path(), ec);
+            removed += !ec;
+        }
+    }
+    return removed;
+}
+
+}  // namespace levers::launch

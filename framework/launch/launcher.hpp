@@ -1,0 +1,42 @@
+// Runs one job as N rank processes on this node and supervises them.
+//
+// Spawns the program N times (Boost.Process) with the env contract of
+// env_contract.hpp, forwards each rank's output line by line with a
+// "[rank N]" prefix, forwards SIGINT/SIGTERM to every rank (then SIGKILL after
+// a grace period), and on the first rank that fails aborts the process group,
+// stops every other rank and reports which rank failed, how, and its last
+// lines. Ranks die with the launcher (PR_SET_PDEATHSIG) and inherit no other
+// rank's pipes. The job's segment is removed however the job ends.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace levers::launch {
+
+struct LaunchOptions {
+    std::string program;             // the binary each rank runs
+    std::vector<std::string> args;   // its arguments
+    int ranks = 2;
+    int threads_per_rank = 1;
+    std::string device = "cpu";
+    std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // for every collective
+    std::chrono::milliseconds grace{1000};  // between SIGTERM and SIGKILL when stopping
+    bool all_output = true;          // false: rank 0's lines only
+    std::size_t slot_bytes = std::size_t{8} << 20;
+};
+
+struct LaunchResult {
+    int exit_code = 0;                  // 0 if every rank succeeded
+    std::optional<std::string> result;  // rank 0's published result
+};
+
+LaunchResult launch(const LaunchOptions& options);
+
+// Removes /dev/shm segments of levers launchers that no longer run (a killed
+// launcher cannot remove its own). Returns how many were removed.
+int sweep_stale_segments();
+
+}  // namespace levers::launch

@@ -1,0 +1,94 @@
+// Starting the real `recipe` binary in the background for launcher tests:
+// its pid, its output in a file, and the processes it started.
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace levers::testing {
+
+struct Background {
+    pid_t pid = -1;
+    std::filesystem::path log;
+
+    // Exit status (as from waitpid) if it ended within `limit`.
+    std::optional<int> wait(std::chrono::milliseconds limit) const {
+        const auto until = std::chrono::steady_clock::now() + limit;
+        do {
+            int status = 0;
+            if (waitpid(pid, &status, WNOHANG) == pid) return status;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        } while (std::chrono::steady_clock::now() < until);
+        return std::nullopt;
+    }
+    std::string output() const {
+        std::ifstream in(log);
+        std::stringstream s;
+        s << in.rdbuf();
+        return s.str();
+    }
+};
+
+// Runs `recipe args...` with stdout and stderr into a temporary file.
+inline Background start_recipe(const std::vector<std::string>& args) {
+    Background b;
+    b.log = std::filesystem::temp_directory_path() / ("levers-test-" + std::to_string(getpid()) + "-" +
+                                                      std::to_string(std::rand()) + ".log");
+    b.pid = fork();
+    if (b.pid == 0) {
+        FILE* f = std::fopen(b.log.c_str(), "w");
+        dup2(fileno(f), 1);
+        dup2(fileno(f), 2);
+        std::vector<char*> argv;
+        const char* bin = std::getenv("LEVERS_RECIPE_BIN");
+        argv.push_back(const_cast<char*>(bin));
+        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execv(bin, argv.data());
+        _exit(127);
+    }
+    return b;
+}
+
+// Processes whose parent is `parent`, from /proc.
+inline std::vector<pid_t> children_of(pid_t parent) {
+    std::vector<pid_t> out;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream stat(e.path() / "stat");
+        std::string line;
+        std::getline(stat, line);
+        auto close = line.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(line.substr(close + 2));
+        char state;
+        pid_t ppid;
+        rest >> state >> ppid;
+        if (ppid == parent && state != 'Z') out.push_back(std::stoi(name));
+    }
+    return out;
+}
+
+inline bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+// Segments in /dev/shm named after launcher `pid`.
+inline std::vector<std::string> segments_of(pid_t pid) {
+    std::vector<std::string> out;
+    const std::string prefix = "levers-" + std::to_string(pid) + "-";
+    for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
+        if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().filename().string());
+    return out;
+}
+
+}  // namespace levers::testing

@@ -1,0 +1,146 @@
+// `recipe run --gpus N`: real rank processes under the real launcher.
+#include "tests/launch/process.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+using namespace levers::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A GPT small enough that 20 steps take a fraction of a second, with enough
+// learning rate that the parameters move far from their start.
+std::vector<std::string> tiny_pretrain(int gpus, int batch, int accum, int steps = 20) {
+    return {"run", "pretrain", "--gpus", std::to_string(gpus), "--threads", "1", "--output", "rank0",
+            "--set", "steps=" + std::to_string(steps), "--set", "batch_size=" + std::to_string(batch),
+            "--set", "grad_accum=" + std::to_string(accum), "--set", "n_layer=2", "--set", "n_embd=32",
+            "--set", "n_head=2", "--set", "block_size=32", "--set", "eval_batches=4", "--set", "sample_tokens=0",
+            "--set", "log_every=10", "--set", "eval_every=0", "--set", "warmup=2", "--set", "lr=3e-3"};
+}
+
+nlohmann::json result_of(const Background& b) {
+    auto out = b.output();
+    auto end = out.find_last_not_of('\n');
+    auto start = out.rfind('\n', end);
+    return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end - start));
+}
+
+nlohmann::json run_to_end(const std::vector<std::string>& args) {
+    auto b = start_recipe(args);
+    auto status = b.wait(120s);
+    REQUIRE(status.has_value());
+    INFO(b.output());
+    REQUIRE((WIFEXITED(*status) && WEXITSTATUS(*status) == 0));
+    return result_of(b);
+}
+
+// Starts a long job and waits until its ranks are training.
+Background start_long_job(int gpus) {
+    auto b = start_recipe(tiny_pretrain(gpus, 2, 1, 1000000));
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (b.output().find("step") == std::string::npos && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(20ms);
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("N ranks of batch b train like one rank of batch N*b, with and without accumulation") {
+    struct Case {
+        int gpus, batch, accum;
+    };
+    const auto reference = run_to_end(tiny_pretrain(1, 4, 1));
+    const auto reference_accum = run_to_end(tiny_pretrain(1, 8, 1));
+    for (Case c : {Case{2, 2, 1}, Case{4, 1, 1}, Case{2, 2, 2}, Case{4, 1, 2}}) {
+        CAPTURE(c.gpus);
+        CAPTURE(c.accum);
+        const auto& expect = c.accum == 1 ? reference : reference_accum;
+        const auto got = run_to_end(tiny_pretrain(c.gpus, c.batch, c.accum));
+        CHECK(got["steps"] == 20);
+        // Only the order of float sums differs: the ranks' mean of means against one mean.
+        CHECK(got["loss"].get<double>() == doctest::Approx(expect["loss"].get<double>()).epsilon(1e-6));
+        CHECK(got["val_loss"].get<double>() == doctest::Approx(expect["val_loss"].get<double>()).epsilon(1e-4));
+        CHECK(got["loss"].get<double>() < 4.3);  // it learned: 20 steps from log(256) = 5.5
+    }
+}
+
+TEST_CASE("every rank's output is forwarded with its prefix; --output rank0 shows rank 0's alone") {
+    for (std::string shown : {"all", "rank0"}) {
+        CAPTURE(shown);
+        auto args = tiny_pretrain(2, 2, 1, 4);
+        args[7] = shown;  // --output
+        args.insert(args.end(), {"--set", "corpus=/nonexistent/books"});  // every rank prints an error
+        auto b = start_recipe(args);
+        auto status = b.wait(60s);
+        REQUIRE(status.has_value());
+        CHECK(WEXITSTATUS(*status) == 1);
+        const auto out = b.output();
+        CHECK(out.find("recipe pretrain: 2 CPU ranks") != std::string::npos);
+        CHECK(out.find("[rank 0] error: rank 0: recipe pretrain failed") != std::string::npos);
+        CHECK((out.find("[rank 1] error: rank 1") != std::string::npos) == (shown == "all"));
+        CHECK(out.find("/nonexistent/books: no such file") != std::string::npos);
+    }
+}
+
+TEST_CASE("kill -9 of a rank ends the job within 2 s, naming the rank, leaving no process or segment") {
+    for (int victim : {0, 1}) {
+        CAPTURE(victim);
+        auto job = start_long_job(2);
+        auto ranks = children_of(job.pid);
+        REQUIRE(ranks.size() == 2);
+        std::sort(ranks.begin(), ranks.end());  // spawned in rank order
+        const auto killed_at = std::chrono::steady_clock::now();
+        ::kill(ranks[static_cast<std::size_t>(victim)], SIGKILL);
+        auto status = job.wait(2s);
+        const auto took = std::chrono::steady_clock::now() - killed_at;
+        INFO(job.output());
+        REQUIRE(status.has_value());
+        CHECK(took < 2s);
+        CHECK(WEXITSTATUS(*status) == 1);
+        CHECK(job.output().find("rank " + std::to_string(victim) + " was killed by signal 9 (SIGKILL)") !=
+              std::string::npos);
+        for (pid_t p : ranks) CHECK_FALSE(alive(p));
+        CHECK(segments_of(job.pid).empty());
+    }
+}
+
+TEST_CASE("Ctrl-C stops every rank and removes the segment") {
+    auto job = start_long_job(2);
+    auto ranks = children_of(job.pid);
+    REQUIRE(ranks.size() == 2);
+    ::kill(job.pid, SIGINT);
+    auto status = job.wait(5s);
+    REQUIRE(status.has_value());
+    CHECK(WEXITSTATUS(*status) == 130);
+    CHECK(job.output().find("SIGINT received") != std::string::npos);
+    for (pid_t p : ranks) CHECK_FALSE(alive(p));
+    CHECK(segments_of(job.pid).empty());
+}
+
+TEST_CASE("a killed launcher takes its ranks with it; its segment is swept by the next job") {
+    auto job = start_long_job(2);
+    auto ranks = children_of(job.pid);
+    REQUIRE(ranks.size() == 2);
+    ::kill(job.pid, SIGKILL);
+    REQUIRE(job.wait(2s).has_value());
+    const auto until = std::chrono::steady_clock::now() + 2s;
+    auto any_alive = [&] { return alive(ranks[0]) || alive(ranks[1]); };
+    while (any_alive() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+    CHECK_FALSE(any_alive());
+    CHECK(segments_of(job.pid).size() == 1);  // nobody could remove it...
+    run_to_end(tiny_pretrain(2, 1, 1, 1));
+    CHECK(segments_of(job.pid).empty());  // ...until the next launch swept it
+}
+
+TEST_CASE("bad card counts are refused before anything starts") {
+    for (std::string n : {"0", "-3"}) {
+        auto bad = start_recipe({"run", "pretrain", "--gpus", n});
+        auto status = bad.wait(10s);
+        REQUIRE(status.has_value());
+        CHECK(WEXITSTATUS(*status) == 2);
+        CHECK(bad.output().find("--gpus must be >= 1, got " + n) != std::string::npos);
+    }
+}

@@ -79,9 +79,13 @@ TEST_CASE("every rank's output is forwarded with its prefix; --output rank0 show
         CHECK(WEXITSTATUS(*status) == 1);
         const auto out = b.output();
         CHECK(out.find("recipe pretrain: 2 CPU ranks") != std::string::npos);
-        CHECK(out.find("[rank 0] error: rank 0: recipe pretrain failed") != std::string::npos);
-        CHECK((out.find("[rank 1] error: rank 1") != std::string::npos) == (shown == "all"));
-        CHECK(out.find("/nonexistent/books: no such file") != std::string::npos);
+        // Whichever rank fails first stops the other, so either may be the one reported.
+        const bool rank0_failed = out.find("[rank 0] error: rank 0: recipe pretrain failed") != std::string::npos;
+        const bool rank1_failed = out.find("[rank 1] error: rank 1: recipe pretrain failed") != std::string::npos;
+        CHECK((rank0_failed || rank1_failed || shown == "rank0"));
+        if (shown == "rank0") CHECK(out.find("[rank 1]") == std::string::npos);
+        CHECK(out.find("levers: job failed: rank") != std::string::npos);
+        CHECK(out.find("/nonexistent/books: no such file") != std::string::npos);  // in the report's last lines
     }
 }
 

@@ -34,6 +34,7 @@ struct alignas(kAlign) RankRecord {
     std::atomic<std::uint64_t> seq;    // collectives entered
     std::atomic<std::uint32_t> op;     // the current one's kind
     std::atomic<std::uint64_t> count;  // and its element or byte count
+    std::atomic<std::uint64_t> arrivals;  // barrier arrivals, inside collectives too
     std::atomic<std::int32_t> pid;
 };
 
@@ -115,6 +116,7 @@ void ShmBackend::wait_all(Op op) {
     RankRecord& me = layout_->ranks[rank_];
     me.heartbeat_ns.store(now_ns(), std::memory_order_relaxed);
     const std::uint32_t gen = layout_->generation.load(std::memory_order_acquire);
+    me.arrivals.fetch_add(1, std::memory_order_relaxed);
     if (layout_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(world_)) {
         layout_->arrived.store(0, std::memory_order_relaxed);
         layout_->generation.fetch_add(1, std::memory_order_acq_rel);
@@ -126,16 +128,18 @@ void ShmBackend::wait_all(Op op) {
         if (layout_->aborted_by.load(std::memory_order_acquire) != 0) fail_aborted();
         const auto left = deadline - std::chrono::steady_clock::now();
         if (left <= std::chrono::nanoseconds::zero()) {
-            const std::uint64_t mine = me.seq.load();
+            const std::uint64_t mine = me.arrivals.load();
             std::string late;
             for (int r = 0; r < world_; ++r) {
-                const std::uint64_t s = layout_->ranks[r].seq.load();
-                if (s < mine) late += fmt::format("{}rank {} (at collective #{})", late.empty() ? "" : ", ", r, s);
+                const RankRecord& other = layout_->ranks[r];
+                if (other.arrivals.load() >= mine) continue;
+                const std::uint64_t seq = other.seq.load();
+                late += fmt::format("{}rank {} ({})", late.empty() ? "" : ", ", r,
+                                    seq == 0 ? std::string("before its first collective")
+                                             : fmt::format("last in {} #{}", op_name(other.op.load()), seq));
             }
-            const std::string why =
-                fmt::format("rank {} waited {} ms in {} #{} for {}", rank_, timeout_.count(),
-                            op_name(static_cast<std::uint32_t>(op)), mine,
-                            late.empty() ? std::string("ranks still inside the previous step") : late);
+            const std::string why = fmt::format("rank {} waited {} ms in {} #{} for {}", rank_, timeout_.count(),
+                                                op_name(static_cast<std::uint32_t>(op)), me.seq.load(), late);
             abort(why);
             LEVERS_FAIL("collective timed out: {}", why);
         }

@@ -38,8 +38,10 @@ nlohmann::json run_to_end(const std::vector<std::string>& args) {
 }
 
 // Starts a long job and waits until its ranks are training.
-Background start_long_job(int gpus) {
-    auto b = start_recipe(tiny_pretrain(gpus, 2, 1, 1000000));
+Background start_long_job(int gpus, std::vector<std::string> extra = {}) {
+    auto args = tiny_pretrain(gpus, 2, 1, 1000000);
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto b = start_recipe(args);
     const auto until = std::chrono::steady_clock::now() + 30s;
     while (b.output().find("step") == std::string::npos && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(20ms);
@@ -109,6 +111,21 @@ TEST_CASE("kill -9 of a rank ends the job within 2 s, naming the rank, leaving n
         for (pid_t p : ranks) CHECK_FALSE(alive(p));
         CHECK(segments_of(job.pid).empty());
     }
+}
+
+TEST_CASE("a stopped rank (SIGSTOP) is named with its last collective and the job is stopped") {
+    auto job = start_long_job(2, {"--timeout", "1"});
+    auto ranks = children_of(job.pid);
+    REQUIRE(ranks.size() == 2);
+    std::sort(ranks.begin(), ranks.end());
+    ::kill(ranks[1], SIGSTOP);
+    auto status = job.wait(5s);  // the 1 s collective timeout, then the grace period
+    INFO(job.output());
+    REQUIRE(status.has_value());
+    CHECK(WEXITSTATUS(*status) == 1);
+    CHECK(job.output().find("for rank 1 (last in ") != std::string::npos);
+    for (pid_t p : ranks) CHECK_FALSE(alive(p));
+    CHECK(segments_of(job.pid).empty());
 }
 
 TEST_CASE("Ctrl-C stops every rank and removes the segment") {

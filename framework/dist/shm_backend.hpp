@@ -65,7 +65,8 @@ private:
     struct Layout;
     enum class Op : std::uint32_t { barrier = 1, all_reduce, broadcast, all_gather, reduce_scatter };
 
-    void enter(Op op, std::uint64_t count);  // records (op, count) and checks the others match
+    void record(Op op, std::uint64_t count);  // publishes (op, count) as this rank's next collective
+    void enter(Op op, std::uint64_t count);   // records, then checks the others match
     void wait_all(Op op);                    // the barrier inside every collective
     void check_matching(Op op, std::uint64_t count);
     [[noreturn]] void fail_aborted();

@@ -98,6 +98,10 @@ Result pretrain(const Config& cfg) {
                   {"val_loss", run.last_eval.at("val_loss")},
                   {"tokens_per_second", run.items_per_second},
                   {"seconds", run.seconds},
+                  {"time_split", {{"compute_s", run.compute_seconds},
+                                  {"communication_s", run.communication_seconds},
+                                  {"waiting_s", run.waiting_seconds}}},
+                  {"ranks", dist::world_size()},
                   {"parameters", shape.parameter_count()},
                   {"sample", sample}};
 }

@@ -129,7 +129,21 @@ void ShmBackend::fail_aborted() {
                 std::string(layout_->abort_reason, strnlen(layout_->abort_reason, sizeof(layout_->abort_reason))));
 }
 
+namespace {
+// Adds the seconds of its lifetime to `total`.
+struct ScopedSeconds {
+    double& total;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~ScopedSeconds() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+};
+}  // namespace
+
 void ShmBackend::wait_all(Op op) {
+    ScopedSeconds timed{timing_.waiting};
+    wait_all_untimed(op);
+}
+
+void ShmBackend::wait_all_untimed(Op op) {
     if (layout_->aborted_by.load(std::memory_order_acquire) != 0) fail_aborted();
     RankRecord& me = layout_->ranks[rank_];
     me.heartbeat_ns.store(now_ns(), std::memory_order_relaxed);
@@ -203,7 +217,10 @@ void ShmBackend::enter(Op op, std::uint64_t count) {
     wait_all(op);  // nobody moves on to record its next collective before everyone has checked
 }
 
-void ShmBackend::barrier() { enter(Op::barrier, 0); }
+void ShmBackend::barrier() {
+    ScopedSeconds timed{timing_.in_collectives};
+    enter(Op::barrier, 0);
+}
 
 std::pair<std::int64_t, std::int64_t> ShmBackend::chunk(std::int64_t n, int world, int rank) {
     return {n * rank / world, n * (rank + 1) / world};
@@ -211,6 +228,7 @@ std::pair<std::int64_t, std::int64_t> ShmBackend::chunk(std::int64_t n, int worl
 
 template <class T> void ShmBackend::all_reduce(T* data, std::int64_t n, ReduceOp op) {
     LEVERS_CHECK(n >= 0, "all_reduce of {} elements", n);
+    ScopedSeconds timed{timing_.in_collectives};
     if (n == 0) return enter(Op::all_reduce, 0);
     // The hot path of data parallelism: the records are checked after the first
     // piece's barrier instead of in two barriers of their own. That is safe
@@ -241,6 +259,7 @@ template <class T> void ShmBackend::all_reduce(T* data, std::int64_t n, ReduceOp
 
 void ShmBackend::broadcast(void* data, std::size_t bytes, int root) {
     LEVERS_CHECK(root >= 0 && root < world_, "broadcast root {} is outside the world of {}", root, world_);
+    ScopedSeconds timed{timing_.in_collectives};
     enter(Op::broadcast, bytes);
     auto* p = static_cast<std::byte*>(data);
     for (std::size_t start = 0; start < bytes; start += slot_bytes_) {
@@ -254,6 +273,7 @@ void ShmBackend::broadcast(void* data, std::size_t bytes, int root) {
 
 template <class T> void ShmBackend::all_gather(T* out, const T* in, std::int64_t n) {
     LEVERS_CHECK(n >= 0, "all_gather of {} elements", n);
+    ScopedSeconds timed{timing_.in_collectives};
     enter(Op::all_gather, static_cast<std::uint64_t>(n));
     const std::int64_t piece = static_cast<std::int64_t>(slot_bytes_ / sizeof(T));
     for (std::int64_t start = 0; start < n; start += piece) {
@@ -268,6 +288,7 @@ template <class T> void ShmBackend::all_gather(T* out, const T* in, std::int64_t
 
 template <class T> void ShmBackend::reduce_scatter(T* out, const T* in, std::int64_t n, ReduceOp op) {
     LEVERS_CHECK(n >= 0, "reduce_scatter of {} elements", n);
+    ScopedSeconds timed{timing_.in_collectives};
     enter(Op::reduce_scatter, static_cast<std::uint64_t>(n));
     const std::int64_t piece = static_cast<std::int64_t>(slot_bytes_ / sizeof(T));
     const T scale = op == ReduceOp::mean ? T(1) / static_cast<T>(world_) : T(1);

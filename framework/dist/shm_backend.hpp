@@ -61,13 +61,21 @@ public:
     // How many collectives this rank has entered.
     std::uint64_t collectives_entered() const;
 
+    // Seconds this rank spent inside collectives, and the part of it spent
+    // waiting at their barriers for other ranks (the rest moved data).
+    struct Timing {
+        double in_collectives = 0, waiting = 0;
+    };
+    Timing timing() const { return timing_; }
+
 private:
     struct Layout;
     enum class Op : std::uint32_t { barrier = 1, all_reduce, broadcast, all_gather, reduce_scatter };
 
     void record(Op op, std::uint64_t count);  // publishes (op, count) as this rank's next collective
     void enter(Op op, std::uint64_t count);   // records, then checks the others match
-    void wait_all(Op op);                    // the barrier inside every collective
+    void wait_all(Op op);                    // the barrier inside every collective, timed
+    void wait_all_untimed(Op op);
     void check_matching(Op op, std::uint64_t count);
     [[noreturn]] void fail_aborted();
     std::byte* slot(int r) const;
@@ -77,6 +85,7 @@ private:
     std::size_t slot_bytes_;
     int rank_, world_;
     std::chrono::milliseconds timeout_;
+    Timing timing_;
 };
 
 }  // namespace levers::dist

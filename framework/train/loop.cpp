@@ -43,6 +43,8 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     dist::ShmBackend* group = dist::backend();
     // Data parallel: every rank starts from rank 0's parameters.
     if (group) group->broadcast(params.params().data<float>(), static_cast<std::size_t>(n) * sizeof(float), 0);
+    const dist::ShmBackend::Timing before = group ? group->timing() : dist::ShmBackend::Timing{};
+    double eval_collectives = 0, eval_waiting = 0;  // evaluation's share, kept out of the split
 
     LoopResult result;
     const auto start = Clock::now();
@@ -90,7 +92,12 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
         const bool eval_now = options.eval_every > 0 && (step + 1) % options.eval_every == 0;
         if (evaluate && (eval_now || last)) {
             const auto eval_start = Clock::now();
+            const dist::ShmBackend::Timing eval_before = group ? group->timing() : dist::ShmBackend::Timing{};
             result.last_eval = evaluate(step + 1);
+            if (group) {
+                eval_collectives += group->timing().in_collectives - eval_before.in_collectives;
+                eval_waiting += group->timing().waiting - eval_before.waiting;
+            }
             print_eval(step + 1, result.last_eval);
             eval_seconds += seconds_since(eval_start);
             window_start = Clock::now();  // keep evaluation out of the throughput figures
@@ -98,7 +105,16 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     }
     result.steps = options.steps;
     result.seconds = seconds_since(start);
-    result.items_per_second = static_cast<double>(total_items) / (result.seconds - eval_seconds);
+    const double train_seconds = result.seconds - eval_seconds;
+    result.items_per_second = static_cast<double>(total_items) / train_seconds;
+    if (group) {
+        const double in_collectives = group->timing().in_collectives - before.in_collectives - eval_collectives;
+        result.waiting_seconds = group->timing().waiting - before.waiting - eval_waiting;
+        result.communication_seconds = in_collectives - result.waiting_seconds;
+        result.compute_seconds = train_seconds - in_collectives;
+    } else {
+        result.compute_seconds = train_seconds;
+    }
     return result;
 }
 

@@ -41,6 +41,10 @@ struct LoopResult {
     double items_per_second = 0;  // training only, evaluation excluded
     double seconds = 0;           // wall time, evaluation included
     Metrics last_eval;          // from the final evaluation
+    // Where this rank's training time went (evaluation excluded): computing,
+    // moving gradients between ranks, and waiting for other ranks at barriers.
+    // Communication is not overlapped with backward yet, so none is hidden.
+    double compute_seconds = 0, communication_seconds = 0, waiting_seconds = 0;
     std::vector<std::pair<long, double>> loss_curve;  // (step, mean loss of its log window)
 };
 

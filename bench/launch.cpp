@@ -1,0 +1,24 @@
+// Launch latency: a user's own binary with the whole `recipe` command line
+// (levers::main) and one recipe, `ready`, that meets in a barrier and reports
+// when it got past it. bench/launch.sh times `bench_launch run ready --gpus N`
+// against torchrun starting the same number of trivial workers.
+#include "framework/dist/context.hpp"
+#include "framework/recipe/cli.hpp"
+#include "framework/recipe/recipe.hpp"
+
+#include <chrono>
+
+namespace {
+levers::Result ready(const levers::Config&) {
+    levers::dist::barrier();
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    return {{"ranks", levers::dist::world_size()},
+            {"ready_unix_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()}};
+}
+}  // namespace
+
+LEVERS_RECIPE(ready) {
+    return levers::recipe("ready").describe("every rank meets in one barrier; returns when rank 0 passed it").run(ready);
+}
+
+int main(int argc, char** argv) { return levers::main(argc, argv); }

@@ -182,6 +182,8 @@ template <class T> void Gpt<T>::backward() {
         k::linear_backward(d_a_, G(id.qkv_w), G(id.qkv_b), d_qkv_, a.ln1, P(id.qkv_w), BT, C, 3 * C);
         k::layernorm_backward(d_b_, G(id.ln1_w), G(id.ln1_b), d_a_, x_in, a.ln1_mean, a.ln1_rstd, P(id.ln1_w), BT, C);
         k::residual_forward(d_res_, d_res_, d_b_, BT * C);
+        // Layers l.. and ln_f are done (wte, first in the buffer, waits for the embedding).
+        params_.grads_final_from(params_.entries()[static_cast<std::size_t>(id.ln1_w)].offset);
     }
     k::embedding_backward(G(wte_), G(wpe_), d_res_, tokens_.data(), B, Tm, C);
 }

@@ -90,6 +90,7 @@ template <class T> void Mlp<T>::backward() {
         T* d_in = l == 0 ? nullptr : (d_out == d_a_ ? d_b_ : d_a_);
         k::linear_backward(d_in, params_.grad(weight_ids_[l]), params_.grad(bias_ids_[l]), d_out, in,
                            params_.param(weight_ids_[l]), B, widths_[l], widths_[l + 1]);
+        params_.grads_final_from(params_.entries()[static_cast<std::size_t>(weight_ids_[l])].offset);
         if (l == 0) break;
         k::gelu_backward(d_in, d_in, pre_[l - 1], B * widths_[l]);
         d_out = d_in;

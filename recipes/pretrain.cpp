@@ -61,6 +61,8 @@ Result pretrain(const Config& cfg) {
     train::LoopOptions options = loop_options(cfg);
     options.adamw.beta2 = 0.95;  // GPT-2/3 practice for transformers
     options.grad_accum = cfg.get<long>("grad_accum");
+    options.bucket_bytes = static_cast<std::int64_t>(cfg.get<double>("bucket_mb") * (1 << 20));
+    LEVERS_CHECK(options.bucket_bytes >= 4, "bucket_mb must be positive, got {}", cfg.get<double>("bucket_mb"));
 
     Rng data_rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
     // Every rank draws the same global batch and trains on its rows of it, so
@@ -100,7 +102,8 @@ Result pretrain(const Config& cfg) {
                   {"seconds", run.seconds},
                   {"time_split", {{"compute_s", run.compute_seconds},
                                   {"communication_s", run.communication_seconds},
-                                  {"waiting_s", run.waiting_seconds}}},
+                                  {"waiting_s", run.waiting_seconds},
+                                  {"hidden_communication_s", run.hidden_communication_seconds}}},
                   {"ranks", dist::world_size()},
                   {"parameters", shape.parameter_count()},
                   {"sample", sample}};
@@ -114,6 +117,7 @@ LEVERS_RECIPE(pretrain) {
         .param("steps", 1000, "optimizer steps")
         .param("batch_size", 16, "sequences per step and rank")
         .param("grad_accum", 1, "micro-batches per optimizer step")
+        .param("bucket_mb", 25.0, "gradient bucket size averaged across ranks during backward (MiB)")
         .param("block_size", 128, "context length in bytes")
         .param("n_layer", 4, "transformer blocks")
         .param("n_head", 4, "attention heads")

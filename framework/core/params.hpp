@@ -7,6 +7,7 @@
 
 #include "framework/core/tensor.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,20 @@ public:
     std::int64_t size() const { return size_; }
     void zero_grad() { grads_.zero(); }
 
+    // Models call this during backward once the gradients from element `offset`
+    // to the end of the flat buffer are final for this backward pass; the
+    // data-parallel layer starts averaging them while backward goes on.
+    void grads_final_from(std::int64_t offset) const {
+        if (on_final_) on_final_(offset);
+    }
+    // Who hears about it (empty: nobody).
+    void set_grads_final_hook(std::function<void(std::int64_t)> hook) { on_final_ = std::move(hook); }
+
 private:
     std::vector<Entry> entries_;
     std::int64_t size_ = 0;
     Tensor params_, grads_;
+    std::function<void(std::int64_t)> on_final_;
 };
 
 extern template class ParamSet<float>;

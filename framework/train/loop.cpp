@@ -1,12 +1,15 @@
 #include "framework/train/loop.hpp"
 
 #include "framework/dist/context.hpp"
+#include "framework/dist/grad_sync.hpp"
 #include "framework/train/optimizer.hpp"
 #include "kernels/grad_clip.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 
@@ -44,6 +47,10 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     // Data parallel: every rank starts from rank 0's parameters.
     if (group) group->broadcast(params.params().data<float>(), static_cast<std::size_t>(n) * sizeof(float), 0);
     const dist::ShmBackend::Timing before = group ? group->timing() : dist::ShmBackend::Timing{};
+    std::unique_ptr<dist::GradientSync> sync;
+    if (group)
+        sync = std::make_unique<dist::GradientSync>(*group, grads, n,
+                                                    std::max<std::int64_t>(1, options.bucket_bytes / 4));
     double eval_collectives = 0, eval_waiting = 0;  // evaluation's share, kept out of the split
 
     LoopResult result;
@@ -56,14 +63,17 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
         params.zero_grad();
         double loss = 0;
         for (long micro = 0; micro < options.grad_accum; ++micro) {
+            // Only the last micro-batch's backward starts the averaging; earlier ones just accumulate.
+            if (sync && micro + 1 == options.grad_accum)
+                params.set_grads_final_hook([&](std::int64_t from) { sync->ready_from(from); });
             MicroResult r = micro_step(step, micro);
+            params.set_grads_final_hook({});
             loss += r.loss / static_cast<double>(options.grad_accum);
             window_items += r.items * dist::world_size();  // the job's throughput, all ranks
             total_items += r.items * dist::world_size();
         }
         if (group) {
-            // Micro-steps only accumulate; the gradients are averaged over ranks once per step.
-            group->all_reduce(grads, n, dist::ReduceOp::mean);
+            sync->finish();  // every bucket averaged over ranks
             loss = dist::all_reduce_mean(loss);
         }
         LEVERS_CHECK(std::isfinite(loss), "training diverged: loss is {} at step {} (try a lower lr)", loss, step);
@@ -108,10 +118,15 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     const double train_seconds = result.seconds - eval_seconds;
     result.items_per_second = static_cast<double>(total_items) / train_seconds;
     if (group) {
-        const double in_collectives = group->timing().in_collectives - before.in_collectives - eval_collectives;
-        result.waiting_seconds = group->timing().waiting - before.waiting - eval_waiting;
-        result.communication_seconds = in_collectives - result.waiting_seconds;
-        result.compute_seconds = train_seconds - in_collectives;
+        // Collectives of this (main) thread: all of them less the communication thread's.
+        const double main_collectives = group->timing().in_collectives - before.in_collectives - eval_collectives -
+                                        sync->busy_seconds();
+        const double main_waiting =
+            group->timing().waiting - before.waiting - eval_waiting - sync->busy_waiting_seconds();
+        result.waiting_seconds = main_waiting;
+        result.communication_seconds = sync->exposed_seconds() + main_collectives - main_waiting;
+        result.compute_seconds = train_seconds - sync->exposed_seconds() - main_collectives;
+        result.hidden_communication_seconds = std::max(0.0, sync->busy_seconds() - sync->exposed_seconds());
     } else {
         result.compute_seconds = train_seconds;
     }

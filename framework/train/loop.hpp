@@ -26,6 +26,7 @@ struct LoopOptions {
     long log_every = 10;
     long eval_every = 0;     // 0: evaluate only after the last step
     std::string unit = "tok";  // what MicroResult::items counts, for the throughput column
+    std::int64_t bucket_bytes = std::int64_t{25} << 20;  // gradient buckets averaged during backward (DDP's default)
 
     void validate() const;  // throws levers::Error naming the bad option
 };
@@ -41,10 +42,11 @@ struct LoopResult {
     double items_per_second = 0;  // training only, evaluation excluded
     double seconds = 0;           // wall time, evaluation included
     Metrics last_eval;          // from the final evaluation
-    // Where this rank's training time went (evaluation excluded): computing,
-    // moving gradients between ranks, and waiting for other ranks at barriers.
-    // Communication is not overlapped with backward yet, so none is hidden.
-    double compute_seconds = 0, communication_seconds = 0, waiting_seconds = 0;
+    // Where this rank's training time went (evaluation excluded; the three add
+    // up to it): computing, communication that backward did not hide, and
+    // waiting at barriers for slower ranks. Plus the communication that ran
+    // hidden behind backward on the communication thread.
+    double compute_seconds = 0, communication_seconds = 0, waiting_seconds = 0, hidden_communication_seconds = 0;
     std::vector<std::pair<long, double>> loss_curve;  // (step, mean loss of its log window)
 };
 

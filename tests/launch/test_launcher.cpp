@@ -13,8 +13,9 @@ namespace {
 
 // A GPT small enough that 20 steps take a fraction of a second, with enough
 // learning rate that the parameters move far from their start.
-std::vector<std::string> tiny_pretrain(int gpus, int batch, int accum, int steps = 20) {
+std::vector<std::string> tiny_pretrain(int gpus, int batch, int accum, int steps = 20, double bucket_mb = 25) {
     return {"run", "pretrain", "--gpus", std::to_string(gpus), "--threads", "1", "--output", "rank0",
+            "--set", "bucket_mb=" + std::to_string(bucket_mb),
             "--set", "steps=" + std::to_string(steps), "--set", "batch_size=" + std::to_string(batch),
             "--set", "grad_accum=" + std::to_string(accum), "--set", "n_layer=2", "--set", "n_embd=32",
             "--set", "n_head=2", "--set", "block_size=32", "--set", "eval_batches=4", "--set", "sample_tokens=0",
@@ -53,14 +54,16 @@ Background start_long_job(int gpus, std::vector<std::string> extra = {}) {
 TEST_CASE("N ranks of batch b train like one rank of batch N*b, with and without accumulation") {
     struct Case {
         int gpus, batch, accum;
+        double bucket_mb = 25;  // one bucket; 0.01 MiB cuts the 136 KiB of gradients into 14
     };
     const auto reference = run_to_end(tiny_pretrain(1, 4, 1));
     const auto reference_accum = run_to_end(tiny_pretrain(1, 8, 1));
-    for (Case c : {Case{2, 2, 1}, Case{4, 1, 1}, Case{2, 2, 2}, Case{4, 1, 2}}) {
+    for (Case c : {Case{2, 2, 1}, Case{4, 1, 1}, Case{2, 2, 2}, Case{4, 1, 2}, Case{2, 2, 1, 0.01}, Case{4, 1, 2, 0.01}}) {
         CAPTURE(c.gpus);
         CAPTURE(c.accum);
+        CAPTURE(c.bucket_mb);
         const auto& expect = c.accum == 1 ? reference : reference_accum;
-        const auto got = run_to_end(tiny_pretrain(c.gpus, c.batch, c.accum));
+        const auto got = run_to_end(tiny_pretrain(c.gpus, c.batch, c.accum, 20, c.bucket_mb));
         CHECK(got["steps"] == 20);
         // Only the order of float sums differs: the ranks' mean of means against one mean.
         CHECK(got["loss"].get<double>() == doctest::Approx(expect["loss"].get<double>()).epsilon(1e-6));

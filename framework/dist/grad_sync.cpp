@@ -1,0 +1,87 @@
+#include "framework/dist/grad_sync.hpp"
+
+#include "framework/core/error.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace levers::dist {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+GradientSync::GradientSync(ShmBackend& group, float* grads, std::int64_t n, std::int64_t bucket_elems)
+    : group_(group), grads_(grads), n_(n), bucket_(std::max<std::int64_t>(1, bucket_elems)), next_end_(n) {
+    worker_ = std::thread([this] { run(); });
+}
+
+GradientSync::~GradientSync() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    changed_.notify_all();
+    worker_.join();
+}
+
+void GradientSync::enqueue_until(std::int64_t from) {
+    // Bucket k covers [n - (k+1)·bucket, n - k·bucket), clipped at 0.
+    while (next_end_ > 0) {
+        const std::int64_t begin = std::max<std::int64_t>(0, next_end_ - bucket_);
+        if (begin < from) break;
+        queue_.emplace_back(begin, next_end_);
+        next_end_ = begin;
+    }
+}
+
+void GradientSync::ready_from(std::int64_t from) {
+    {
+        std::lock_guard lock(mutex_);
+        enqueue_until(from);
+    }
+    changed_.notify_all();
+}
+
+void GradientSync::finish() {
+    const auto start = Clock::now();
+    std::unique_lock lock(mutex_);
+    enqueue_until(0);
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return (queue_.empty() && in_flight_ == 0) || error_; });
+    next_end_ = n_;  // the next step starts from the end again
+    exposed_ += since(start);
+    if (error_) std::rethrow_exception(error_);
+}
+
+void GradientSync::run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        changed_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        auto [begin, end] = queue_.front();
+        queue_.pop_front();
+        ++in_flight_;
+        lock.unlock();
+        const auto start = Clock::now();
+        const double waited_before = group_.timing().waiting;
+        try {
+            group_.all_reduce(grads_ + begin, end - begin, ReduceOp::mean);
+        } catch (...) {
+            lock.lock();
+            error_ = std::current_exception();
+            --in_flight_;
+            queue_.clear();
+            changed_.notify_all();
+            continue;
+        }
+        lock.lock();
+        busy_ += since(start);
+        busy_waiting_ += group_.timing().waiting - waited_before;
+        --in_flight_;
+        changed_.notify_all();
+    }
+}
+
+}  // namespace levers::dist

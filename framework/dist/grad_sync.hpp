@@ -1,0 +1,63 @@
+// Data-parallel gradient averaging that overlaps backward (DDP's buckets).
+//
+// The flat gradient buffer is cut into buckets of `bucket_elems` from its end
+// (models lay parameters out in forward order, so backward finishes the end of
+// the buffer first). As backward reports that everything from some offset on
+// is final, each bucket lying wholly inside that range is averaged over ranks
+// in place on a communication thread while backward goes on; finish() sends
+// the rest and waits. Every rank reports the same offsets in the same order,
+// so the collectives match.
+#pragma once
+
+#include "framework/dist/shm_backend.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace levers::dist {
+
+class GradientSync {
+public:
+    GradientSync(ShmBackend& group, float* grads, std::int64_t n, std::int64_t bucket_elems);
+    ~GradientSync();
+    GradientSync(const GradientSync&) = delete;
+    GradientSync& operator=(const GradientSync&) = delete;
+
+    // Gradients in [from, n) will not change again in this step.
+    void ready_from(std::int64_t from);
+    // Averages whatever is left and returns when every bucket is done (rethrows
+    // a communication failure). Then the next step's ready_from calls may begin.
+    void finish();
+
+    // Seconds finish() waited for communication (what overlap did not hide),
+    // and seconds the communication thread spent in collectives, both so far.
+    double exposed_seconds() const { return exposed_; }
+    double busy_seconds() const { return busy_; }
+    // Of busy_seconds, the part spent waiting at barriers for other ranks.
+    double busy_waiting_seconds() const { return busy_waiting_; }
+
+private:
+    void enqueue_until(std::int64_t from);
+    void run();
+
+    ShmBackend& group_;
+    float* grads_;
+    std::int64_t n_, bucket_;
+    std::int64_t next_end_;  // buckets [.., next_end_) are not queued yet
+
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<std::pair<std::int64_t, std::int64_t>> queue_;
+    int in_flight_ = 0;
+    bool stop_ = false;
+    std::exception_ptr error_;
+    double exposed_ = 0, busy_ = 0, busy_waiting_ = 0;
+    std::thread worker_;
+};
+
+}  // namespace levers::dist

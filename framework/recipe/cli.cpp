@@ -7,6 +7,7 @@
 #include "framework/launch/env_contract.hpp"
 #include "framework/launch/job_segment.hpp"
 #include "framework/launch/launcher.hpp"
+#include "framework/launch/rendezvous.hpp"
 #include "framework/recipe/recipe.hpp"
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <optional>
 
 namespace levers {
 
@@ -76,25 +79,60 @@ void print_result(const Result& result) {
     fmt::print("{}\n", result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-// This process is one rank of a job the launcher started.
-int run_as_rank(const Recipe& r, const Config& cfg, const launch::RankEnv& env) {
+// Runs the recipe as one rank of `group`; `publish` receives rank 0's result.
+int run_in_group(const Recipe& r, const Config& cfg, const launch::RankEnv& env,
+                 std::unique_ptr<dist::ShmBackend> group, const std::function<void(const Result&)>& publish) {
     try {
-        auto segment = dist::ShmSegment::open(env.segment);
-        auto group = std::make_unique<dist::ShmBackend>(
-            launch::JobSegment::group_memory(segment.data()), launch::JobSegment::group_bytes(segment.size()),
-            env.rank, std::chrono::milliseconds(env.timeout_ms > 0 ? env.timeout_ms : 120000));
         dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size}, std::move(group));
-        set_threads(env.threads > 0 ? env.threads : 1);
+        set_threads(env.threads > 0 ? env.threads : std::max(1, available_cores() / env.local_world_size));
         Result result = r.body()(cfg);
-        if (dist::is_main())
-            launch::JobSegment::write_result(segment.data(),
-                                             result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        if (dist::is_main()) publish(result);
         dist::leave();
     } catch (const std::exception& e) {
+        dist::leave();
         fmt::print(stderr, "error: rank {}: recipe {} failed: {}\n", env.rank, r.name(), e.what());
         return 1;
     }
     return 0;
+}
+
+std::chrono::milliseconds collective_timeout(const launch::RankEnv& env, double flag_seconds) {
+    return std::chrono::milliseconds(env.timeout_ms > 0 ? env.timeout_ms : static_cast<long>(flag_seconds * 1000));
+}
+
+// This process is one rank of a job levers' launcher started: the result goes
+// back through the segment, and the launcher prints it.
+int run_as_launched_rank(const Recipe& r, const Config& cfg, const launch::RankEnv& env, double timeout_s) {
+    std::optional<dist::ShmSegment> segment;
+    std::unique_ptr<dist::ShmBackend> group;
+    try {
+        segment = dist::ShmSegment::open(env.segment);
+        group = std::make_unique<dist::ShmBackend>(launch::JobSegment::group_memory(segment->data()),
+                                                   launch::JobSegment::group_bytes(segment->size()), env.rank,
+                                                   collective_timeout(env, timeout_s));
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
+        return 1;
+    }
+    return run_in_group(r, cfg, env, std::move(group), [&](const Result& result) {
+        launch::JobSegment::write_result(segment->data(),
+                                         result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    });
+}
+
+// This process is one rank of a job torchrun, Slurm or mpirun started: rank 0 prints the result.
+int run_as_external_rank(const Recipe& r, const Config& cfg, const launch::RankEnv& env, double timeout_s) {
+    std::optional<launch::JoinedGroup> joined;
+    try {
+        joined = launch::join_external(env, collective_timeout(env, timeout_s));
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
+        return 1;
+    }
+    if (env.rank == 0)
+        fmt::print("recipe {}: rank 0 of {} started by {}, joined through shared memory\n", r.name(), env.world_size,
+                   env.source);
+    return run_in_group(r, cfg, env, std::move(joined->backend), print_result);
 }
 
 int run_recipe(const RunFlags& flags, int argc, char** argv) {
@@ -103,11 +141,8 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
     LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
     const auto env = launch::read_rank_env();
-    if (env.source == "levers") return run_as_rank(r, cfg, env);
-    LEVERS_CHECK(!env.distributed(),
-                 "started as rank {} of {} by {}: joining an external launcher's job needs the TCP store, which "
-                 "levers does not have yet; use `recipe run {} --gpus {}` instead",
-                 env.rank, env.world_size, env.source, r.name(), env.world_size);
+    if (env.source == "levers") return run_as_launched_rank(r, cfg, env, flags.timeout_s);
+    if (env.distributed()) return run_as_external_rank(r, cfg, env, flags.timeout_s);
     const int gpus = flags.gpus == -1 ? r.default_gpus() : flags.gpus;
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
     LEVERS_CHECK(flags.device != "cuda", "--device cuda: this build has no CUDA backend yet; use --device cpu");

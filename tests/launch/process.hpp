@@ -39,8 +39,9 @@ struct Background {
     }
 };
 
-// Runs `recipe args...` with stdout and stderr into a temporary file.
-inline Background start_recipe(const std::vector<std::string>& args) {
+// Runs `recipe args...` with stdout and stderr into a temporary file, with
+// `env` ("NAME=value") added to its environment.
+inline Background start_recipe(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
     Background b;
     b.log = std::filesystem::temp_directory_path() / ("levers-test-" + std::to_string(getpid()) + "-" +
                                                       std::to_string(std::rand()) + ".log");
@@ -49,6 +50,7 @@ inline Background start_recipe(const std::vector<std::string>& args) {
         FILE* f = std::fopen(b.log.c_str(), "w");
         dup2(fileno(f), 1);
         dup2(fileno(f), 2);
+        for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
         std::vector<char*> argv;
         const char* bin = std::getenv("LEVERS_RECIPE_BIN");
         argv.push_back(const_cast<char*>(bin));

@@ -168,3 +168,64 @@ TEST_CASE("bad card counts are refused before anything starts") {
         CHECK(bad.output().find("--gpus must be >= 1, got " + n) != std::string::npos);
     }
 }
+
+TEST_CASE("torchrun-style: workers started by hand with the env variables join each other and train") {
+    const std::string port = std::to_string(29700 + getpid() % 200);
+    auto worker = [&](int rank, const std::string& token) {
+        auto args = tiny_pretrain(1, 2, 1);
+        args.erase(args.begin() + 2, args.begin() + 4);  // no --gpus: the environment says where this rank stands
+        return start_recipe(args, {"RANK=" + std::to_string(rank), "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(rank),
+                                   "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port,
+                                   "LEVERS_JOB_TOKEN=" + token});
+    };
+    const auto expect = run_to_end(tiny_pretrain(2, 2, 1));
+    {
+        auto rank1 = worker(1, "secret");
+        auto rank0 = worker(0, "secret");
+        auto s0 = rank0.wait(60s), s1 = rank1.wait(60s);
+        INFO(rank0.output());
+        INFO(rank1.output());
+        REQUIRE((s0.has_value() && s1.has_value()));
+        CHECK(WEXITSTATUS(*s0) == 0);
+        CHECK(WEXITSTATUS(*s1) == 0);
+        CHECK(rank0.output().find("rank 0 of 2 started by torchrun") != std::string::npos);
+        CHECK(result_of(rank0)["loss"] == expect["loss"]);
+        CHECK(result_of(rank0)["val_loss"].get<double>() == doctest::Approx(expect["val_loss"].get<double>()));
+        CHECK(rank1.output().find("{\"loss\"") == std::string::npos);  // only rank 0 prints the result
+    }
+    {
+        // A worker of another job (wrong token) is refused by rank 0's store.
+        auto rank0 = worker(0, "secret");
+        auto intruder = worker(1, "guess");
+        auto si = intruder.wait(30s);
+        REQUIRE(si.has_value());
+        CHECK(WEXITSTATUS(*si) == 1);
+        CHECK(intruder.output().find("refused this rank: wrong job token") != std::string::npos);
+        ::kill(rank0.pid, SIGKILL);
+        rank0.wait(5s);
+    }
+}
+
+TEST_CASE("an external launch that levers cannot join says why") {
+    auto args = tiny_pretrain(1, 2, 1);
+    args.erase(args.begin() + 2, args.begin() + 4);
+    struct Case {
+        std::vector<std::string> env;
+        const char* message;
+    };
+    const Case cases[] = {
+        {{"RANK=0", "WORLD_SIZE=2"}, "MASTER_ADDR and MASTER_PORT are not both set"},
+        {{"RANK=0", "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29999"},
+         "this job spans nodes (4 ranks, 2 on this node)"},
+        {{"RANK=2", "WORLD_SIZE=2"}, "RANK=2 must be below WORLD_SIZE=2"},
+        {{"SLURM_PROCID=0", "SLURM_NTASKS=x"}, "SLURM_NTASKS='x' must be an integer"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.message);
+        auto b = start_recipe(args, c.env);
+        auto status = b.wait(30s);
+        REQUIRE(status.has_value());
+        CHECK(WEXITSTATUS(*status) != 0);
+        CHECK(b.output().find(c.message) != std::string::npos);
+    }
+}

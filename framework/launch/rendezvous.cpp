@@ -1,0 +1,38 @@
+#include "framework/launch/rendezvous.hpp"
+
+#include "framework/core/error.hpp"
+#include "framework/dist/tcp_store.hpp"
+#include "framework/launch/job_segment.hpp"
+
+#include <cstdlib>
+
+namespace levers::launch {
+
+JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout) {
+    LEVERS_CHECK(!env.master_addr.empty() && env.master_port > 0,
+                 "started as rank {} of {} by {}, but MASTER_ADDR and MASTER_PORT are not both set: they name "
+                 "rank 0's rendezvous store", env.rank, env.world_size, env.source);
+    LEVERS_CHECK(env.local_world_size == env.world_size,
+                 "this job spans nodes ({} ranks, {} on this node); CPU ranks across nodes are not supported yet",
+                 env.world_size, env.local_world_size);
+    const char* token = std::getenv("LEVERS_JOB_TOKEN");
+    dist::TcpStore store(env.master_addr, env.master_port, env.rank == 0, token ? token : "", timeout);
+    const std::size_t slot = std::size_t{2} << 20;
+    const std::size_t bytes = JobSegment::bytes(env.world_size, slot);
+    JoinedGroup g{[&] {
+                      if (env.rank != 0) return dist::ShmSegment::open(store.get("levers/segment"));
+                      auto seg = dist::ShmSegment::create(dist::ShmSegment::unique_name(), bytes);
+                      JobSegment::initialize(seg.data(), bytes, env.world_size, slot);
+                      store.set("levers/segment", seg.name());
+                      return seg;
+                  }(),
+                  nullptr};
+    g.backend = std::make_unique<dist::ShmBackend>(JobSegment::group_memory(g.segment.data()),
+                                                   JobSegment::group_bytes(g.segment.size()), env.rank, timeout);
+    g.backend->barrier();  // everyone has mapped the segment...
+    g.segment.remove();    // ...so its name can go now
+    store.add("levers/joined", 1);
+    return g;
+}
+
+}  // namespace levers::launch

@@ -5,6 +5,10 @@
 #include <boost/interprocess/exceptions.hpp>
 #include <boost/interprocess/permissions.hpp>
 
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <unistd.h>
 
@@ -42,6 +46,18 @@ std::string ShmSegment::unique_name() {
     std::random_device rd;
     const unsigned long long bits = (static_cast<unsigned long long>(rd()) << 32) ^ rd();
     return fmt::format("levers-{}-{:016x}", getpid(), bits);
+}
+
+int ShmSegment::sweep_stale() {
+    int removed = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.starts_with("levers-")) continue;
+        const pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + 7, nullptr, 10));
+        if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) removed += bip::shared_memory_object::remove(name.c_str());
+    }
+    return removed;
 }
 
 ShmSegment ShmSegment::create(const std::string& name, std::size_t bytes) {

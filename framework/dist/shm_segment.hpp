@@ -19,6 +19,9 @@ public:
     static ShmSegment open(const std::string& name);
     // "levers-<pid>-<64 random bits in hex>".
     static std::string unique_name();
+    // Removes segments whose creating process no longer runs (a killed creator
+    // cannot remove its own); creators call it first. Returns how many went.
+    static int sweep_stale();
 
     ShmSegment(ShmSegment&&) noexcept;
     ShmSegment& operator=(ShmSegment&&) noexcept;

@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <deque>
 #include <fcntl.h>
-#include <filesystem>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -203,7 +202,7 @@ private:
 
 LaunchResult launch(const LaunchOptions& options) {
     LEVERS_CHECK(options.ranks >= 1, "a job needs at least one rank, got {}", options.ranks);
-    sweep_stale_segments();
+    dist::ShmSegment::sweep_stale();
     const std::size_t bytes = JobSegment::bytes(options.ranks, options.slot_bytes);
     auto segment = dist::ShmSegment::create(dist::ShmSegment::unique_name(), bytes);
     JobSegment::initialize(segment.data(), bytes, options.ranks, options.slot_bytes);
@@ -212,23 +211,6 @@ LaunchResult launch(const LaunchOptions& options) {
     out.exit_code = supervisor.run();
     out.result = JobSegment::read_result(segment.data());
     return out;  // the segment's name is removed here
-}
-
-int sweep_stale_segments() {
-    int removed = 0;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
-        const std::string name = entry.path().filename().string();
-        if (!name.starts_with("levers-")) continue;
-        const auto dash = name.find('-', 7);
-        if (dash == std::string::npos) continue;
-        const pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + 7, nullptr, 10));
-        if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
-            std::filesystem::remove(entry.path(), ec);
-            removed += !ec;
-        }
-    }
-    return removed;
 }
 
 }  // namespace levers::launch

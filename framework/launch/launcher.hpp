@@ -35,8 +35,4 @@ struct LaunchResult {
 
 LaunchResult launch(const LaunchOptions& options);
 
-// Removes /dev/shm segments of levers launchers that no longer run (a killed
-// launcher cannot remove its own). Returns how many were removed.
-int sweep_stale_segments();
-
 }  // namespace levers::launch

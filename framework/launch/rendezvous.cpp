@@ -21,6 +21,7 @@ JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout)
     const std::size_t bytes = JobSegment::bytes(env.world_size, slot);
     JoinedGroup g{[&] {
                       if (env.rank != 0) return dist::ShmSegment::open(store.get("levers/segment"));
+                      dist::ShmSegment::sweep_stale();
                       auto seg = dist::ShmSegment::create(dist::ShmSegment::unique_name(), bytes);
                       JobSegment::initialize(seg.data(), bytes, env.world_size, slot);
                       store.set("levers/segment", seg.name());

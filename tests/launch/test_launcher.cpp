@@ -201,8 +201,11 @@ TEST_CASE("torchrun-style: workers started by hand with the env variables join e
         REQUIRE(si.has_value());
         CHECK(WEXITSTATUS(*si) == 1);
         CHECK(intruder.output().find("refused this rank: wrong job token") != std::string::npos);
-        ::kill(rank0.pid, SIGKILL);
+        ::kill(rank0.pid, SIGKILL);  // it was waiting for the refused rank
         rank0.wait(5s);
+        CHECK(segments_of(rank0.pid).size() == 1);
+        run_to_end(tiny_pretrain(2, 1, 1, 1));  // the next job sweeps what the killed rank 0 left
+        CHECK(segments_of(rank0.pid).empty());
     }
 }
 

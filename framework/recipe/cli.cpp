@@ -79,21 +79,29 @@ void print_result(const Result& result) {
     fmt::print("{}\n", result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-// Runs the recipe as one rank of `group`; `publish` receives rank 0's result.
+// Runs the recipe as one rank of `group` (none: a world of one) with `threads`
+// CPU threads; `publish` receives rank 0's result.
 int run_in_group(const Recipe& r, const Config& cfg, const launch::RankEnv& env,
-                 std::unique_ptr<dist::ShmBackend> group, const std::function<void(const Result&)>& publish) {
+                 std::unique_ptr<dist::ShmBackend> group, int threads,
+                 const std::function<void(const Result&)>& publish) {
     try {
         dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size}, std::move(group));
-        set_threads(env.threads > 0 ? env.threads : std::max(1, available_cores() / env.local_world_size));
+        set_threads(threads);
         Result result = r.body()(cfg);
         if (dist::is_main()) publish(result);
         dist::leave();
     } catch (const std::exception& e) {
         dist::leave();
-        fmt::print(stderr, "error: rank {}: recipe {} failed: {}\n", env.rank, r.name(), e.what());
+        const std::string who = env.world_size > 1 ? fmt::format("rank {}: ", env.rank) : std::string();
+        fmt::print(stderr, "error: {}recipe {} failed: {}\n", who, r.name(), e.what());
         return 1;
     }
     return 0;
+}
+
+// A rank's threads: as the launcher said, else the node's cores shared among its ranks.
+int rank_threads(const launch::RankEnv& env) {
+    return env.threads > 0 ? env.threads : std::max(1, available_cores() / env.local_world_size);
 }
 
 std::chrono::milliseconds collective_timeout(const launch::RankEnv& env, double flag_seconds) {
@@ -114,7 +122,7 @@ int run_as_launched_rank(const Recipe& r, const Config& cfg, const launch::RankE
         fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
         return 1;
     }
-    return run_in_group(r, cfg, env, std::move(group), [&](const Result& result) {
+    return run_in_group(r, cfg, env, std::move(group), rank_threads(env), [&](const Result& result) {
         launch::JobSegment::write_result(segment->data(),
                                          result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     });
@@ -132,7 +140,7 @@ int run_as_external_rank(const Recipe& r, const Config& cfg, const launch::RankE
     if (env.rank == 0)
         fmt::print("recipe {}: rank 0 of {} started by {}, joined through shared memory\n", r.name(), env.world_size,
                    env.source);
-    return run_in_group(r, cfg, env, std::move(joined->backend), print_result);
+    return run_in_group(r, cfg, env, std::move(joined->backend), rank_threads(env), print_result);
 }
 
 int run_recipe(const RunFlags& flags, int argc, char** argv) {
@@ -148,18 +156,10 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     LEVERS_CHECK(flags.device != "cuda", "--device cuda: this build has no CUDA backend yet; use --device cpu");
 
     if (gpus == 1) {
-        set_threads(flags.threads == 0 ? available_cores() : flags.threads);
-        fmt::print("recipe {}: 1 CPU process, {} thread{}\n", r.name(), threads(), threads() == 1 ? "" : "s");
+        const int n = flags.threads == 0 ? available_cores() : flags.threads;
+        fmt::print("recipe {}: 1 CPU process, {} thread{}\n", r.name(), n, n == 1 ? "" : "s");
         std::fflush(stdout);
-        Result result;
-        try {
-            result = r.body()(cfg);
-        } catch (const std::exception& e) {
-            fmt::print(stderr, "error: recipe {} failed: {}\n", r.name(), e.what());
-            return 1;
-        }
-        print_result(result);
-        return 0;
+        return run_in_group(r, cfg, env, nullptr, n, print_result);
     }
     launch::LaunchOptions options;
     options.program = std::filesystem::read_symlink("/proc/self/exe").string();

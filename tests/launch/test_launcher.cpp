@@ -117,12 +117,13 @@ TEST_CASE("kill -9 of a rank ends the job within 2 s, naming the rank, leaving n
 }
 
 TEST_CASE("a stopped rank (SIGSTOP) is named with its last collective and the job is stopped") {
-    auto job = start_long_job(2, {"--timeout", "1"});
+    // Short, but long enough for a loaded machine to start both ranks.
+    auto job = start_long_job(2, {"--timeout", "3"});
     auto ranks = children_of(job.pid);
     REQUIRE(ranks.size() == 2);
     std::sort(ranks.begin(), ranks.end());
     ::kill(ranks[1], SIGSTOP);
-    auto status = job.wait(5s);  // the 1 s collective timeout, then the grace period
+    auto status = job.wait(10s);  // the 3 s collective timeout, then the grace period
     INFO(job.output());
     REQUIRE(status.has_value());
     CHECK(WEXITSTATUS(*status) == 1);

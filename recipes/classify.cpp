@@ -55,8 +55,7 @@ Result classify(const Config& cfg) {
                             .classes = 10};
     const auto seed = static_cast<std::uint64_t>(cfg.get<long>("seed"));
     models::Mlp<float> model(shape, seed);
-    const long batch = cfg.get<long>("batch_size");
-    LEVERS_CHECK(batch >= 1, "batch_size must be >= 1, got {}", batch);
+    const long batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
     dist::print0("MLP {} -> {} -> 10: {} parameters; {} train, {} validation, {} test images; batch {} per rank, {} "
                  "per step\n",
                  shape.inputs, fmt::join(shape.hidden, " -> "), model.params().size(), train_set.count, val_set.count,
@@ -115,6 +114,7 @@ LEVERS_RECIPE(classify) {
         .describe("MLP on Fashion-MNIST; returns the test accuracy")
         .param("steps", 3000, "optimizer steps")
         .param("batch_size", 128, "images per step and rank")
+        .param("global_batch", 0, "if > 0: images per step over all ranks, split evenly (batch_size ignored)")
         .param("hidden", {256, 128}, "hidden layer widths")
         .param("lr", 1e-3, "peak learning rate (warmup, then cosine)")
         .param("warmup", 100, "warmup steps")

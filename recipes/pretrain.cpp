@@ -46,8 +46,8 @@ Result pretrain(const Config& cfg) {
                                   .n_layer = cfg.get<int>("n_layer"),
                                   .n_head = cfg.get<int>("n_head"),
                                   .n_embd = cfg.get<int>("n_embd")};
-    const std::int64_t batch = cfg.get<long>("batch_size"), time = shape.block_size;
-    LEVERS_CHECK(batch >= 1, "batch_size must be >= 1, got {}", batch);
+    const std::int64_t batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
+    const std::int64_t time = shape.block_size;
     const std::string corpus_path = cfg.get<std::string>("corpus");
     const auto corpus =
         data::load_byte_corpus(corpus_path.empty() ? data::data_dir() / "books" : std::filesystem::path(corpus_path), 0.05);
@@ -116,6 +116,7 @@ LEVERS_RECIPE(pretrain) {
         .describe("byte-level GPT on four English books; prints the loss falling and a sample")
         .param("steps", 1000, "optimizer steps")
         .param("batch_size", 16, "sequences per step and rank")
+        .param("global_batch", 0, "if > 0: sequences per micro-step over all ranks, split evenly (batch_size ignored)")
         .param("grad_accum", 1, "micro-batches per optimizer step")
         .param("bucket_mb", 25.0, "gradient bucket size averaged across ranks during backward (MiB)")
         .param("block_size", 128, "context length in bytes")

@@ -30,6 +30,18 @@ int local_world_size() { return context().placement.local_world_size; }
 bool is_main() { return rank() == 0; }
 ShmBackend* backend() { return context().backend.get(); }
 
+Device device() { return Device::cpu(); }
+
+std::int64_t per_rank_batch(std::int64_t batch, std::int64_t global_batch) {
+    if (global_batch <= 0) {
+        LEVERS_CHECK(batch >= 1, "batch_size must be >= 1, got {}", batch);
+        return batch;
+    }
+    LEVERS_CHECK(global_batch % world_size() == 0, "global_batch {} does not split evenly over {} ranks; use a multiple "
+                 "of {}", global_batch, world_size(), world_size());
+    return global_batch / world_size();
+}
+
 void barrier() {
     if (auto* b = backend()) b->barrier();
 }

@@ -3,6 +3,7 @@
 // of one, so the same code runs in place and under the launcher.
 #pragma once
 
+#include "framework/core/device.hpp"
 #include "framework/dist/shm_backend.hpp"
 
 #include <fmt/format.h>
@@ -40,6 +41,15 @@ double all_reduce_mean(double value);
 void all_reduce_sum(std::vector<double>& values);
 // Collective: copies rank 0's buffer into every rank's.
 void broadcast(void* data, std::size_t bytes);
+
+// Where this rank computes: the CPU until the CUDA backend exists (then the
+// card numbered local_rank()).
+Device device();
+
+// The per-rank batch: `batch` as given, or, when `global_batch` > 0, that
+// global batch split evenly over the ranks (so results do not change with the
+// card count). Throws levers::Error if it does not split evenly.
+std::int64_t per_rank_batch(std::int64_t batch, std::int64_t global_batch);
 
 // This rank's contiguous share of `rows` (world nearly equal parts, every row once).
 template <class T> std::vector<T> shard(const std::vector<T>& rows) {

@@ -72,6 +72,25 @@ TEST_CASE("N ranks of batch b train like one rank of batch N*b, with and without
     }
 }
 
+TEST_CASE("a fixed global batch gives the same training on any card count, and must split evenly") {
+    auto with_global = [](int gpus, int global) {
+        auto args = tiny_pretrain(gpus, 1, 1);
+        args.insert(args.end(), {"--set", "global_batch=" + std::to_string(global)});
+        return args;
+    };
+    const auto one = run_to_end(with_global(1, 4));
+    for (int gpus : {2, 4}) {
+        CAPTURE(gpus);
+        const auto many = run_to_end(with_global(gpus, 4));
+        CHECK(many["loss"].get<double>() == doctest::Approx(one["loss"].get<double>()).epsilon(1e-6));
+    }
+    auto uneven = start_recipe(with_global(4, 6));
+    auto status = uneven.wait(60s);
+    REQUIRE(status.has_value());
+    CHECK(WEXITSTATUS(*status) == 1);
+    CHECK(uneven.output().find("global_batch 6 does not split evenly over 4 ranks") != std::string::npos);
+}
+
 TEST_CASE("every rank's output is forwarded with its prefix; --output rank0 shows rank 0's alone") {
     for (std::string shown : {"all", "rank0"}) {
         CAPTURE(shown);

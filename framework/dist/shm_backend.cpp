@@ -2,6 +2,7 @@
 
 #include "framework/core/error.hpp"
 #include "framework/dist/futex.hpp"
+#include "framework/dist/shm_layout.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -14,7 +15,6 @@ namespace {
 
 constexpr std::uint64_t kMagic = 0x315352455645'4c00ull;  // "LEVERS1"
 constexpr std::uint32_t kVersion = 1;
-constexpr std::size_t kAlign = 64;
 
 // acc[0..n) += src[0..n); the restrict lets the compiler vectorise it.
 template <class T> void add_into(T* __restrict acc, const T* __restrict src, std::int64_t n) {
@@ -46,26 +46,6 @@ const char* op_name(std::uint32_t op) {
 }
 
 }  // namespace
-
-struct alignas(kAlign) RankRecord {
-    std::atomic<std::uint64_t> heartbeat_ns;
-    std::atomic<std::uint64_t> seq;    // collectives entered
-    std::atomic<std::uint32_t> op;     // the current one's kind
-    std::atomic<std::uint64_t> count;  // and its element or byte count
-    std::atomic<std::uint64_t> arrivals;  // barrier arrivals, inside collectives too
-    std::atomic<std::int32_t> pid;
-};
-
-struct ShmBackend::Layout {
-    std::atomic<std::uint64_t> magic;  // written last by initialize()
-    std::uint32_t version, world;
-    std::uint64_t slot_bytes;
-    alignas(kAlign) std::atomic<std::uint32_t> arrived;
-    alignas(kAlign) std::atomic<std::uint32_t> generation;
-    alignas(kAlign) std::atomic<std::uint32_t> aborted_by;  // 0: running; else rank + 1
-    char abort_reason[256];
-    RankRecord ranks[kMaxRanks];
-};
 
 std::size_t ShmBackend::segment_bytes(int world, std::size_t slot_bytes) {
     const std::size_t slot = (slot_bytes + kAlign - 1) / kAlign * kAlign;

@@ -15,6 +15,8 @@
 // call the same ones in the same order (a mismatch is detected and reported).
 #pragma once
 
+#include "framework/dist/shm_store.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +60,9 @@ public:
     void abort(const std::string& why);
     // The same from outside the group (the launcher), on a laid-out segment.
     static void abort_group(void* memory, const std::string& why);
+    // The group's key-value store (not collective: any rank, any time).
+    ShmStore store() const { return ShmStore(layout_, timeout_); }
+
     // How many collectives this rank has entered.
     std::uint64_t collectives_entered() const;
 
@@ -68,8 +73,9 @@ public:
     };
     Timing timing() const { return timing_; }
 
+    struct Layout;  // in shm_layout.hpp
+
 private:
-    struct Layout;
     enum class Op : std::uint32_t { barrier = 1, all_reduce, broadcast, all_gather, reduce_scatter };
 
     void record(Op op, std::uint64_t count);  // publishes (op, count) as this rank's next collective

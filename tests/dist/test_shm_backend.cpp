@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <sys/stat.h>
+#include <thread>
 
 using namespace levers;
 using levers::dist::ReduceOp;
@@ -179,4 +180,43 @@ TEST_CASE("a group refuses memory that is not laid out, and bad ranks") {
                          Error);
     ShmBackend::initialize(junk.data(), junk.size(), 2, kSlot);
     CHECK_THROWS_WITH_AS(ShmBackend(junk.data(), junk.size(), 2, 1s), doctest::Contains("rank 2 is outside"), Error);
+}
+
+TEST_CASE("the shared-memory store: waits, counters, set-once values, clear refusals") {
+    auto ok = testing::run_ranks(2, kSlot, 2s, [](ShmBackend& b) {
+        auto s = b.store();
+        if (b.rank() == 1) {
+            std::this_thread::sleep_for(50ms);  // rank 0's get must wait for this
+            s.set("late", "here");
+        }
+        bool good = s.get("late") == "here";
+        good &= s.add("n", 5) > 0;
+        b.barrier();
+        good &= s.get("n") == "10";
+        s.wait({"late", "n"});
+        if (b.rank() == 0) {
+            try {
+                s.set("late", "other");
+                good = false;
+            } catch (const Error& e) {
+                good &= std::string(e.what()).find("already set to another value") != std::string::npos;
+            }
+            try {
+                s.set(std::string(65, 'k'), "v");
+                good = false;
+            } catch (const Error& e) {
+                good &= std::string(e.what()).find("must be 1 to 64 bytes") != std::string::npos;
+            }
+        }
+        try {  // both ranks at once, so neither waits for the other in a barrier meanwhile
+            s.get("never");
+            good = false;
+        } catch (const Error& e) {
+            good &= std::string(e.what()).find("store key 'never' was not set within 2000 ms") != std::string::npos;
+        }
+        b.barrier();
+        return good;
+    });
+    CHECK(ok[0]);
+    CHECK(ok[1]);
 }

@@ -41,7 +41,8 @@ struct Background {
 
 // Runs `recipe args...` with stdout and stderr into a temporary file, with
 // `env` ("NAME=value") added to its environment.
-inline Background start_recipe(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+inline Background start_program(const char* bin, const std::vector<std::string>& args,
+                                const std::vector<std::string>& env = {}) {
     Background b;
     b.log = std::filesystem::temp_directory_path() / ("levers-test-" + std::to_string(getpid()) + "-" +
                                                       std::to_string(std::rand()) + ".log");
@@ -52,7 +53,6 @@ inline Background start_recipe(const std::vector<std::string>& args, const std::
         dup2(fileno(f), 2);
         for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
         std::vector<char*> argv;
-        const char* bin = std::getenv("LEVERS_RECIPE_BIN");
         argv.push_back(const_cast<char*>(bin));
         for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
@@ -60,6 +60,11 @@ inline Background start_recipe(const std::vector<std::string>& args, const std::
         _exit(127);
     }
     return b;
+}
+
+// The `recipe` binary under test.
+inline Background start_recipe(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    return start_program(std::getenv("LEVERS_RECIPE_BIN"), args, env);
 }
 
 // Processes whose parent is `parent`, from /proc.

@@ -252,3 +252,48 @@ TEST_CASE("an external launch that levers cannot join says why") {
         CHECK(b.output().find(c.message) != std::string::npos);
     }
 }
+
+namespace {
+// Runs a recipe of the test binary (tests/launch/test_recipes.cpp) on `gpus` ranks.
+nlohmann::json test_recipe(const std::string& name, int gpus, std::vector<std::string> sets = {}) {
+    std::vector<std::string> args = {"run", name, "--gpus", std::to_string(gpus), "--threads", "1"};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    auto b = start_program(std::getenv("LEVERS_TEST_RECIPES_BIN"), args);
+    auto status = b.wait(120s);
+    INFO(b.output());
+    REQUIRE(status.has_value());
+    REQUIRE(WEXITSTATUS(*status) == 0);
+    return result_of(b);
+}
+}  // namespace
+
+TEST_CASE("every collective through the real launcher, 1 to 4 ranks, awkward lengths") {
+    for (int gpus = 1; gpus <= 4; ++gpus) {
+        CAPTURE(gpus);
+        CHECK(test_recipe("collectives", gpus)["ok"] == true);
+    }
+}
+
+TEST_CASE("the shared-memory store: set, get (waiting), add, on 2 and 4 ranks") {
+    for (int gpus : {2, 4}) {
+        CAPTURE(gpus);
+        CHECK(test_recipe("store", gpus)["ok"] == true);
+    }
+}
+
+TEST_CASE("dist::wrap trains like one rank, with and without accumulation, in one bucket or many") {
+    const auto one = test_recipe("wrapped", 1);
+    const auto one_accum = test_recipe("wrapped", 1, {"grad_accum=2"});
+    for (int gpus : {2, 4}) {
+        for (const char* bucket : {"bucket_bytes=256", "bucket_bytes=100000000"}) {
+            CAPTURE(gpus);
+            CAPTURE(bucket);
+            auto got = test_recipe("wrapped", gpus, {bucket});
+            CHECK(got["param_norm"].get<double>() == doctest::Approx(one["param_norm"].get<double>()).epsilon(1e-6));
+            CHECK(got["loss"].get<double>() == doctest::Approx(one["loss"].get<double>()).epsilon(1e-6));
+            auto accum = test_recipe("wrapped", gpus, {bucket, "grad_accum=2"});
+            CHECK(accum["param_norm"].get<double>() ==
+                  doctest::Approx(one_accum["param_norm"].get<double>()).epsilon(1e-6));
+        }
+    }
+}

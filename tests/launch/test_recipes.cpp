@@ -1,0 +1,136 @@
+// A user's own binary (levers::main plus its recipes) that the launcher tests
+// run with --gpus N: collectives, the store and dist::wrap, each rank checking
+// its own answers, rank 0 reporting whether every rank agreed.
+#include "framework/core/params.hpp"
+#include "framework/core/rng.hpp"
+#include "framework/dist/context.hpp"
+#include "framework/dist/data_parallel.hpp"
+#include "framework/recipe/cli.hpp"
+#include "framework/recipe/recipe.hpp"
+#include "framework/train/optimizer.hpp"
+#include "models/mlp.hpp"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace levers;
+using levers::dist::ReduceOp;
+
+namespace {
+
+// 1 if every rank's `ok` holds (collective).
+bool all_ok(bool ok) { return dist::all_reduce_mean(ok ? 1.0 : 0.0) == 1.0; }
+
+double value(int rank, std::int64_t i) { return rank * 1000 + i % 997; }
+
+Result collectives(const Config&) {
+    // With --gpus 1 the recipe runs in place with no group: make a group of one
+    // in private memory, so the backend's world-of-one paths run too.
+    std::unique_ptr<void, decltype(&std::free)> solo(nullptr, &std::free);
+    std::unique_ptr<dist::ShmBackend> own;
+    dist::ShmBackend* group = dist::backend();
+    if (!group) {
+        const std::size_t bytes = dist::ShmBackend::segment_bytes(1, std::size_t{2} << 20);
+        solo.reset(std::aligned_alloc(64, bytes));
+        dist::ShmBackend::initialize(solo.get(), bytes, 1, std::size_t{2} << 20);
+        own = std::make_unique<dist::ShmBackend>(solo.get(), bytes, 0, std::chrono::seconds(10));
+        group = own.get();
+    }
+    auto& b = *group;
+    const int world = dist::world_size(), rank = dist::rank();
+    bool ok = true;
+    for (std::int64_t n : {0L, 1L, 3L, 1000L, (2L << 20) / 8 + 5}) {  // the last spans two 2 MiB slots
+        std::vector<double> x(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) x[i] = value(rank, i);
+        b.all_reduce(x.data(), n, ReduceOp::sum);
+        for (std::int64_t i = 0; i < n; ++i) {
+            double expect = 0;
+            for (int r = 0; r < world; ++r) expect += value(r, i);
+            ok &= x[i] == expect;
+        }
+        std::vector<float> in(static_cast<std::size_t>(n)), gathered(static_cast<std::size_t>(n * world));
+        for (std::int64_t i = 0; i < n; ++i) in[i] = static_cast<float>(value(rank, i));
+        b.all_gather(gathered.data(), in.data(), n);
+        for (int r = 0; r < world; ++r)
+            for (std::int64_t i = 0; i < n; ++i) ok &= gathered[r * n + i] == static_cast<float>(value(r, i));
+        auto [lo, hi] = dist::ShmBackend::chunk(n, world, rank);
+        std::vector<double> src(static_cast<std::size_t>(n)), part(static_cast<std::size_t>(hi - lo));
+        for (std::int64_t i = 0; i < n; ++i) src[i] = value(rank, i);
+        b.reduce_scatter(part.data(), src.data(), n, ReduceOp::mean);
+        for (std::int64_t i = lo; i < hi; ++i) {
+            double expect = 0;
+            for (int r = 0; r < world; ++r) expect += value(r, i);
+            ok &= part[i - lo] == expect / world;
+        }
+        std::vector<double> root(static_cast<std::size_t>(n), rank == world - 1 ? 7.0 : 0.0);
+        b.broadcast(root.data(), root.size() * sizeof(double), world - 1);
+        for (double v : root) ok &= v == 7.0;
+    }
+    return {{"ok", all_ok(ok)}, {"ranks", world}};
+}
+
+Result store(const Config&) {
+    auto s = dist::backend()->store();
+    const int rank = dist::rank(), world = dist::world_size();
+    s.set("rank" + std::to_string(rank), "hello from " + std::to_string(rank));
+    const std::int64_t count = s.add("arrived", 1);
+    bool ok = count >= 1 && count <= world;
+    for (int r = 0; r < world; ++r) ok &= s.get("rank" + std::to_string(r)) == "hello from " + std::to_string(r);
+    dist::barrier();
+    ok &= s.get("arrived") == std::to_string(world);
+    return {{"ok", all_ok(ok)}, {"ranks", world}};
+}
+
+// An MLP on synthetic data with the recipe owning its loop through dist::wrap:
+// one global batch per step, each rank training on its rows.
+Result wrapped(const Config& cfg) {
+    models::Mlp<float> model({.inputs = 8, .hidden = {16}, .classes = 3}, 5);
+    auto ddp = dist::wrap(model, static_cast<std::int64_t>(cfg.get<long>("bucket_bytes")));
+    train::AdamW<float> adamw(model.params(), {.lr = 1e-2});
+    const long global = cfg.get<long>("global_batch"), accum = cfg.get<long>("grad_accum");
+    const long per_rank = global / dist::world_size() / accum;
+    Rng rng(9);
+    std::vector<float> x(static_cast<std::size_t>(per_rank * 8));
+    std::vector<std::int32_t> y(static_cast<std::size_t>(per_rank));
+    double loss = 0;
+    for (int step = 0; step < 20; ++step) {
+        model.params().zero_grad();
+        loss = 0;
+        for (long micro = 0; micro < accum; ++micro) {
+            for (long row = 0; row < global / accum; ++row) {  // the whole micro-batch, every rank alike
+                const long mine = row - dist::rank() * per_rank;
+                for (int j = 0; j < 8; ++j) {
+                    const float v = static_cast<float>(rng.normal());
+                    if (mine >= 0 && mine < per_rank) x[static_cast<std::size_t>(mine * 8 + j)] = v;
+                }
+                const auto label = static_cast<std::int32_t>(rng.below(3));
+                if (mine >= 0 && mine < per_rank) y[static_cast<std::size_t>(mine)] = label;
+            }
+            loss += ddp.forward_backward(micro + 1 == accum, x.data(), y.data(), per_rank) / static_cast<double>(accum);
+        }
+        if (accum > 1)
+            for (std::int64_t i = 0; i < model.params().size(); ++i) model.params().grads().data<float>()[i] /= accum;
+        adamw.step(1e-2);
+    }
+    double norm = 0;
+    for (std::int64_t i = 0; i < model.params().size(); ++i)
+        norm += double(model.params().params().data<float>()[i]) * model.params().params().data<float>()[i];
+    return {{"loss", dist::all_reduce_mean(loss)}, {"param_norm", norm}};
+}
+
+}  // namespace
+
+LEVERS_RECIPE(collectives) { return levers::recipe("collectives").describe("checks every collective").run(collectives); }
+LEVERS_RECIPE(store) { return levers::recipe("store").describe("checks the shared-memory store").run(store); }
+LEVERS_RECIPE(wrapped) {
+    return levers::recipe("wrapped")
+        .describe("an MLP trained through dist::wrap")
+        .param("global_batch", 24, "rows per step over all ranks")
+        .param("grad_accum", 1, "micro-batches per step")
+        .param("bucket_bytes", 256, "gradient bucket size")
+        .run(wrapped);
+}
+
+int main(int argc, char** argv) { return levers::main(argc, argv); }

@@ -5,8 +5,9 @@
 // "[rank N]" prefix, forwards SIGINT/SIGTERM to every rank (then SIGKILL after
 // a grace period), and on the first rank that fails aborts the process group,
 // stops every other rank and reports which rank failed, how, and its last
-// lines. Ranks die with the launcher (PR_SET_PDEATHSIG) and inherit no other
-// rank's pipes. The job's segment is removed however the job ends.
+// lines. Ranks die with the launcher (PR_SET_PDEATHSIG) and inherit no file
+// descriptor beyond stdin, stdout and stderr. The job's segment is removed
+// however the job ends.
 #pragma once
 
 #include <chrono>

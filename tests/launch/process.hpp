@@ -51,6 +51,7 @@ inline Background start_program(const char* bin, const std::vector<std::string>&
         FILE* f = std::fopen(b.log.c_str(), "w");
         dup2(fileno(f), 1);
         dup2(fileno(f), 2);
+        std::fclose(f);
         for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
         std::vector<char*> argv;
         argv.push_back(const_cast<char*>(bin));

@@ -274,6 +274,15 @@ TEST_CASE("every collective through the real launcher, 1 to 4 ranks, awkward len
     }
 }
 
+TEST_CASE("ranks hold no file descriptor beyond stdin, stdout and stderr") {
+    for (int gpus : {2, 4}) {
+        CAPTURE(gpus);
+        auto got = test_recipe("fds", gpus);
+        INFO(got.dump());
+        CHECK(got["extra_fds"] == 0);
+    }
+}
+
 TEST_CASE("the shared-memory store: set, get (waiting), add, on 2 and 4 ranks") {
     for (int gpus : {2, 4}) {
         CAPTURE(gpus);

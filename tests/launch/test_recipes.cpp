@@ -11,6 +11,7 @@
 #include "models/mlp.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,7 +69,31 @@ Result collectives(const Config&) {
         b.broadcast(root.data(), root.size() * sizeof(double), world - 1);
         for (double v : root) ok &= v == 7.0;
     }
+    // shard(): every row once, in rank order.
+    std::vector<int> rows(11);
+    for (int i = 0; i < 11; ++i) rows[i] = i;
+    const auto mine = dist::shard(rows);
+    auto [lo, hi] = dist::ShmBackend::chunk(11, dist::world_size(), dist::rank());
+    ok &= static_cast<std::int64_t>(mine.size()) == hi - lo && (mine.empty() || mine.front() == lo);
+    std::vector<double> total = {static_cast<double>(mine.size())};
+    dist::all_reduce_sum(total);
+    ok &= total[0] == 11;
     return {{"ok", all_ok(ok)}, {"ranks", world}};
+}
+
+// File descriptors a rank holds beyond stdin, stdout and stderr, summed over
+// ranks: a rank must not inherit another rank's pipe or the launcher's files.
+Result fds(const Config&) {
+    std::vector<std::string> extra;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+        const int fd = std::stoi(e.path().filename().string());
+        std::error_code ec;
+        const auto target = std::filesystem::read_symlink(e.path(), ec).string();
+        if (fd > 2 && target.find("/proc/") == std::string::npos) extra.push_back(target);  // not the listing itself
+    }
+    std::vector<double> count = {static_cast<double>(extra.size())};
+    dist::all_reduce_sum(count);
+    return {{"extra_fds", count[0]}, {"rank0_extra", extra}};
 }
 
 Result store(const Config&) {
@@ -123,6 +148,7 @@ Result wrapped(const Config& cfg) {
 }  // namespace
 
 LEVERS_RECIPE(collectives) { return levers::recipe("collectives").describe("checks every collective").run(collectives); }
+LEVERS_RECIPE(fds) { return levers::recipe("fds").describe("counts the files each rank holds open").run(fds); }
 LEVERS_RECIPE(store) { return levers::recipe("store").describe("checks the shared-memory store").run(store); }
 LEVERS_RECIPE(wrapped) {
     return levers::recipe("wrapped")

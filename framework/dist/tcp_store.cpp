@@ -143,9 +143,15 @@ TcpStore::TcpStore(const std::string& host, int port, bool serve, const std::str
     : timeout_(timeout) {
     LEVERS_CHECK(port > 0 && port < 65536, "store port {} is outside 1..65535 (MASTER_PORT)", port);
     boost::system::error_code ec;
-    const auto address = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
-    LEVERS_CHECK(!ec, "MASTER_ADDR '{}' is not an IP address (a host name resolver is not supported yet)", host);
-    const tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+    tcp::endpoint endpoint;
+    if (auto address = asio::ip::make_address(host, ec); !ec) {
+        endpoint = tcp::endpoint(address, static_cast<unsigned short>(port));
+    } else {  // a host name
+        asio::io_context io;
+        auto found = tcp::resolver(io).resolve(host, std::to_string(port), ec);
+        LEVERS_CHECK(!ec && !found.empty(), "cannot resolve MASTER_ADDR '{}': {}", host, ec.message());
+        endpoint = *found.begin();
+    }
     if (serve) {
         server_ = std::make_unique<Server>();
         server_->token = token;

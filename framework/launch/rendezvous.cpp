@@ -9,14 +9,14 @@
 namespace levers::launch {
 
 JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout) {
-    LEVERS_CHECK(!env.master_addr.empty() && env.master_port > 0,
-                 "started as rank {} of {} by {}, but MASTER_ADDR and MASTER_PORT are not both set: they name "
-                 "rank 0's rendezvous store", env.rank, env.world_size, env.source);
+    // torchrun's defaults, so mpirun or srun on one node needs no extra variables.
+    const std::string addr = env.master_addr.empty() ? "127.0.0.1" : env.master_addr;
+    const int port = env.master_port > 0 ? env.master_port : 29500;
     LEVERS_CHECK(env.local_world_size == env.world_size,
                  "this job spans nodes ({} ranks, {} on this node); CPU ranks across nodes are not supported yet",
                  env.world_size, env.local_world_size);
     const char* token = std::getenv("LEVERS_JOB_TOKEN");
-    dist::TcpStore store(env.master_addr, env.master_port, env.rank == 0, token ? token : "", timeout);
+    dist::TcpStore store(addr, port, env.rank == 0, token ? token : "", timeout);
     const std::size_t slot = std::size_t{2} << 20;
     const std::size_t bytes = JobSegment::bytes(env.world_size, slot);
     JoinedGroup g{[&] {

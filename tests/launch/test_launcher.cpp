@@ -195,7 +195,7 @@ TEST_CASE("torchrun-style: workers started by hand with the env variables join e
         auto args = tiny_pretrain(1, 2, 1);
         args.erase(args.begin() + 2, args.begin() + 4);  // no --gpus: the environment says where this rank stands
         return start_recipe(args, {"RANK=" + std::to_string(rank), "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(rank),
-                                   "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port,
+                                   "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=localhost", "MASTER_PORT=" + port,
                                    "LEVERS_JOB_TOKEN=" + token});
     };
     const auto expect = run_to_end(tiny_pretrain(2, 2, 1));
@@ -237,7 +237,7 @@ TEST_CASE("an external launch that levers cannot join says why") {
         const char* message;
     };
     const Case cases[] = {
-        {{"RANK=0", "WORLD_SIZE=2"}, "MASTER_ADDR and MASTER_PORT are not both set"},
+        {{"RANK=0", "WORLD_SIZE=2", "MASTER_PORT=0"}, "MASTER_PORT='0' must be an integer >= 1"},
         {{"RANK=0", "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29999"},
          "this job spans nodes (4 ranks, 2 on this node)"},
         {{"RANK=2", "WORLD_SIZE=2"}, "RANK=2 must be below WORLD_SIZE=2"},

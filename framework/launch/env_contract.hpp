@@ -17,6 +17,8 @@
 //   LEVERS_DEVICE     cpu or cuda
 //   LEVERS_THREADS    CPU threads this rank uses
 //   LEVERS_TIMEOUT_MS collective timeout in milliseconds
+//   LEVERS_JOB_TOKEN  (external launchers) a secret every rank of the job shares
+//   LEVERS_STORE_PORT (external launchers) port of levers' rendezvous store
 //
 // Slurm's SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID / SLURM_NTASKS_PER_NODE
 // and Open MPI's OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK / _LOCAL_SIZE are

@@ -5,13 +5,17 @@
 #include "framework/launch/job_segment.hpp"
 
 #include <cstdlib>
+#include <string>
 
 namespace levers::launch {
 
 JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout) {
     // torchrun's defaults, so mpirun or srun on one node needs no extra variables.
     const std::string addr = env.master_addr.empty() ? "127.0.0.1" : env.master_addr;
-    const int port = env.master_port > 0 ? env.master_port : 29500;
+    int port = env.master_port > 0 ? env.master_port : 29500;
+    // torchrun's agent already serves its own store on MASTER_PORT: levers' goes next to it.
+    if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") ++port;
+    if (const char* own = std::getenv("LEVERS_STORE_PORT"); own && *own) port = std::atoi(own);
     LEVERS_CHECK(env.local_world_size == env.world_size,
                  "this job spans nodes ({} ranks, {} on this node); CPU ranks across nodes are not supported yet",
                  env.world_size, env.local_world_size);

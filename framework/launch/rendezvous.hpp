@@ -1,7 +1,8 @@
 // Joining a job whose ranks an external launcher started (torchrun,
 // accelerate, Slurm's srun, Open MPI's mpirun): the ranks meet at rank 0's
 // TCP store (MASTER_ADDR:MASTER_PORT, by default 127.0.0.1:29500 as for
-// torchrun), rank 0 creates the shared-memory
+// torchrun; under torchrun, whose agent serves its own store on MASTER_PORT,
+// the port after it; LEVERS_STORE_PORT overrides), rank 0 creates the shared-memory
 // segment and publishes its name, every rank maps it, and collectives then go
 // through shared memory. All ranks must share this node; a job across nodes
 // on CPU ranks is refused (it needs a network backend levers does not have).

@@ -1,4 +1,7 @@
-// dist::wrap(model): data parallelism for a recipe that owns its loop.
+// Data parallelism: the same model on every rank, gradients averaged.
+//
+// ParamSync does it for a ParamSet (the training loop uses it); dist::wrap
+// does it for a model, for recipes that own their loop:
 //
 //   auto ddp = dist::wrap(model);                 // parameters now rank 0's
 //   for (...) {
@@ -7,11 +10,11 @@
 //       optimizer.step(lr);
 //   }
 //
-// Collective: every rank must wrap and call forward_backward the same way.
-// In a world of one it only runs forward and backward.
+// Collective: every rank must construct them and call them the same way. In a
+// world of one they only run forward and backward.
 #pragma once
 
-#include "framework/dist/context.hpp"
+#include "framework/core/params.hpp"
 #include "framework/dist/grad_sync.hpp"
 
 #include <memory>
@@ -19,16 +22,31 @@
 
 namespace levers::dist {
 
+class ParamSync {
+public:
+    static constexpr std::int64_t kDefaultBucketBytes = std::int64_t{25} << 20;  // DDP's
+
+    // Collective: every rank starts from rank 0's parameters.
+    explicit ParamSync(ParamSet<float>& params, std::int64_t bucket_bytes = kDefaultBucketBytes);
+    ~ParamSync();
+
+    // Before the backward pass whose gradients are to be averaged (a step's
+    // last micro-batch): buckets start as backward finishes them.
+    void arm();
+    // After that backward: returns when every bucket is averaged.
+    void finish();
+    // The bucket machinery, or null in a world of one (for its timings).
+    const GradientSync* buckets() const { return sync_.get(); }
+
+private:
+    ParamSet<float>& params_;
+    std::unique_ptr<GradientSync> sync_;
+};
+
 template <class Model> class DataParallel {
 public:
-    explicit DataParallel(Model& model, std::int64_t bucket_bytes = std::int64_t{25} << 20) : model_(model) {
-        auto& params = model_.params();
-        if (ShmBackend* group = backend()) {
-            group->broadcast(params.params().template data<float>(), static_cast<std::size_t>(params.size()) * 4, 0);
-            sync_ = std::make_unique<GradientSync>(*group, params.grads().template data<float>(), params.size(),
-                                                   std::max<std::int64_t>(1, bucket_bytes / 4));
-        }
-    }
+    explicit DataParallel(Model& model, std::int64_t bucket_bytes = ParamSync::kDefaultBucketBytes)
+        : model_(model), sync_(std::make_unique<ParamSync>(model.params(), bucket_bytes)) {}
 
     Model& module() { return model_; }
 
@@ -37,28 +55,21 @@ public:
     // overlapping backward, before it returns; without, they only accumulate.
     // Returns this rank's loss.
     template <class... Args> float forward_backward(bool sync, Args&&... args) {
-        auto& params = model_.params();
-        if (sync && sync_) params.set_grads_final_hook([this](std::int64_t from) { sync_->ready_from(from); });
-        float loss = 0;
-        try {
-            loss = model_.forward(std::forward<Args>(args)...);
-            model_.backward();
-        } catch (...) {
-            params.set_grads_final_hook({});
-            throw;
-        }
-        params.set_grads_final_hook({});
-        if (sync && sync_) sync_->finish();
+        if (sync) sync_->arm();
+        const float loss = model_.forward(std::forward<Args>(args)...);
+        model_.backward();
+        if (sync) sync_->finish();
         return loss;
     }
 
 private:
     Model& model_;
-    std::unique_ptr<GradientSync> sync_;
+    std::unique_ptr<ParamSync> sync_;
 };
 
 // Collective: wraps `model` for data-parallel training (see DataParallel).
-template <class Model> DataParallel<Model> wrap(Model& model, std::int64_t bucket_bytes = std::int64_t{25} << 20) {
+template <class Model>
+DataParallel<Model> wrap(Model& model, std::int64_t bucket_bytes = ParamSync::kDefaultBucketBytes) {
     return DataParallel<Model>(model, bucket_bytes);
 }
 

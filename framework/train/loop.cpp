@@ -1,7 +1,7 @@
 #include "framework/train/loop.hpp"
 
 #include "framework/dist/context.hpp"
-#include "framework/dist/grad_sync.hpp"
+#include "framework/dist/data_parallel.hpp"
 #include "framework/train/optimizer.hpp"
 #include "kernels/grad_clip.hpp"
 
@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cmath>
 #include <cstdio>
 
@@ -44,13 +43,9 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     float* grads = params.grads().data<float>();
     const auto n = params.size();
     dist::ShmBackend* group = dist::backend();
-    // Data parallel: every rank starts from rank 0's parameters.
-    if (group) group->broadcast(params.params().data<float>(), static_cast<std::size_t>(n) * sizeof(float), 0);
     const dist::ShmBackend::Timing before = group ? group->timing() : dist::ShmBackend::Timing{};
-    std::unique_ptr<dist::GradientSync> sync;
-    if (group)
-        sync = std::make_unique<dist::GradientSync>(*group, grads, n,
-                                                    std::max<std::int64_t>(1, options.bucket_bytes / 4));
+    dist::ParamSync ddp(params, options.bucket_bytes);  // every rank starts from rank 0's parameters
+    const dist::GradientSync* sync = ddp.buckets();
     double eval_collectives = 0, eval_waiting = 0;  // evaluation's share, kept out of the split
 
     LoopResult result;
@@ -64,18 +59,15 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
         double loss = 0;
         for (long micro = 0; micro < options.grad_accum; ++micro) {
             // Only the last micro-batch's backward starts the averaging; earlier ones just accumulate.
-            if (sync && micro + 1 == options.grad_accum)
-                params.set_grads_final_hook([&](std::int64_t from) { sync->ready_from(from); });
+            const bool last_micro = micro + 1 == options.grad_accum;
+            if (last_micro) ddp.arm();
             MicroResult r = micro_step(step, micro);
-            params.set_grads_final_hook({});
+            if (last_micro) ddp.finish();  // every bucket averaged over ranks
             loss += r.loss / static_cast<double>(options.grad_accum);
             window_items += r.items * dist::world_size();  // the job's throughput, all ranks
             total_items += r.items * dist::world_size();
         }
-        if (group) {
-            sync->finish();  // every bucket averaged over ranks
-            loss = dist::all_reduce_mean(loss);
-        }
+        if (group) loss = dist::all_reduce_mean(loss);
         LEVERS_CHECK(std::isfinite(loss), "training diverged: loss is {} at step {} (try a lower lr)", loss, step);
         if (options.grad_accum > 1) {
             const float scale = 1.0f / static_cast<float>(options.grad_accum);

@@ -1,0 +1,28 @@
+#include "framework/dist/data_parallel.hpp"
+
+#include "framework/dist/context.hpp"
+
+#include <algorithm>
+
+namespace levers::dist {
+
+ParamSync::ParamSync(ParamSet<float>& params, std::int64_t bucket_bytes) : params_(params) {
+    ShmBackend* group = backend();
+    if (!group) return;
+    group->broadcast(params.params().data<float>(), static_cast<std::size_t>(params.size()) * sizeof(float), 0);
+    sync_ = std::make_unique<GradientSync>(*group, params.grads().data<float>(), params.size(),
+                                           std::max<std::int64_t>(1, bucket_bytes / 4));
+}
+
+ParamSync::~ParamSync() { params_.set_grads_final_hook({}); }
+
+void ParamSync::arm() {
+    if (sync_) params_.set_grads_final_hook([this](std::int64_t from) { sync_->ready_from(from); });
+}
+
+void ParamSync::finish() {
+    params_.set_grads_final_hook({});
+    if (sync_) sync_->finish();
+}
+
+}  // namespace levers::dist

@@ -151,17 +151,20 @@ TEST_CASE("a stopped rank (SIGSTOP) is named with its last collective and the jo
     CHECK(segments_of(job.pid).empty());
 }
 
-TEST_CASE("Ctrl-C stops every rank and removes the segment") {
-    auto job = start_long_job(2);
-    auto ranks = children_of(job.pid);
-    REQUIRE(ranks.size() == 2);
-    ::kill(job.pid, SIGINT);
-    auto status = job.wait(5s);
-    REQUIRE(status.has_value());
-    CHECK(WEXITSTATUS(*status) == 130);
-    CHECK(job.output().find("SIGINT received") != std::string::npos);
-    for (pid_t p : ranks) CHECK_FALSE(alive(p));
-    CHECK(segments_of(job.pid).empty());
+TEST_CASE("Ctrl-C and SIGTERM stop every rank and remove the segment") {
+    for (int sig : {SIGINT, SIGTERM}) {
+        CAPTURE(sig);
+        auto job = start_long_job(2);
+        auto ranks = children_of(job.pid);
+        REQUIRE(ranks.size() == 2);
+        ::kill(job.pid, sig);
+        auto status = job.wait(5s);
+        REQUIRE(status.has_value());
+        CHECK(WEXITSTATUS(*status) == 128 + sig);
+        CHECK(job.output().find(sig == SIGINT ? "SIGINT received" : "SIGTERM received") != std::string::npos);
+        for (pid_t p : ranks) CHECK_FALSE(alive(p));
+        CHECK(segments_of(job.pid).empty());
+    }
 }
 
 TEST_CASE("a killed launcher takes its ranks with it; its segment is swept by the next job") {

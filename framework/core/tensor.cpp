@@ -5,7 +5,9 @@
 
 namespace levers {
 
-Shape::Shape(std::initializer_list<std::int64_t> dims) {
+Shape::Shape(std::initializer_list<std::int64_t> dims) : Shape(std::vector<std::int64_t>(dims)) {}
+
+Shape::Shape(const std::vector<std::int64_t>& dims) {
     LEVERS_CHECK(dims.size() <= kMaxDims, "a shape has at most {} dimensions, got {}", kMaxDims, dims.size());
     for (std::int64_t d : dims) {
         LEVERS_CHECK(d >= 0, "shape dimensions must be >= 0, got {}", d);

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace levers {
 
@@ -23,6 +24,7 @@ public:
     static constexpr int kMaxDims = 6;
     Shape() = default;
     Shape(std::initializer_list<std::int64_t> dims);
+    explicit Shape(const std::vector<std::int64_t>& dims);
 
     int ndim() const { return ndim_; }
     std::int64_t operator[](int i) const { return dims_[static_cast<std::size_t>(i)]; }

@@ -84,8 +84,6 @@ ShmBackend::ShmBackend(void* memory, std::size_t bytes, int rank, std::chrono::m
 
 std::byte* ShmBackend::slot(int r) const { return slots_ + static_cast<std::size_t>(r) * slot_bytes_; }
 
-std::uint64_t ShmBackend::collectives_entered() const { return layout_->ranks[rank_].seq.load(); }
-
 void ShmBackend::abort(const std::string& why) {
     std::uint32_t none = 0;
     if (layout_->aborted_by.compare_exchange_strong(none, static_cast<std::uint32_t>(rank_ + 1))) {

@@ -63,8 +63,6 @@ public:
     // The group's key-value store (not collective: any rank, any time).
     ShmStore store() const { return ShmStore(layout_, timeout_); }
 
-    // How many collectives this rank has entered.
-    std::uint64_t collectives_entered() const;
 
     // Seconds this rank spent inside collectives, and the part of it spent
     // waiting at their barriers for other ranks (the rest moved data).

@@ -10,6 +10,7 @@
 #include "framework/train/loop.hpp"
 #include "models/generate.hpp"
 #include "models/gpt.hpp"
+#include "models/gpt_io.hpp"
 
 #include <fmt/format.h>
 
@@ -84,6 +85,12 @@ Result pretrain(const Config& cfg) {
     };
     auto run = train::train_loop(model.params(), options, micro_step, evaluate);
 
+    const std::string checkpoint = cfg.get<std::string>("checkpoint");
+    if (!checkpoint.empty() && dist::is_main()) {
+        models::save_gpt(checkpoint, model, {{"recipe", "pretrain"}, {"steps", run.steps}, {"loss", run.loss}});
+        dist::print0("saved {}\n", checkpoint);
+    }
+
     models::SampleOptions sampling{.max_new_tokens = cfg.get<int>("sample_tokens"),
                                    .temperature = cfg.get<double>("temperature"),
                                    .top_k = cfg.get<int>("top_k")};
@@ -132,6 +139,7 @@ LEVERS_RECIPE(pretrain) {
         .param("eval_every", 250, "steps between validation passes")
         .param("eval_batches", 16, "batches per intermediate validation pass (the final pass uses all)")
         .param("corpus", "", "a .txt file or a directory of them (default: the installed books)")
+        .param("checkpoint", "", "where to save the trained model (empty: not saved)")
         .param("prompt", "The ", "text the sample starts from")
         .param("sample_tokens", 300, "bytes to generate after training (0: none)")
         .param("temperature", 0.8, "sampling temperature")

@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -27,7 +30,8 @@ Run recipe(const std::string& args) {
     FILE* pipe = popen((std::string(bin) + " " + args + " 2>&1").c_str(), "r");
     REQUIRE(pipe != nullptr);
     std::array<char, 4096> buf;
-    while (std::fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
+    std::size_t got;
+    while ((got = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), got);  // keeps NULs
     int status = pclose(pipe);
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
@@ -107,4 +111,32 @@ TEST_CASE("a recipe that fails while running exits 1 naming the cause") {
     auto bad_heads = recipe(std::string("run pretrain ") + kTinyGpt + " --set n_head=3");
     CHECK(bad_heads.code == 1);
     CHECK(bad_heads.output.find("n_embd (16) must be a positive multiple of n_head (3)") != std::string::npos);
+}
+
+TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoints are refused") {
+    const auto dir = std::filesystem::temp_directory_path() / ("levers-cli-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string ck = (dir / "gpt.levers").string();
+    auto trained = recipe(std::string("run pretrain ") + kTinyGpt + " --set checkpoint=" + ck);
+    REQUIRE(trained.code == 0);
+    CHECK(trained.output.find("saved " + ck) != std::string::npos);
+    auto sampled = recipe("run sample --threads 1 --set tokens=15 --set prompt=Holmes --set checkpoint=" + ck);
+    REQUIRE(sampled.code == 0);
+    CHECK(nlohmann::json::parse(sampled.last_line())["text"].get<std::string>().starts_with("Holmes"));
+
+    auto missing = recipe("run sample --set checkpoint=" + (dir / "none.levers").string());
+    CHECK(missing.code == 1);
+    CHECK(missing.output.find("none.levers: no such file") != std::string::npos);
+    {
+        std::fstream f(ck, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(-64 * 3, std::ios::end);  // inside the last tensors' data
+        f.write("\x55\x55\x55\x55", 4);
+    }
+    auto corrupted = recipe("run sample --set checkpoint=" + ck);
+    CHECK(corrupted.code == 1);
+    CHECK(corrupted.output.find("corrupted") != std::string::npos);
+    auto unset = recipe("run sample");
+    CHECK(unset.code == 1);
+    CHECK(unset.output.find("sample needs --set checkpoint=PATH") != std::string::npos);
+    std::filesystem::remove_all(dir);
 }

@@ -1,6 +1,6 @@
 #include "framework/core/error.hpp"
 #include "framework/data/files.hpp"
-#include "framework/train/checkpoint.hpp"
+#include "framework/core/checkpoint.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -15,7 +15,7 @@
 using namespace levers;
 
 namespace {
-std::vector<train::NamedTensor> sample_tensors(float scale) {
+std::vector<NamedTensor> sample_tensors(float scale) {
     Tensor w = Tensor::zeros({3, 5}, DType::f32), m = Tensor::zeros({7}, DType::f64), ids = Tensor::zeros({2}, DType::i32);
     for (int i = 0; i < 15; ++i) w.data<float>()[i] = scale * static_cast<float>(i);
     for (int i = 0; i < 7; ++i) m.data<double>()[i] = -0.5 * i;
@@ -42,8 +42,8 @@ void overwrite(const std::filesystem::path& p, std::size_t at, const std::string
 TEST_CASE("checkpoints round-trip tensors and metadata exactly") {
     testing::TempDir dir;
     const auto path = dir.path() / "ck.levers";
-    train::write_checkpoint(path, {{"step", 17}, {"recipe", "pretrain"}}, sample_tensors(1.5f));
-    auto ck = train::read_checkpoint(path);
+    write_checkpoint(path, {{"step", 17}, {"recipe", "pretrain"}}, sample_tensors(1.5f));
+    auto ck = read_checkpoint(path);
     CHECK(ck.metadata["step"] == 17);
     CHECK(ck.at("w").shape() == Shape{3, 5});
     CHECK(ck.at("w").data<float>()[14] == 21.0f);
@@ -56,7 +56,7 @@ TEST_CASE("checkpoints round-trip tensors and metadata exactly") {
 TEST_CASE("truncated, corrupted, foreign and other-version checkpoints are refused by name") {
     testing::TempDir dir;
     const auto good = dir.path() / "good.levers";
-    train::write_checkpoint(good, {{"step", 1}}, sample_tensors(1));
+    write_checkpoint(good, {{"step", 1}}, sample_tensors(1));
     const std::string bytes = data::read_file(good);
     struct Case {
         const char* name;
@@ -79,18 +79,18 @@ TEST_CASE("truncated, corrupted, foreign and other-version checkpoints are refus
         const auto p = dir.path() / (std::string(c.name) + ".levers");
         std::filesystem::copy_file(good, p);
         c.damage(p);
-        const std::string error = error_of([&] { train::read_checkpoint(p); });
+        const std::string error = error_of([&] { read_checkpoint(p); });
         CAPTURE(error);
         CHECK(error.find(p.string() + ": ") != std::string::npos);
         CHECK(error.find(c.message) != std::string::npos);
     }
-    CHECK_THROWS_WITH_AS(train::read_checkpoint(dir.path() / "none.levers"), doctest::Contains("no such file"), Error);
+    CHECK_THROWS_WITH_AS(read_checkpoint(dir.path() / "none.levers"), doctest::Contains("no such file"), Error);
 }
 
 TEST_CASE("a checkpoint write killed at random moments never loses the previous checkpoint") {
     testing::TempDir dir;
     const auto path = dir.path() / "ck.levers";
-    train::write_checkpoint(path, {{"step", 0}}, sample_tensors(0));
+    write_checkpoint(path, {{"step", 0}}, sample_tensors(0));
     // Big enough that a write takes a while.
     Tensor big = Tensor::zeros({1 << 22}, DType::f32);
     int interrupted = 0;  // rounds killed mid-write (a temporary file left behind)
@@ -98,13 +98,13 @@ TEST_CASE("a checkpoint write killed at random moments never loses the previous 
         pid_t child = fork();
         REQUIRE(child >= 0);
         if (child == 0) {
-            for (int k = 0;; ++k) train::write_checkpoint(path, {{"step", round}}, {{"big", big}});
+            for (int k = 0;; ++k) write_checkpoint(path, {{"step", round}}, {{"big", big}});
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(4 * round));
         ::kill(child, SIGKILL);
         waitpid(child, nullptr, 0);
         interrupted += std::filesystem::exists(path.string() + ".tmp");
-        auto ck = train::read_checkpoint(path);  // checksums verified: the last complete write, never a torn one
+        auto ck = read_checkpoint(path);  // checksums verified: the last complete write, never a torn one
         CHECK(ck.metadata["step"].get<int>() <= round);
     }
     CHECK(interrupted > 0);

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace levers::train {
+namespace levers {
 
 struct NamedTensor {
     std::string name;
@@ -42,4 +42,4 @@ void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& m
 // file is refused with a levers::Error naming the file and the fault.
 Checkpoint read_checkpoint(const std::filesystem::path& path);
 
-}  // namespace levers::train
+}  // namespace levers

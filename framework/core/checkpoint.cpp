@@ -1,13 +1,12 @@
 #include "framework/core/checkpoint.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/core/read_file.hpp"
 
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -115,11 +114,7 @@ void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& m
 
 Checkpoint read_checkpoint(const std::filesystem::path& path) {
     const std::string file = path.string();
-    std::error_code ec;
-    LEVERS_CHECK(std::filesystem::is_regular_file(path, ec), "{}: no such file (expected a levers checkpoint)", file);
-    std::ifstream in(path, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    LEVERS_CHECK(!in.bad(), "{}: read error", file);
+    const std::string bytes = read_file(path, "expected a levers checkpoint");
     LEVERS_CHECK(bytes.size() >= kPrefix && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0,
                  "{}: not a levers checkpoint (no LEVERSCK magic)", file);
     const auto version = take<std::uint32_t>(bytes, 8);

@@ -75,7 +75,7 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& vocab_json, c
     BpeTokenizer tok;
     nlohmann::json vocab;
     try {
-        vocab = nlohmann::json::parse(read_file(vocab_json));
+        vocab = nlohmann::json::parse(read_data_file(vocab_json));
     } catch (const nlohmann::json::exception& e) {
         LEVERS_FAIL("{}: not a JSON vocabulary (expected an object of token → id): {}", vocab_json.string(), e.what());
     }
@@ -89,7 +89,7 @@ BpeTokenizer BpeTokenizer::from_files(const std::filesystem::path& vocab_json, c
         tok.token_to_id_[token] = id.get<std::int32_t>();
         tok.id_to_token_[id.get<std::size_t>()] = token;
     }
-    std::istringstream lines(read_file(merges));
+    std::istringstream lines(read_data_file(merges));
     std::string line;
     int rank = 0, line_no = 0;
     while (std::getline(lines, line)) {

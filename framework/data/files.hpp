@@ -1,5 +1,7 @@
-// Where levers keeps its data, and whole-file reads with errors that name the file.
+// Where levers keeps its data, and reads of data files with errors that name them.
 #pragma once
+
+#include "framework/core/read_file.hpp"
 
 #include <filesystem>
 #include <string>
@@ -11,9 +13,9 @@ namespace levers::data {
 // The set-up script installs the corpus and tokenizer files there.
 std::filesystem::path data_dir();
 
-// The whole file as bytes; throws levers::Error naming the path if it is missing,
-// not a regular file, or unreadable.
-std::string read_file(const std::filesystem::path& path);
+// read_file (framework/core/read_file.hpp) for a data file: a missing one
+// also says how to install the data.
+std::string read_data_file(const std::filesystem::path& path);
 
 // Regular files directly in `dir` whose names end with `suffix`, sorted by name.
 // Throws if `dir` is not a directory or holds no such file.

@@ -16,7 +16,7 @@ TextCorpus load_byte_corpus(const std::filesystem::path& dir_or_file, double val
         files = {dir_or_file};
     TextCorpus corpus;
     for (const auto& path : files) {
-        std::string text = read_file(path);
+        std::string text = read_data_file(path);
         LEVERS_CHECK(!text.empty(), "{}: empty file, expected text", path.string());
         auto nul = text.find('\0');
         LEVERS_CHECK(nul == std::string::npos, "{}: has a NUL byte at offset {}; expected plain text", path.string(),

@@ -1,5 +1,5 @@
 #include "framework/core/error.hpp"
-#include "framework/data/files.hpp"
+#include "framework/core/read_file.hpp"
 #include "framework/core/checkpoint.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -57,7 +57,7 @@ TEST_CASE("truncated, corrupted, foreign and other-version checkpoints are refus
     testing::TempDir dir;
     const auto good = dir.path() / "good.levers";
     write_checkpoint(good, {{"step", 1}}, sample_tensors(1));
-    const std::string bytes = data::read_file(good);
+    const std::string bytes = read_file(good);
     struct Case {
         const char* name;
         std::function<void(const std::filesystem::path&)> damage;

@@ -41,7 +41,7 @@ TEST_CASE("GPT-2 BPE encodes like the reference encoder") {
 }
 
 TEST_CASE("GPT-2 BPE round-trips a real book passage and refuses bad ids and bad UTF-8") {
-    std::string text = data::read_file(data::data_dir() / "books" / "pg1661.txt").substr(0, 20000);
+    std::string text = read_file(data::data_dir() / "books" / "pg1661.txt").substr(0, 20000);
     auto ids = gpt2().encode(text);
     CHECK(ids.size() < text.size() / 3);  // English compresses to roughly 4 bytes per token
     CHECK(gpt2().decode(ids) == text);
@@ -52,8 +52,8 @@ TEST_CASE("GPT-2 BPE round-trips a real book passage and refuses bad ids and bad
 TEST_CASE("BPE files under Hugging Face's names load; malformed files are named") {
     testing::TempDir dir;
     auto gpt2_dir = data::data_dir() / "gpt2";
-    auto vocab = dir.write("vocab.json", data::read_file(gpt2_dir / "encoder.json"));
-    auto merges = dir.write("merges.txt", data::read_file(gpt2_dir / "vocab.bpe"));
+    auto vocab = dir.write("vocab.json", read_file(gpt2_dir / "encoder.json"));
+    auto merges = dir.write("merges.txt", read_file(gpt2_dir / "vocab.bpe"));
     CHECK(BpeTokenizer::from_files(vocab, merges).encode("Hello world") == std::vector<std::int32_t>{15496, 995});
 
     CHECK_THROWS_WITH_AS(BpeTokenizer::from_files(dir.path() / "absent.json", merges),

@@ -16,13 +16,9 @@
 
 namespace levers::testing {
 
-struct RankOutcome {
-    bool ok = false;
-    std::string error;  // rank 0 only: the message of what it threw
-};
-
 // fn(backend) returns whether this rank saw what it expected; a throw counts as
-// not ok. Returns rank 0's outcome and every rank's ok (children by exit code).
+// not ok. Returns every rank's ok (children by exit code); rank 0's exception
+// message goes to *rank0_error.
 inline std::vector<bool> run_ranks(int world, std::size_t slot_bytes, std::chrono::milliseconds timeout,
                                    const std::function<bool(dist::ShmBackend&)>& fn, std::string* rank0_error = nullptr) {
     const std::size_t bytes = dist::ShmBackend::segment_bytes(world, slot_bytes);

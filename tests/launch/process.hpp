@@ -17,6 +17,14 @@
 
 namespace levers::testing {
 
+// The last non-empty line of a program's output (where `recipe run` puts its JSON result).
+inline std::string last_line(const std::string& out) {
+    const auto end = out.find_last_not_of('\n');
+    if (end == std::string::npos) return "";
+    const auto start = out.rfind('\n', end);
+    return out.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
 struct Background {
     pid_t pid = -1;
     std::filesystem::path log;

@@ -22,12 +22,7 @@ std::vector<std::string> tiny_pretrain(int gpus, int batch, int accum, int steps
             "--set", "log_every=10", "--set", "eval_every=0", "--set", "warmup=2", "--set", "lr=3e-3"};
 }
 
-nlohmann::json result_of(const Background& b) {
-    auto out = b.output();
-    auto end = out.find_last_not_of('\n');
-    auto start = out.rfind('\n', end);
-    return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end - start));
-}
+nlohmann::json result_of(const Background& b) { return nlohmann::json::parse(last_line(b.output())); }
 
 nlohmann::json run_to_end(const std::vector<std::string>& args) {
     auto b = start_recipe(args);

@@ -1,4 +1,6 @@
 // The `recipe` command line, through the real binary.
+#include "tests/launch/process.hpp"
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -16,11 +18,7 @@ namespace {
 struct Run {
     int code = -1;
     std::string output;  // stdout and stderr together
-    std::string last_line() const {
-        auto end = output.find_last_not_of('\n');
-        auto start = output.rfind('\n', end);
-        return output.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
-    }
+    std::string last_line() const { return levers::testing::last_line(output); }
 };
 
 Run recipe(const std::string& args) {

@@ -4,9 +4,9 @@
 // Every rank has a slot of `slot_bytes` in the segment. Large tensors go in
 // pieces of one slot. An all-reduce piece: each rank copies its piece into its
 // slot; after a barrier each rank reduces its own 1/world of the piece across
-// every slot (so all ranks reduce in parallel and each element is summed in
-// rank order, giving bitwise-identical results everywhere); after a second
-// barrier each rank copies the reduced chunks out.
+// every slot into its own slot (so all ranks reduce in parallel, and each
+// element is reduced once, by one rank, giving bitwise-identical results
+// everywhere); after a second barrier each rank copies the reduced chunks out.
 //
 // Synchronisation is a generation-counting barrier on futexes: no mutex a dead
 // rank could hold. Every wait has a deadline; a timeout or abort() on any rank

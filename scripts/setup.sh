@@ -78,7 +78,11 @@ SUMS
 }
 
 build_levers() {
-    [ -f "$build/build.ninja" ] || meson setup "$build" "$root" --buildtype=release >/dev/null
+    if [ ! -f "$build/build.ninja" ]; then
+        local log; log=$(mktemp)
+        meson setup "$build" "$root" --buildtype=release >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
+        rm -f "$log"
+    fi
     ninja -C "$build" >/dev/null || ninja -C "$build"
 }
 

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sys/prctl.h>
@@ -63,6 +64,7 @@ struct Rank {
     asio::streambuf buffer;
     bp::child child;
     std::deque<std::string> last_lines;
+    std::ofstream log;  // the rank's lines, unprefixed, when the job has a log directory
     bool exited = false, drained = false;
     int status = 0;
 };
@@ -97,6 +99,10 @@ private:
         env["LEVERS_THREADS"] = std::to_string(options_.threads_per_rank);
         env["LEVERS_TIMEOUT_MS"] = std::to_string(options_.timeout.count());
         env["OMP_NUM_THREADS"] = std::to_string(options_.threads_per_rank);
+        if (!options_.log_dir.empty()) {
+            rank->log.open(options_.log_dir / fmt::format("rank{}.log", r), std::ios::app);
+            LEVERS_CHECK(rank->log.is_open(), "cannot open the log of rank {} in {}", r, options_.log_dir.string());
+        }
         Rank* raw = rank.get();
         rank->child = bp::child(
             bp::exe = options_.program, bp::args = options_.args, env, bp::std_in < bp::null,
@@ -127,6 +133,7 @@ private:
     void emit(Rank& r, const std::string& line) {
         r.last_lines.push_back(line);
         if (r.last_lines.size() > kLastLines) r.last_lines.pop_front();
+        if (r.log.is_open()) r.log << line << '\n' << std::flush;
         if (options_.all_output || r.index == 0) {
             fmt::print("[rank {}] {}\n", r.index, line);
             std::fflush(stdout);

@@ -1,14 +1,12 @@
 #include "framework/recipe/cli.hpp"
 
 #include "framework/core/error.hpp"
-#include "framework/core/threads.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/dist/shm_segment.hpp"
-#include "framework/launch/env_contract.hpp"
-#include "framework/launch/job_segment.hpp"
-#include "framework/launch/launcher.hpp"
-#include "framework/launch/rendezvous.hpp"
+#include "framework/launch/card_ledger.hpp"
 #include "framework/recipe/recipe.hpp"
+#include "framework/recipe/run_command.hpp"
+#include "framework/recipe/run_dir.hpp"
+#include "framework/recipe/sweep.hpp"
+#include "framework/recipe/workspace.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -16,8 +14,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
-#include <optional>
 
 namespace levers {
 
@@ -31,12 +27,16 @@ Examples:
   recipe show pretrain                         its parameters, defaults and help
   recipe run pretrain                          GPT on the book corpus (CPU)
   recipe run pretrain --set steps=2000 --set lr=1e-3
-  recipe run classify --threads 1              MLP on Fashion-MNIST, one thread
-  recipe run pretrain --gpus 4                 4 ranks, gradients averaged)";
+  recipe run pretrain --gpus 4                 4 ranks, gradients averaged
+  recipe sweep classify --grid lr=1e-3,3e-3 --grid seed=1,2
+  recipe status                                cards, who holds them, who waits
+  recipe workspace multi-gpu off               refuse jobs of more than one card)";
+
+constexpr const char* kCommands = "list, show, run, sweep, status, workspace";
 
 int list_recipes() {
     for (const auto& name : recipe_names()) {
-        Recipe r = find_recipe(name);
+        Plan r = find_recipe(name);
         fmt::print("{:<12} {}\n", name, r.description());
         std::string params;
         for (const auto& p : r.params()) params += fmt::format(" {}={}", p.name, to_text(p.default_value));
@@ -46,134 +46,102 @@ int list_recipes() {
 }
 
 int show_recipe(const std::string& name) {
-    Recipe r = find_recipe(name);
+    Plan r = find_recipe(name);
     fmt::print("{}: {}\ndefault cards: {}\nparameters (set with --set name=value):\n", r.name(), r.description(),
                r.default_gpus());
     for (const auto& p : r.params())
-        fmt::print("  {:<16} {:<8} {:<14} {}\n", p.name, type_name(p.default_value), to_text(p.default_value), p.help);
+        fmt::print("  {:<16} {:<10} {:<14} {}\n", p.name, type_name(p.default_value), to_text(p.default_value), p.help);
     return 0;
 }
 
-Config resolve_config(const Recipe& r, const std::vector<std::string>& sets) {
-    Config cfg = r.defaults();
-    for (const auto& kv : sets) {
-        auto eq = kv.find('=');
-        LEVERS_CHECK(eq != std::string::npos && eq > 0, "--set expects name=value, got '{}'", kv);
-        cfg.set(kv.substr(0, eq), kv.substr(eq + 1));
-    }
-    return cfg;
-}
-
-struct RunFlags {
-    std::string name;
-    std::vector<std::string> sets;
-    int threads = 0;
-    int gpus = -1;  // unset: the recipe's default
-    std::string device = "auto";
-    std::string output = "all";
+struct SweepFlags {
+    std::string name, cells_file, out;
+    std::vector<std::string> grids, sets;
+    int gpus_per_cell = 1, max_parallel = 0;
     double timeout_s = 120;
+    bool no_wait = false;
 };
 
-void print_result(const Result& result) {
-    // Generated text can hold any bytes: replace invalid UTF-8 rather than fail.
-    fmt::print("{}\n", result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-}
+int sweep_recipe(const SweepFlags& f) {
+    Plan r = find_recipe(f.name);
+    LEVERS_CHECK(f.gpus_per_cell >= 1, "--gpus-per-cell must be >= 1, got {}", f.gpus_per_cell);
+    LEVERS_CHECK(f.max_parallel >= 0, "--max-parallel must be >= 0 (0: as many as cards allow), got {}",
+                 f.max_parallel);
+    LEVERS_CHECK(!f.grids.empty() || !f.cells_file.empty(), "recipe sweep needs --grid name=v1,v2,... or --cells FILE");
+    std::vector<Cell> base = f.cells_file.empty() ? std::vector<Cell>{} : read_cells_file(f.cells_file);
+    auto cells = grid_cells(f.grids, base);
+    // Every cell's config is checked before any starts.
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        Config cfg = resolve_config(r, f.sets);
+        try {
+            for (const auto& [k, v] : cells[i]) cfg.set(k, v);
+        } catch (const Error& e) {
+            LEVERS_FAIL("cell {}: {}", i, e.message());
+        }
+    }
+    load_workspace().check(f.gpus_per_cell);
 
-// Runs the recipe as one rank of `group` (none: a world of one) with `threads`
-// CPU threads; `publish` receives rank 0's result.
-int run_in_group(const Recipe& r, const Config& cfg, const launch::RankEnv& env,
-                 std::unique_ptr<dist::ShmBackend> group, int threads,
-                 const std::function<void(const Result&)>& publish) {
+    SweepOptions o;
+    o.recipe = r.name();
+    o.cells = std::move(cells);
+    o.sets = f.sets;
+    o.gpus_per_cell = f.gpus_per_cell;
+    o.max_parallel = f.max_parallel;
+    o.timeout_s = f.timeout_s;
+    o.wait = !f.no_wait;
+    o.program = std::filesystem::read_symlink("/proc/self/exe").string();
+    o.dir = make_run_dir(r.name(), f.out, "sweep-");
+    fmt::print("sweep {}: {} cells, {} card{} each; sweep directory {}\n", r.name(), o.cells.size(), o.gpus_per_cell,
+               o.gpus_per_cell == 1 ? "" : "s", o.dir.string());
+    std::fflush(stdout);
+    std::vector<CellOutcome> outcomes;
     try {
-        dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size}, std::move(group));
-        set_threads(threads);
-        Result result = r.body()(cfg);
-        if (dist::is_main()) publish(result);
-        dist::leave();
-    } catch (const std::exception& e) {
-        dist::leave();
-        const std::string who = env.world_size > 1 ? fmt::format("rank {}: ", env.rank) : std::string();
-        fmt::print(stderr, "error: {}recipe {} failed: {}\n", who, r.name(), e.what());
+        outcomes = run_sweep(o);
+    } catch (const Error& e) {
+        fmt::print(stderr, "error: {}\n", e.message());
         return 1;
     }
+    print_sweep_table(outcomes);
+    write_sweep_report(o.dir, outcomes);
+    const auto failed = std::count_if(outcomes.begin(), outcomes.end(), [](const CellOutcome& c) { return !c.ok; });
+    fmt::print("{} of {} cells succeeded; results in {}/sweep.csv and sweep.json\n", outcomes.size() - failed,
+               outcomes.size(), o.dir.string());
+    return failed == 0 ? 0 : 1;
+}
+
+int show_status() {
+    auto ledger = launch::CardLedger::for_node();
+    const char* unit = ledger.kind() == "cpu" ? "slot" : "card";
+    const auto holders = ledger.holders();
+    fmt::print("{} {}s (ledger {}):\n", ledger.cards().size(), ledger.kind() == "cpu" ? "CPU slot" : "CUDA card",
+               ledger.dir().string());
+    for (int card : ledger.cards()) {
+        auto h = std::find_if(holders.begin(), holders.end(), [&](const launch::CardHolder& x) { return x.card == card; });
+        if (h == holders.end())
+            fmt::print("  {} {}: free\n", unit, card);
+        else
+            fmt::print("  {} {}: job '{}' (pid {})\n", unit, card, h->job, h->pid);
+    }
+    const auto waiting = ledger.waiters();
+    fmt::print("waiting jobs: {}\n", waiting.empty() ? "none" : "");
+    for (const auto& w : waiting) fmt::print("  job '{}' (pid {}) needs {} {}s\n", w.job, w.pid, w.cards, unit);
+    const Workspace ws = load_workspace();
+    fmt::print("workspace: multi-gpu {} ({}), max-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from,
+               ws.max_gpus, ws.max_gpus_from);
     return 0;
 }
 
-// A rank's threads: as the launcher said, else the node's cores shared among its ranks.
-int rank_threads(const launch::RankEnv& env) {
-    return env.threads > 0 ? env.threads : std::max(1, available_cores() / env.local_world_size);
-}
-
-std::chrono::milliseconds collective_timeout(const launch::RankEnv& env, double flag_seconds) {
-    return std::chrono::milliseconds(env.timeout_ms > 0 ? env.timeout_ms : static_cast<long>(flag_seconds * 1000));
-}
-
-// This process is one rank of a job levers' launcher started: the result goes
-// back through the segment, and the launcher prints it.
-int run_as_launched_rank(const Recipe& r, const Config& cfg, const launch::RankEnv& env, double timeout_s) {
-    std::optional<dist::ShmSegment> segment;
-    std::unique_ptr<dist::ShmBackend> group;
-    try {
-        segment = dist::ShmSegment::open(env.segment);
-        group = std::make_unique<dist::ShmBackend>(launch::JobSegment::group_memory(segment->data()),
-                                                   launch::JobSegment::group_bytes(segment->size()), env.rank,
-                                                   collective_timeout(env, timeout_s));
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
-        return 1;
+int workspace_command(const std::vector<std::string>& words) {
+    if (words.size() == 2) {
+        set_workspace(words[0], words[1]);
+        fmt::print("workspace: {} set to {} in {}\n", words[0], words[1], workspace_file().string());
+    } else {
+        LEVERS_CHECK(words.empty(), "recipe workspace takes a setting and a value: multi-gpu on|off, or max-gpus N");
     }
-    return run_in_group(r, cfg, env, std::move(group), rank_threads(env), [&](const Result& result) {
-        launch::JobSegment::write_result(segment->data(),
-                                         result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    });
-}
-
-// This process is one rank of a job torchrun, Slurm or mpirun started: rank 0 prints the result.
-int run_as_external_rank(const Recipe& r, const Config& cfg, const launch::RankEnv& env, double timeout_s) {
-    std::optional<launch::JoinedGroup> joined;
-    try {
-        joined = launch::join_external(env, collective_timeout(env, timeout_s));
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
-        return 1;
-    }
-    if (env.rank == 0)
-        fmt::print("recipe {}: rank 0 of {} started by {}, joined through shared memory\n", r.name(), env.world_size,
-                   env.source);
-    return run_in_group(r, cfg, env, std::move(joined->backend), rank_threads(env), print_result);
-}
-
-int run_recipe(const RunFlags& flags, int argc, char** argv) {
-    Recipe r = find_recipe(flags.name);
-    Config cfg = resolve_config(r, flags.sets);
-    LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
-    LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
-    const auto env = launch::read_rank_env();
-    if (env.source == "levers") return run_as_launched_rank(r, cfg, env, flags.timeout_s);
-    if (env.distributed()) return run_as_external_rank(r, cfg, env, flags.timeout_s);
-    const int gpus = flags.gpus == -1 ? r.default_gpus() : flags.gpus;
-    LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
-    LEVERS_CHECK(flags.device != "cuda", "--device cuda: this build has no CUDA backend yet; use --device cpu");
-
-    if (gpus == 1) {
-        const int n = flags.threads == 0 ? available_cores() : flags.threads;
-        fmt::print("recipe {}: 1 CPU process, {} thread{}\n", r.name(), n, n == 1 ? "" : "s");
-        std::fflush(stdout);
-        return run_in_group(r, cfg, env, nullptr, n, print_result);
-    }
-    launch::LaunchOptions options;
-    options.program = std::filesystem::read_symlink("/proc/self/exe").string();
-    options.args.assign(argv + 1, argv + argc);
-    options.ranks = gpus;
-    options.threads_per_rank = flags.threads > 0 ? flags.threads : std::max(1, available_cores() / gpus);
-    options.timeout = std::chrono::milliseconds(static_cast<long>(flags.timeout_s * 1000));
-    options.all_output = flags.output == "all";
-    fmt::print("recipe {}: {} CPU ranks (no CUDA backend in this build), {} thread{} each\n", r.name(), gpus,
-               options.threads_per_rank, options.threads_per_rank == 1 ? "" : "s");
-    std::fflush(stdout);
-    auto outcome = launch::launch(options);
-    if (outcome.exit_code == 0 && outcome.result) print_result(Result::parse(*outcome.result));
-    return outcome.exit_code;
+    const Workspace ws = load_workspace();
+    fmt::print("multi-gpu {} ({})\nmax-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from, ws.max_gpus,
+               ws.max_gpus_from);
+    return 0;
 }
 
 }  // namespace
@@ -188,6 +156,7 @@ int main(int argc, char** argv) {
     std::string show_name;
     auto* show = app.add_subcommand("show", "Show one recipe's parameters, types, defaults and help");
     show->add_option("name", show_name, "recipe name")->required();
+    show->footer("\nExample:\n  recipe show pretrain");
 
     RunFlags flags;
     auto* run = app.add_subcommand("run", "Run a recipe and print its result as JSON on the last line");
@@ -195,11 +164,35 @@ int main(int argc, char** argv) {
     run->add_option("--set", flags.sets, "set a parameter: --set name=value (repeatable)");
     run->add_option("--gpus", flags.gpus, "cards, one rank each (default: the recipe's); CPU ranks without CUDA");
     run->add_option("--device", flags.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    run->add_option("--threads", flags.threads, "CPU threads per rank (default 0: the cores shared among ranks)");
+    run->add_option("--out", flags.out, "run directory (default: runs/NAME/<date-time>)");
+    run->add_option("--threads", flags.threads, "CPU threads per rank (default 0: the job's core slots shared)");
     run->add_option("--output", flags.output, "whose output to show: all ranks or rank0")
         ->check(CLI::IsMember({"all", "rank0"}));
     run->add_option("--timeout", flags.timeout_s, "seconds a rank may wait in a collective (default 120)");
-    run->footer("\nExample:\n  recipe run pretrain --set steps=300 --set batch_size=8");
+    bool run_no_wait = false;
+    run->add_flag("--no-wait", run_no_wait, "fail at once if the cards are busy instead of queueing");
+    run->footer("\nExamples:\n  recipe run pretrain --set steps=300 --set batch_size=8\n"
+                "  recipe run fine_tune --gpus 8 --out runs/ft8");
+
+    SweepFlags sweep_flags;
+    auto* sweep = app.add_subcommand("sweep", "Run many one-card trainings of a recipe side by side");
+    sweep->add_option("name", sweep_flags.name, "recipe name")->required();
+    sweep->add_option("--grid", sweep_flags.grids, "name=v1,v2,...: one cell per value (grids are crossed)");
+    sweep->add_option("--cells", sweep_flags.cells_file, "JSON file: an array of objects, one per cell");
+    sweep->add_option("--set", sweep_flags.sets, "set a parameter of every cell: --set name=value");
+    sweep->add_option("--gpus-per-cell", sweep_flags.gpus_per_cell, "cards per cell (default 1)");
+    sweep->add_option("--max-parallel", sweep_flags.max_parallel, "cells at once at most (default 0: as cards allow)");
+    sweep->add_option("--out", sweep_flags.out, "sweep directory (default: runs/NAME/sweep-<date-time>)");
+    sweep->add_option("--timeout", sweep_flags.timeout_s, "each cell's collective timeout in seconds");
+    sweep->add_flag("--no-wait", sweep_flags.no_wait, "fail if no card is free instead of queueing");
+    sweep->footer("\nExamples:\n  recipe sweep classify --grid lr=1e-3,3e-3 --grid seed=1,2,3\n"
+                  "  recipe sweep fine_tune --cells cells.json --max-parallel 2");
+
+    auto* status = app.add_subcommand("status", "Show the node's cards (CPU slots), their holders and waiting jobs");
+    std::vector<std::string> ws_words;
+    auto* workspace = app.add_subcommand("workspace", "Show or change what jobs may ask for");
+    workspace->add_option("setting", ws_words, "multi-gpu on|off, or max-gpus N");
+    workspace->footer("\nExamples:\n  recipe workspace multi-gpu off\n  recipe workspace max-gpus 4");
 
     // CLI11 reports an unknown command only as "a subcommand is required".
     const auto commands = app.get_subcommands([](CLI::App*) { return true; });
@@ -207,7 +200,7 @@ int main(int argc, char** argv) {
         return std::any_of(commands.begin(), commands.end(), [&](CLI::App* c) { return c->get_name() == word; });
     };
     if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-        fmt::print(stderr, "error: unknown command '{}'; valid commands: list, show, run (see recipe --help)\n", argv[1]);
+        fmt::print(stderr, "error: unknown command '{}'; valid commands: {} (see recipe --help)\n", argv[1], kCommands);
         return 2;
     }
     try {
@@ -219,7 +212,13 @@ int main(int argc, char** argv) {
     try {
         if (list->parsed()) return list_recipes();
         if (show->parsed()) return show_recipe(show_name);
-        if (run->parsed()) return run_recipe(flags, argc, argv);
+        if (run->parsed()) {
+            flags.wait = !run_no_wait;
+            return run_recipe(flags, argc, argv);
+        }
+        if (sweep->parsed()) return sweep_recipe(sweep_flags);
+        if (status->parsed()) return show_status();
+        if (workspace->parsed()) return workspace_command(ws_words);
     } catch (const Error& e) {
         fmt::print(stderr, "error: {}\n", e.message());
         return 2;

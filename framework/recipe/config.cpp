@@ -22,12 +22,33 @@ bool parse_long(const std::string& s, long& out) {
     return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
 }
 
+bool parse_double(const std::string& s, double& out) {
+    char* end = nullptr;
+    errno = 0;
+    out = std::strtod(s.c_str(), &end);
+    return !s.empty() && end == s.c_str() + s.size() && errno == 0 && std::isfinite(out);
+}
+
+// Splits "a,b,c" and parses each item; false if any item is bad.
+template <class T, class Parse> bool parse_list(const std::string& text, std::vector<T>& xs, Parse parse) {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        auto comma = std::min(text.find(',', start), text.size());
+        T x;
+        if (!parse(text.substr(start, comma - start), x)) return false;
+        xs.push_back(x);
+        start = comma + 1;
+    }
+    return true;
+}
+
 }  // namespace
 
 std::string type_name(const ParamValue& v) {
     return std::visit(Overload{[](long) { return "int"; }, [](double) { return "float"; },
                                [](const std::string&) { return "string"; }, [](bool) { return "bool"; },
-                               [](const std::vector<long>&) { return "int list"; }},
+                               [](const std::vector<long>&) { return "int list"; },
+                               [](const std::vector<double>&) { return "float list"; }},
                       v);
 }
 
@@ -35,7 +56,8 @@ std::string to_text(const ParamValue& v) {
     return std::visit(Overload{[](long x) { return std::to_string(x); }, [](double x) { return fmt::format("{}", x); },
                                [](const std::string& s) { return s; },
                                [](bool b) { return std::string(b ? "true" : "false"); },
-                               [](const std::vector<long>& xs) { return fmt::format("{}", fmt::join(xs, ",")); }},
+                               [](const std::vector<long>& xs) { return fmt::format("{}", fmt::join(xs, ",")); },
+                               [](const std::vector<double>& xs) { return fmt::format("{}", fmt::join(xs, ",")); }},
                       v);
 }
 
@@ -50,11 +72,8 @@ ParamValue parse_as(const ParamValue& like, const std::string& name, const std::
                      return x;
                  },
                  [&](double) -> ParamValue {
-                     char* end = nullptr;
-                     errno = 0;
-                     double x = std::strtod(text.c_str(), &end);
-                     if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(x))
-                         bad("a finite number (e.g. 3e-4)");
+                     double x;
+                     if (!parse_double(text, x)) bad("a finite number (e.g. 3e-4)");
                      return x;
                  },
                  [&](const std::string&) -> ParamValue { return text; },
@@ -66,14 +85,12 @@ ParamValue parse_as(const ParamValue& like, const std::string& name, const std::
                  },
                  [&](const std::vector<long>&) -> ParamValue {
                      std::vector<long> xs;
-                     std::size_t start = 0;
-                     while (start <= text.size()) {
-                         auto comma = std::min(text.find(',', start), text.size());
-                         long x;
-                         if (!parse_long(text.substr(start, comma - start), x)) bad("a comma-separated list of integers (e.g. 256,128)");
-                         xs.push_back(x);
-                         start = comma + 1;
-                     }
+                     if (!parse_list(text, xs, parse_long)) bad("a comma-separated list of integers (e.g. 256,128)");
+                     return xs;
+                 },
+                 [&](const std::vector<double>&) -> ParamValue {
+                     std::vector<double> xs;
+                     if (!parse_list(text, xs, parse_double)) bad("a comma-separated list of numbers (e.g. 1e-3,3e-3)");
                      return xs;
                  }},
         like);
@@ -89,6 +106,17 @@ std::size_t Config::index_of(const std::string& name) const {
     std::string valid;
     for (const auto& s : specs_) valid += (valid.empty() ? "" : ", ") + s.name;
     LEVERS_FAIL("unknown parameter '{}'; valid parameters: {}", name, valid.empty() ? "(none)" : valid);
+}
+
+bool Config::has(const std::string& name) const {
+    return std::any_of(specs_.begin(), specs_.end(), [&](const ParamSpec& s) { return s.name == name; });
+}
+
+nlohmann::json Config::to_json() const {
+    nlohmann::json j = nlohmann::json::object();
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+        std::visit([&](const auto& v) { j[specs_[i].name] = v; }, values_[i]);
+    return j;
 }
 
 void Config::set(const std::string& name, const std::string& text) {
@@ -113,5 +141,6 @@ template double Config::get<double>(const std::string&) const;
 template std::string Config::get<std::string>(const std::string&) const;
 template bool Config::get<bool>(const std::string&) const;
 template std::vector<long> Config::get<std::vector<long>>(const std::string&) const;
+template std::vector<double> Config::get<std::vector<double>>(const std::string&) const;
 
 }  // namespace levers

@@ -2,14 +2,16 @@
 // the command line as text, read back by the recipe with their own type.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <variant>
 #include <vector>
 
 namespace levers {
 
-// int, float, string, bool, or a list of ints ("256,128").
-using ParamValue = std::variant<long, double, std::string, bool, std::vector<long>>;
+// int, float, string, bool, or a list of ints ("256,128") or floats ("1e-3,3e-3").
+using ParamValue = std::variant<long, double, std::string, bool, std::vector<long>, std::vector<double>>;
 
 struct ParamSpec {
     std::string name;
@@ -17,7 +19,7 @@ struct ParamSpec {
     std::string help;
 };
 
-std::string type_name(const ParamValue& v);  // "int", "float", "string", "bool", "int list"
+std::string type_name(const ParamValue& v);  // "int", "float", "string", "bool", "int list", "float list"
 std::string to_text(const ParamValue& v);    // as the command line would write it
 
 // Parses `text` as the type of `like`; throws levers::Error naming `name`, the
@@ -33,8 +35,13 @@ public:
     void set(const std::string& name, const std::string& text);
 
     // Typed read: get<long>, get<int>, get<double>, get<std::string>, get<bool>,
-    // get<std::vector<long>>. Throws if the parameter is undeclared or of another type.
+    // get<std::vector<long>>, get<std::vector<double>>. Throws if the parameter is undeclared or of another type.
     template <class T> T get(const std::string& name) const;
+
+    bool has(const std::string& name) const;
+    std::size_t index(const std::string& name) const { return index_of(name); }  // throws for unknown names
+    // The values as JSON: {"steps": 100, "lr": 0.001, ...}.
+    nlohmann::json to_json() const;
 
     const std::vector<ParamSpec>& specs() const { return specs_; }
     const std::vector<ParamValue>& values() const { return values_; }

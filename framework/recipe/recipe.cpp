@@ -1,6 +1,7 @@
 #include "framework/recipe/recipe.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/recipe/framework_loop.hpp"
 
 #include <algorithm>
 #include <map>
@@ -9,8 +10,8 @@ namespace levers {
 
 namespace {
 
-std::map<std::string, Recipe (*)()>& factories() {
-    static std::map<std::string, Recipe (*)()> registry;
+std::map<std::string, Plan (*)()>& factories() {
+    static std::map<std::string, Plan (*)()> registry;
     return registry;
 }
 
@@ -66,8 +67,11 @@ Recipe& Recipe::param(const std::string& n, const char* v, std::string h) {
     return add_param(n, std::string(v), std::move(h));
 }
 Recipe& Recipe::param(const std::string& n, std::string v, std::string h) { return add_param(n, std::move(v), std::move(h)); }
-Recipe& Recipe::param(const std::string& n, std::initializer_list<long> v, std::string h) {
-    return add_param(n, std::vector<long>(v), std::move(h));
+Recipe& Recipe::param(const std::string& n, std::initializer_list<int> v, std::string h) {
+    return add_param(n, std::vector<long>(v.begin(), v.end()), std::move(h));
+}
+Recipe& Recipe::param(const std::string& n, std::initializer_list<double> v, std::string h) {
+    return add_param(n, std::vector<double>(v), std::move(h));
 }
 
 Recipe& Recipe::run(RecipeBody body) {
@@ -75,16 +79,91 @@ Recipe& Recipe::run(RecipeBody body) {
     return *this;
 }
 
-void Recipe::validate() const {
-    LEVERS_CHECK(valid_identifier(name_), "recipe name '{}' must be lower-case letters, digits, _ or -", name_);
-    LEVERS_CHECK(static_cast<bool>(body_), "recipe '{}' has no body: call .run(fn)", name_);
+Recipe& Recipe::optimizer(std::function<void(const Config&, train::LoopOptions&)> adjust) {
+    loop_.optimizer = std::move(adjust);
+    return *this;
 }
 
-bool register_recipe(const std::string& name, Recipe (*factory)()) {
+Recipe& Recipe::checkpoint_every(Count n) {
+    loop_.checkpoint_every = std::move(n);
+    return *this;
+}
+
+Recipe& Recipe::early_stop(std::string metric, long patience, bool maximize, double min_delta) {
+    loop_.early_stop = {std::move(metric), patience, maximize, min_delta};
+    return *this;
+}
+
+Recipe& Recipe::grad_accum(Count k) {
+    loop_.grad_accum = std::move(k);
+    return *this;
+}
+
+long Count::resolve(const Config& cfg) const { return param.empty() ? value : cfg.get<long>(param); }
+
+namespace {
+
+void check_count(const std::string& recipe, const char* what, const Count& c, const Config& defaults, long min) {
+    if (!c.param.empty()) {
+        LEVERS_CHECK(defaults.has(c.param), "recipe '{}': {}(\"{}\") names no declared parameter", recipe, what, c.param);
+        LEVERS_CHECK(std::holds_alternative<long>(defaults.values()[defaults.index(c.param)]),
+                     "recipe '{}': {}(\"{}\") needs an int parameter", recipe, what, c.param);
+    }
+    LEVERS_CHECK(c.resolve(defaults) >= min, "recipe '{}': {} must be >= {}, got {}", recipe, what, min,
+                 c.resolve(defaults));
+}
+
+void check_types(const std::string& recipe, const char* what, std::type_index m, std::type_index d,
+                 const LoopSpec& loop) {
+    LEVERS_CHECK(m == loop.model_type, "recipe '{}': .{} takes another model type than .model makes", recipe, what);
+    LEVERS_CHECK(d == loop.data_type, "recipe '{}': .{} takes another data type than .data makes", recipe, what);
+}
+
+}  // namespace
+
+Plan Recipe::build() const {
+    LEVERS_CHECK(valid_identifier(name_), "recipe name '{}' must be lower-case letters, digits, _ or -", name_);
+    const Config defaults(params_);
+    if (!loop_.set()) {
+        LEVERS_CHECK(static_cast<bool>(body_), "recipe '{}' has no body: give .run(fn), or .model, .data and .step",
+                     name_);
+        return Plan(std::make_shared<const Recipe>(*this));
+    }
+    LEVERS_CHECK(!body_, "recipe '{}': .run(fn) and the framework's loop (.model/.data/.step) exclude each other",
+                 name_);
+    LEVERS_CHECK(loop_.make_model && loop_.make_data && loop_.step, "recipe '{}': the framework's loop needs .model, "
+                 ".data and .step (missing: {}{}{})", name_, loop_.make_model ? "" : ".model ",
+                 loop_.make_data ? "" : ".data ", loop_.step ? "" : ".step");
+    check_types(name_, "step", loop_.step_model, loop_.step_data, loop_);
+    if (loop_.evaluate) check_types(name_, "evaluate_every", loop_.eval_model, loop_.eval_data, loop_);
+    if (loop_.finish) check_types(name_, "finish", loop_.finish_model, loop_.finish_data, loop_);
+    for (const char* p : {"steps", "lr"})
+        LEVERS_CHECK(defaults.has(p), "recipe '{}': the framework's loop reads parameter '{}'; declare it", name_, p);
+    check_count(name_, "evaluate_every", loop_.eval_every, defaults, 0);
+    check_count(name_, "checkpoint_every", loop_.checkpoint_every, defaults, 0);
+    check_count(name_, "grad_accum", loop_.grad_accum, defaults, 1);
+    if (!loop_.early_stop.metric.empty()) {
+        LEVERS_CHECK(static_cast<bool>(loop_.evaluate), "recipe '{}': early_stop(\"{}\") needs .evaluate_every to "
+                     "report the metric", name_, loop_.early_stop.metric);
+        LEVERS_CHECK(loop_.early_stop.patience >= 1 && loop_.early_stop.min_delta >= 0,
+                     "recipe '{}': early_stop needs patience >= 1 and min_delta >= 0", name_);
+    }
+    return Plan(std::make_shared<const Recipe>(*this));
+}
+
+Recipe::operator Plan() const { return build(); }
+
+Result Plan::run(const Config& cfg) const {
+    return framework_loop() ? run_framework_loop(name(), r_->loop_, cfg) : r_->body_(cfg);
+}
+
+bool register_recipe(const std::string& name, Plan (*factory)()) {
     auto [it, inserted] = factories().emplace(name, factory);
     LEVERS_CHECK(inserted, "two recipes are registered as '{}'", name);
     return true;
 }
+
+bool is_registered(const std::string& name) { return factories().count(name) > 0; }
 
 std::vector<std::string> recipe_names() {
     std::vector<std::string> names;
@@ -92,7 +171,7 @@ std::vector<std::string> recipe_names() {
     return names;
 }
 
-Recipe find_recipe(const std::string& name) {
+Plan find_recipe(const std::string& name) {
     auto it = factories().find(name);
     if (it == factories().end()) {
         std::string closest;
@@ -106,10 +185,9 @@ Recipe find_recipe(const std::string& name) {
                                : fmt::format("; did you mean '{}'?", closest);
         LEVERS_FAIL("unknown recipe '{}'{} (`recipe list` shows them all)", name, hint);
     }
-    Recipe r = it->second();
-    LEVERS_CHECK(r.name() == name, "recipe registered as '{}' names itself '{}'", name, r.name());
-    r.validate();
-    return r;
+    Plan p = it->second();
+    LEVERS_CHECK(p.name() == name, "recipe registered as '{}' names itself '{}'", name, p.name());
+    return p;
 }
 
 }  // namespace levers

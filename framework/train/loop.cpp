@@ -33,6 +33,9 @@ void LoopOptions::validate() const {
     LEVERS_CHECK(log_every >= 1, "log_every must be >= 1, got {}", log_every);
     LEVERS_CHECK(eval_every >= 0, "eval_every must be >= 0, got {}", eval_every);
     LEVERS_CHECK(adamw.weight_decay >= 0, "weight_decay must be >= 0, got {}", adamw.weight_decay);
+    LEVERS_CHECK(early_stop.metric.empty() || (early_stop.patience >= 1 && early_stop.min_delta >= 0),
+                 "early stopping needs patience >= 1 and min_delta >= 0, got {} and {}", early_stop.patience,
+                 early_stop.min_delta);
 }
 
 LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
@@ -53,6 +56,8 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     auto window_start = start;
     double window_loss = 0, eval_seconds = 0;
     long window_steps = 0, window_items = 0, total_items = 0;
+    long evals_without_gain = 0;
+    bool have_best = false;
 
     for (long step = 0; step < options.steps; ++step) {
         params.zero_grad();
@@ -103,9 +108,34 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
             print_eval(step + 1, result.last_eval);
             eval_seconds += seconds_since(eval_start);
             window_start = Clock::now();  // keep evaluation out of the throughput figures
+            if (!options.early_stop.metric.empty()) {
+                const auto& es = options.early_stop;
+                auto it = result.last_eval.find(es.metric);
+                if (it == result.last_eval.end()) {
+                    std::string have;
+                    for (const auto& [name, v] : result.last_eval) have += (have.empty() ? "" : ", ") + name;
+                    LEVERS_FAIL("early stopping watches '{}', but evaluation reports only: {}", es.metric, have);
+                }
+                const double gain = es.maximize ? it->second - result.best_metric : result.best_metric - it->second;
+                if (!have_best || gain > es.min_delta) {
+                    have_best = true;
+                    result.best_metric = it->second;
+                    result.best_step = step + 1;
+                    evals_without_gain = 0;
+                } else if (++evals_without_gain >= es.patience && !last) {
+                    dist::print0("early stop at step {}: {} has not improved on {:.4f} (step {}) for {} evaluations\n",
+                                 step + 1, es.metric, result.best_metric, result.best_step, evals_without_gain);
+                    result.stopped_early = true;
+                }
+            }
+        }
+        if (options.after_step) options.after_step(step + 1);
+        if (result.stopped_early) {
+            result.steps = step + 1;
+            break;
         }
     }
-    result.steps = options.steps;
+    if (!result.stopped_early) result.steps = options.steps;
     result.seconds = seconds_since(start);
     const double train_seconds = result.seconds - eval_seconds;
     result.items_per_second = static_cast<double>(total_items) / train_seconds;

@@ -17,6 +17,15 @@ namespace levers::train {
 
 using Metrics = std::map<std::string, double>;
 
+// Stops training when an evaluation metric has not improved for `patience`
+// evaluations. Metrics are the same on every rank, so every rank decides alike.
+struct EarlyStopping {
+    std::string metric;  // empty: off
+    long patience = 0;
+    bool maximize = false;
+    double min_delta = 0;  // smaller changes are not improvements
+};
+
 struct LoopOptions {
     long steps = 100;
     long grad_accum = 1;  // micro-batches per optimizer step
@@ -27,6 +36,8 @@ struct LoopOptions {
     long eval_every = 0;     // 0: evaluate only after the last step
     std::string unit = "tok";  // what MicroResult::items counts, for the throughput column
     std::int64_t bucket_bytes = std::int64_t{25} << 20;  // gradient buckets averaged during backward (DDP's default)
+    EarlyStopping early_stop;
+    std::function<void(long steps_done)> after_step;  // every rank, after the step's evaluation (checkpoints)
 
     void validate() const;  // throws levers::Error naming the bad option
 };
@@ -42,6 +53,9 @@ struct LoopResult {
     double items_per_second = 0;  // training only, evaluation excluded
     double seconds = 0;           // wall time, evaluation included
     Metrics last_eval;          // from the final evaluation
+    bool stopped_early = false;
+    long best_step = 0;         // with early stopping: the evaluation that scored best
+    double best_metric = 0;
     // Where this rank's training time went (evaluation excluded; the three add
     // up to it): computing, communication that backward did not hide, and
     // waiting at barriers for slower ranks. Plus the communication that ran

@@ -6,7 +6,7 @@
 using namespace levers;
 
 namespace {
-Recipe sample() {
+Plan sample() {
     return recipe("sample")
         .describe("for tests")
         .param("steps", 10, "steps")
@@ -14,6 +14,7 @@ Recipe sample() {
         .param("name", "x", "a string")
         .param("fast", false, "a bool")
         .param("widths", {64, 32}, "a list")
+        .param("rates", {1e-3, 3e-3}, "a float list")
         .run([](const Config& c) { return Result{{"steps", c.get<long>("steps")}}; });
 }
 }  // namespace
@@ -25,12 +26,15 @@ TEST_CASE("parameters keep their declared types through the command line's text"
     c.set("name", "hello world");
     c.set("fast", "true");
     c.set("widths", "8,4,2");
+    c.set("rates", "0.5,2e-4");
     CHECK(c.get<long>("steps") == 25);
     CHECK(c.get<int>("steps") == 25);
     CHECK(c.get<double>("lr") == 1e-3);
     CHECK(c.get<std::string>("name") == "hello world");
     CHECK(c.get<bool>("fast"));
     CHECK(c.get<std::vector<long>>("widths") == std::vector<long>{8, 4, 2});
+    CHECK(c.get<std::vector<double>>("rates") == std::vector<double>{0.5, 2e-4});
+    CHECK(c.to_json()["rates"][1] == 2e-4);
 }
 
 TEST_CASE("bad parameter names and values are refused with what would be valid") {
@@ -38,13 +42,14 @@ TEST_CASE("bad parameter names and values are refused with what would be valid")
         const char *name, *value, *message;
     };
     const Case cases[] = {
-        {"step", "3", "unknown parameter 'step'; valid parameters: steps, lr, name, fast, widths"},
+        {"step", "3", "unknown parameter 'step'; valid parameters: steps, lr, name, fast, widths, rates"},
         {"steps", "3.5", "parameter 'steps': '3.5' is not an integer"},
         {"steps", "", "parameter 'steps': '' is not an integer"},
         {"lr", "fast", "parameter 'lr': 'fast' is not a finite number"},
         {"lr", "inf", "is not a finite number"},
         {"fast", "maybe", "parameter 'fast': 'maybe' is not a bool"},
         {"widths", "8,,2", "is not a comma-separated list of integers"},
+        {"rates", "1e-3,x", "is not a comma-separated list of numbers"},
     };
     for (const auto& c : cases) {
         std::string name = c.name;
@@ -59,8 +64,8 @@ TEST_CASE("bad parameter names and values are refused with what would be valid")
 TEST_CASE("the builder refuses duplicate parameters, bad names and a missing body") {
     CHECK_THROWS_WITH_AS(recipe("r").param("a", 1, "").param("a", 2, ""), doctest::Contains("'a' declared twice"), Error);
     CHECK_THROWS_WITH_AS(recipe("r").param("Bad Name", 1, ""), doctest::Contains("parameter name 'Bad Name'"), Error);
-    CHECK_THROWS_WITH_AS(recipe("r").validate(), doctest::Contains("has no body"), Error);
+    CHECK_THROWS_WITH_AS(recipe("r").build(), doctest::Contains("has no body"), Error);
     CHECK_THROWS_WITH_AS(recipe("r").gpus(0), doctest::Contains("gpus(0) must be >= 1"), Error);
     CHECK(sample().defaults().get<long>("steps") == 10);
-    CHECK(sample().body()(sample().defaults())["steps"] == 10);
+    CHECK(sample().run(sample().defaults())["steps"] == 10);
 }

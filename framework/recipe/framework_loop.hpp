@@ -1,0 +1,13 @@
+// The loop the framework owns for recipes declared with .model/.data/.step:
+// builds the model and data on every rank, trains with train::train_loop
+// (gradients averaged over ranks), evaluates, stops early, writes checkpoints
+// to the run directory, and assembles the result.
+#pragma once
+
+#include "framework/recipe/recipe.hpp"
+
+namespace levers {
+
+Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const Config& cfg);
+
+}  // namespace levers

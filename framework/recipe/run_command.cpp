@@ -1,0 +1,220 @@
+#include "framework/recipe/run_command.hpp"
+
+#include "framework/core/error.hpp"
+#include "framework/core/output_tee.hpp"
+#include "framework/core/threads.hpp"
+#include "framework/dist/context.hpp"
+#include "framework/dist/shm_segment.hpp"
+#include "framework/launch/card_ledger.hpp"
+#include "framework/launch/env_contract.hpp"
+#include "framework/launch/job_segment.hpp"
+#include "framework/launch/launcher.hpp"
+#include "framework/launch/rendezvous.hpp"
+#include "framework/recipe/run_dir.hpp"
+#include "framework/recipe/workspace.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <unistd.h>
+
+namespace levers {
+
+namespace fs = std::filesystem;
+
+Config resolve_config(const Plan& r, const std::vector<std::string>& sets) {
+    Config cfg = r.defaults();
+    for (const auto& kv : sets) {
+        auto eq = kv.find('=');
+        LEVERS_CHECK(eq != std::string::npos && eq > 0, "--set expects name=value, got '{}'", kv);
+        cfg.set(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    return cfg;
+}
+
+namespace {
+
+std::string result_text(const Result& result) {
+    // Generated text can hold any bytes: replace invalid UTF-8 rather than fail.
+    return result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void print_result(const Result& result) { fmt::print("{}\n", result_text(result)); }
+
+void write_config(const fs::path& dir, const Plan& r, const Config& cfg, int ranks, int argc, char** argv) {
+    write_json_file(dir / "config.json",
+                    {{"recipe", r.name()},
+                     {"params", cfg.to_json()},
+                     {"ranks", ranks},
+                     {"command", std::vector<std::string>(argv, argv + argc)},
+                     {"started", fmt::format("{:%Y-%m-%dT%H:%M:%S%z}", fmt::localtime(std::time(nullptr)))}});
+}
+
+// Runs the recipe as one rank of `group` (none: a world of one) with `threads`
+// CPU threads; `publish` receives rank 0's result.
+int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::ShmBackend> group,
+                 int threads, const std::function<void(const Result&)>& publish) {
+    try {
+        dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size}, std::move(group));
+        set_threads(threads);
+        Result result = r.run(cfg);
+        if (dist::is_main()) publish(result);
+        dist::leave();
+    } catch (const std::exception& e) {
+        dist::leave();
+        const std::string who = env.world_size > 1 ? fmt::format("rank {}: ", env.rank) : std::string();
+        fmt::print(stderr, "error: {}recipe {} failed: {}\n", who, r.name(), e.what());
+        return 1;
+    }
+    return 0;
+}
+
+// A rank's threads: as the launcher said, else the node's cores shared among its ranks.
+int rank_threads(const launch::RankEnv& env) {
+    return env.threads > 0 ? env.threads : std::max(1, available_cores() / env.local_world_size);
+}
+
+std::chrono::milliseconds collective_timeout(const launch::RankEnv& env, double flag_seconds) {
+    return std::chrono::milliseconds(env.timeout_ms > 0 ? env.timeout_ms : static_cast<long>(flag_seconds * 1000));
+}
+
+// This process is one rank of a job levers' launcher started: the result goes
+// back through the segment, and the launcher prints it and logs the output.
+int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv& env, double timeout_s) {
+    std::optional<dist::ShmSegment> segment;
+    std::unique_ptr<dist::ShmBackend> group;
+    try {
+        segment = dist::ShmSegment::open(env.segment);
+        group = std::make_unique<dist::ShmBackend>(launch::JobSegment::group_memory(segment->data()),
+                                                   launch::JobSegment::group_bytes(segment->size()), env.rank,
+                                                   collective_timeout(env, timeout_s));
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
+        return 1;
+    }
+    return run_in_group(r, cfg, env, std::move(group), rank_threads(env), [&](const Result& result) {
+        launch::JobSegment::write_result(segment->data(), result_text(result));
+    });
+}
+
+// This process is one rank of a job torchrun, Slurm or mpirun started: each
+// rank logs its own output; rank 0 writes the config and result and prints it.
+int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv& env, const RunFlags& flags,
+                         int argc, char** argv) {
+    std::optional<launch::JoinedGroup> joined;
+    try {
+        joined = launch::join_external(env, collective_timeout(env, flags.timeout_s));
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
+        return 1;
+    }
+    // One run directory for the job: rank 0 makes it and tells the others.
+    std::string dir = flags.out.empty() ? run_dir().string() : flags.out;
+    std::array<char, 4096> path{};
+    if (env.rank == 0) {
+        dir = make_run_dir(r.name(), dir).string();
+        LEVERS_CHECK(dir.size() < path.size(), "run directory path too long: {}", dir);
+        std::copy(dir.begin(), dir.end(), path.begin());
+        write_config(dir, r, cfg, env.world_size, argc, argv);
+        fmt::print("recipe {}: rank 0 of {} started by {}, joined through shared memory; run directory {}\n",
+                   r.name(), env.world_size, env.source, dir);
+    }
+    joined->backend->broadcast(path.data(), path.size(), 0);
+    set_run_dir(path.data());
+    OutputTee tee(run_dir() / fmt::format("rank{}.log", env.rank));
+    return run_in_group(r, cfg, env, std::move(joined->backend), rank_threads(env), [&](const Result& result) {
+        write_json_file(run_dir() / "result.json", result);
+        print_result(result);
+    });
+}
+
+// The cards this job runs on: given by the sweep that started it, else taken
+// from the node's ledger (waiting for them unless --no-wait).
+std::vector<int> take_cards(const Plan& r, int ranks, bool wait) {
+    if (const char* given = std::getenv("LEVERS_CARDS"); given && *given) {
+        std::vector<int> cards;
+        const std::string list = given;
+        for (std::size_t start = 0; start <= list.size();) {
+            const auto comma = std::min(list.find(',', start), list.size());
+            const std::string id = list.substr(start, comma - start);
+            LEVERS_CHECK(!id.empty() && id.find_first_not_of("0123456789") == std::string::npos,
+                         "LEVERS_CARDS must list card indices (e.g. 0,1), got '{}'", list);
+            cards.push_back(std::stoi(id));
+            start = comma + 1;
+        }
+        return cards;
+    }
+    auto ledger = launch::CardLedger::for_node();
+    const int need = ledger.kind() == "cpu" ? std::min<int>(ranks, static_cast<int>(ledger.cards().size())) : ranks;
+    launch::job_lease() = ledger.acquire(need, r.name(), wait, [](const std::string& what) {
+        fmt::print("recipe: {}\n", what);
+        std::fflush(stdout);
+    });
+    return launch::job_lease().cards();
+}
+
+}  // namespace
+
+int run_recipe(const RunFlags& flags, int argc, char** argv) {
+    Plan r = find_recipe(flags.name);
+    Config cfg = resolve_config(r, flags.sets);
+    LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
+    LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
+    const auto env = launch::read_rank_env();
+    if (env.source == "levers") return run_as_launched_rank(r, cfg, env, flags.timeout_s);
+    if (env.distributed()) return run_as_external_rank(r, cfg, env, flags, argc, argv);
+    const int gpus = flags.gpus == -1 ? r.default_gpus() : flags.gpus;
+    LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
+    LEVERS_CHECK(flags.device != "cuda", "--device cuda: this build has no CUDA backend yet; use --device cpu");
+    load_workspace().check(gpus);
+
+    if (!flags.out.empty())  // refused before anything waits or runs
+        LEVERS_CHECK(!fs::exists(flags.out) || (fs::is_directory(flags.out) && fs::is_empty(flags.out)),
+                     "--out {}: exists and is not an empty directory; give a new or empty one", flags.out);
+    std::vector<int> cards;
+    try {
+        cards = take_cards(r, gpus, flags.wait);
+    } catch (const Error& e) {
+        fmt::print(stderr, "error: {}\n", e.message());
+        return 1;
+    }
+    const fs::path dir = make_run_dir(r.name(), flags.out);
+    set_run_dir(dir);
+    write_config(dir, r, cfg, gpus, argc, argv);
+    const int slots = static_cast<int>(cards.size());
+    const int threads = flags.threads > 0 ? flags.threads : std::max(1, slots / gpus);
+    fmt::print("recipe {}: {} CPU {}, {} thread{} each, on slot{} {}; run directory {}\n", r.name(), gpus,
+               gpus == 1 ? "process" : "ranks (no CUDA backend in this build)", threads, threads == 1 ? "" : "s",
+               slots == 1 ? "" : "s", fmt::join(cards, ","), dir.string());
+    std::fflush(stdout);
+
+    auto publish = [&](const Result& result) {
+        write_json_file(dir / "result.json", result);
+        print_result(result);
+    };
+    if (gpus == 1) {
+        OutputTee tee(dir / "rank0.log");
+        return run_in_group(r, cfg, env, nullptr, threads, publish);
+    }
+    launch::LaunchOptions options;
+    options.program = fs::read_symlink("/proc/self/exe").string();
+    options.args.assign(argv + 1, argv + argc);
+    options.ranks = gpus;
+    options.threads_per_rank = threads;
+    options.timeout = std::chrono::milliseconds(static_cast<long>(flags.timeout_s * 1000));
+    options.all_output = flags.output == "all";
+    options.log_dir = dir;
+    auto outcome = launch::launch(options);
+    if (outcome.exit_code == 0 && outcome.result) publish(Result::parse(*outcome.result));
+    return outcome.exit_code;
+}
+
+}  // namespace levers

@@ -1,0 +1,30 @@
+// `recipe run`: one job of a recipe, in place on one card or as one process
+// per card, in its own run directory, on cards taken from the node's ledger.
+#pragma once
+
+#include "framework/recipe/recipe.hpp"
+
+#include <string>
+#include <vector>
+
+namespace levers {
+
+struct RunFlags {
+    std::string name;
+    std::vector<std::string> sets;
+    int threads = 0;
+    int gpus = -1;  // unset: the recipe's default
+    std::string device = "auto";
+    std::string output = "all";
+    std::string out;  // the run directory (default: runs/NAME/<time>)
+    double timeout_s = 120;
+    bool wait = true;  // for cards
+};
+
+// Applies --set name=value flags to the recipe's defaults.
+Config resolve_config(const Plan& r, const std::vector<std::string>& sets);
+
+// Returns the exit code; throws levers::Error for bad input (exit 2).
+int run_recipe(const RunFlags& flags, int argc, char** argv);
+
+}  // namespace levers

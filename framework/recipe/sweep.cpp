@@ -1,0 +1,392 @@
+#include "framework/recipe/sweep.hpp"
+
+#include "framework/core/error.hpp"
+#include "framework/core/read_file.hpp"
+#include "framework/launch/card_ledger.hpp"
+#include "framework/recipe/run_dir.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <csignal>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace levers {
+
+namespace fs = std::filesystem;
+namespace bp = boost::process;
+namespace asio = boost::asio;
+
+std::vector<Cell> grid_cells(const std::vector<std::string>& grids, std::vector<Cell> base) {
+    if (base.empty()) base.emplace_back();
+    for (const auto& grid : grids) {
+        const auto eq = grid.find('=');
+        LEVERS_CHECK(eq != std::string::npos && eq > 0, "--grid expects name=v1,v2,..., got '{}'", grid);
+        const std::string name = grid.substr(0, eq), values = grid.substr(eq + 1);
+        std::vector<std::string> items;
+        for (std::size_t start = 0; start <= values.size();) {
+            const auto comma = std::min(values.find(',', start), values.size());
+            const std::string v = values.substr(start, comma - start);
+            LEVERS_CHECK(!v.empty(), "--grid {}: {} (give {}=v1,v2,...)", grid,
+                         values.empty() ? "no values" : "an empty value", name);
+            items.push_back(v);
+            start = comma + 1;
+        }
+        std::vector<Cell> crossed;
+        for (const auto& cell : base) {
+            LEVERS_CHECK(!cell.count(name), "--grid {}: '{}' is already set by another --grid or the cells file",
+                         grid, name);
+            for (const auto& v : items) {
+                Cell c = cell;
+                c[name] = v;
+                crossed.push_back(std::move(c));
+            }
+        }
+        base = std::move(crossed);
+    }
+    return base;
+}
+
+std::vector<Cell> read_cells_file(const fs::path& file) {
+    const auto j = nlohmann::json::parse(read_file(file), nullptr, false);
+    LEVERS_CHECK(j.is_array() && !j.empty(), "--cells {}: expected a JSON array of objects like "
+                 "[{{\"lr\": 0.001, \"lora_r\": 4}}], one per cell", file.string());
+    std::vector<Cell> cells;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        LEVERS_CHECK(j[i].is_object(), "--cells {}: entry {} is not an object", file.string(), i);
+        Cell c;
+        for (const auto& [k, v] : j[i].items()) {
+            if (v.is_string()) c[k] = v.get<std::string>();
+            else if (v.is_array()) {
+                std::string list;
+                for (const auto& x : v) list += (list.empty() ? "" : ",") + (x.is_string() ? x.get<std::string>() : x.dump());
+                c[k] = list;
+            } else c[k] = v.dump();
+        }
+        cells.push_back(std::move(c));
+    }
+    return cells;
+}
+
+Result CellOutcome::to_json() const {
+    Result j = {{"params", params}, {"status", ok ? "ok" : "failed"}, {"exit_code", exit_code},
+                {"seconds", seconds}, {"dir", dir.string()}, {"log", log.string()}};
+    if (ok) j["result"] = result;
+    else j["error"] = error;
+    return j;
+}
+
+namespace {
+
+// Cells die with the sweep (SIGTERM, so a multi-rank cell's launcher cleans up).
+struct CellSetup : bp::extend::handler {
+    pid_t parent;
+    template <class Executor> void on_exec_setup(Executor&) const {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(1);
+    }
+};
+
+std::string describe_cell(const Cell& c) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : c) parts.push_back(k + "=" + v);
+    return parts.empty() ? "(defaults)" : fmt::format("{}", fmt::join(parts, " "));
+}
+
+// The last line of a cell's console that starts with "error:" (else its last line).
+std::string last_error(const fs::path& log) {
+    std::ifstream in(log);
+    std::string line, error, last;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        last = line;
+        if (line.find("error:") != std::string::npos) error = line;
+    }
+    return error.empty() ? last : error;
+}
+
+class SweepRunner {
+public:
+    explicit SweepRunner(const SweepOptions& o)
+        : o_(o), ledger_(launch::CardLedger::for_node()), timer_(io_), signals_(io_, SIGINT, SIGTERM) {
+        outcomes_.resize(o.cells.size());
+        for (std::size_t i = 0; i < o.cells.size(); ++i) {
+            queue_.push_back(i);
+            outcomes_[i].params = o.cells[i];
+            outcomes_[i].dir = o.dir / fmt::format("cell-{:02}", i);
+            outcomes_[i].log = o.dir / fmt::format("cell-{:02}.log", i);
+            outcomes_[i].error = "not started";
+        }
+        // A cell of N CPU ranks takes min(N, slots) slots, like `recipe run`.
+        need_ = ledger_.kind() == "cpu" ? std::min<int>(o.gpus_per_cell, static_cast<int>(ledger_.cards().size()))
+                                        : o.gpus_per_cell;
+        LEVERS_CHECK(need_ <= static_cast<int>(ledger_.cards().size()), "--gpus-per-cell {}: this node has {} cards",
+                     o.gpus_per_cell, ledger_.cards().size());
+    }
+
+    std::vector<CellOutcome> run() {
+        signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+            if (ec) return;
+            interrupted_ = sig;
+            fmt::print(stderr, "levers: sweep interrupted; stopping {} running cells\n", running_.size());
+            queue_.clear();
+            for (auto& [i, cell] : running_) ::kill(cell->child.id(), SIGTERM);
+        });
+        start_ready();
+        io_.run();
+        return std::move(outcomes_);
+    }
+
+    int interrupted() const { return interrupted_; }
+
+private:
+    struct Running {
+        bp::child child;
+        launch::CardLease lease;
+        std::chrono::steady_clock::time_point start;
+    };
+
+    bool may_start_more() const {
+        return !queue_.empty() && (o_.max_parallel <= 0 || static_cast<int>(running_.size()) < o_.max_parallel);
+    }
+
+    void start_ready() {
+        while (may_start_more()) {
+            auto lease = ledger_.try_acquire(need_, "sweep " + o_.recipe);
+            if (!lease) break;
+            start(queue_.front(), std::move(*lease));
+            queue_.pop_front();
+        }
+        if (!queue_.empty() && running_.empty() && !said_waiting_) {
+            LEVERS_CHECK(o_.wait, "no {} free to start a cell (--no-wait: not waiting)",
+                         ledger_.kind() == "cpu" ? "CPU slot" : "card");
+            fmt::print("sweep: waiting for cards; see `recipe status` for who holds them\n");
+            std::fflush(stdout);
+            said_waiting_ = true;
+        }
+        if (!queue_.empty()) {
+            // Cards held by other jobs free up without telling us: look again shortly.
+            timer_.expires_after(std::chrono::milliseconds(200));
+            timer_.async_wait([this](const boost::system::error_code& ec) {
+                if (!ec) start_ready();
+            });
+        } else {
+            timer_.cancel();
+            if (running_.empty()) signals_.cancel();
+        }
+    }
+
+    void start(std::size_t i, launch::CardLease lease) {
+        CellOutcome& out = outcomes_[i];
+        std::vector<std::string> args = {"run", o_.recipe, "--gpus", std::to_string(o_.gpus_per_cell), "--out",
+                                         out.dir.string(), "--timeout", fmt::format("{}", o_.timeout_s)};
+        const int threads = std::max<int>(1, static_cast<int>(lease.cards().size()) / o_.gpus_per_cell);
+        if (ledger_.kind() == "cpu") args.insert(args.end(), {"--threads", std::to_string(threads)});
+        for (const auto& s : o_.sets) args.insert(args.end(), {"--set", s});
+        for (const auto& [k, v] : out.params) args.insert(args.end(), {"--set", k + "=" + v});
+
+        bp::environment env = boost::this_process::environment();
+        env["LEVERS_CARDS"] = fmt::format("{}", fmt::join(lease.cards(), ","));  // the cell does not queue again
+        if (ledger_.kind() == "cuda") env["CUDA_VISIBLE_DEVICES"] = env["LEVERS_CARDS"].to_string();
+        for (const char* v : {"LEVERS_RUN_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "LEVERS_SEGMENT"})
+            if (env.find(v) != env.end()) env.erase(v);
+        fmt::print("sweep: cell {:02} started ({}) on {} {}\n", i, describe_cell(out.params),
+                   ledger_.kind() == "cpu" ? "slot" : "card", fmt::join(lease.cards(), ","));
+        std::fflush(stdout);
+
+        auto cell = std::make_unique<Running>();
+        cell->lease = std::move(lease);
+        cell->start = std::chrono::steady_clock::now();
+        cell->child = bp::child(bp::exe = o_.program, bp::args = args, env, bp::std_in < bp::null,
+                                (bp::std_out & bp::std_err) > out.log.string(), CellSetup{{}, getpid()}, io_,
+                                bp::on_exit([this, i](int, const std::error_code&) { finished(i); }));
+        running_[i] = std::move(cell);
+    }
+
+    void finished(std::size_t i) {
+        if (!running_.count(i)) return;  // Boost.Process may report one exit twice
+        // Kept until the sweep ends: a child must not be destroyed inside its own exit handler.
+        done_.push_back(std::move(running_.at(i)));
+        running_.erase(i);
+        Running& cell = *done_.back();
+        CellOutcome& out = outcomes_[i];
+        const int status = cell.child.native_exit_code();
+        out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cell.start).count();
+        out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        const fs::path result_file = out.dir / "result.json";
+        if (out.exit_code == 0 && fs::exists(result_file)) {
+            out.result = nlohmann::json::parse(read_file(result_file), nullptr, false);
+            out.ok = !out.result.is_discarded();
+            out.error.clear();
+        }
+        if (!out.ok) out.error = out.exit_code == 0 ? "finished without a result" : last_error(out.log);
+        cell.lease.release();
+        if (out.ok)
+            fmt::print("sweep: cell {:02} finished in {:.1f} s\n", i, out.seconds);
+        else
+            fmt::print("sweep: cell {:02} FAILED (exit {}) after {:.1f} s: {}\n       log: {}\n", i, out.exit_code,
+                       out.seconds, out.error, out.log.string());
+        std::fflush(stdout);
+        start_ready();
+    }
+
+    const SweepOptions& o_;
+    launch::CardLedger ledger_;
+    int need_ = 1;
+    asio::io_context io_;
+    asio::steady_timer timer_;
+    asio::signal_set signals_;
+    std::deque<std::size_t> queue_;
+    std::map<std::size_t, std::unique_ptr<Running>> running_;
+    std::vector<std::unique_ptr<Running>> done_;
+    std::vector<CellOutcome> outcomes_;
+    bool said_waiting_ = false;
+    int interrupted_ = 0;
+};
+
+// The scalar entries of a result, for the table and the CSV.
+std::vector<std::string> metric_names(const std::vector<CellOutcome>& cells) {
+    std::set<std::string> names;
+    for (const auto& c : cells)
+        if (c.ok && c.result.is_object())
+            for (const auto& [k, v] : c.result.items())
+                if (v.is_number() || v.is_boolean()) names.insert(k);
+    return {names.begin(), names.end()};
+}
+
+std::vector<std::string> param_names(const std::vector<CellOutcome>& cells) {
+    std::set<std::string> names;
+    for (const auto& c : cells)
+        for (const auto& [k, v] : c.params) names.insert(k);
+    return {names.begin(), names.end()};
+}
+
+std::string metric_text(const CellOutcome& c, const std::string& name) {
+    if (!c.ok || !c.result.contains(name)) return "";
+    const auto& v = c.result.at(name);
+    if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
+    return v.dump();
+}
+
+}  // namespace
+
+std::vector<CellOutcome> run_sweep(const SweepOptions& options) {
+    LEVERS_CHECK(!options.cells.empty(), "the sweep has no cells");
+    LEVERS_CHECK(options.gpus_per_cell >= 1, "--gpus-per-cell must be >= 1, got {}", options.gpus_per_cell);
+    LEVERS_CHECK(options.max_parallel >= 0, "--max-parallel must be >= 0 (0: as cards allow), got {}",
+                 options.max_parallel);
+    SweepRunner runner(options);
+    auto outcomes = runner.run();
+    if (runner.interrupted()) LEVERS_FAIL("the sweep was interrupted (signal {})", runner.interrupted());
+    return outcomes;
+}
+
+void print_sweep_table(const std::vector<CellOutcome>& cells) {
+    const auto params = param_names(cells), metrics = metric_names(cells);
+    std::vector<std::vector<std::string>> rows = {{"cell"}};
+    for (const auto& p : params) rows[0].push_back(p);
+    rows[0].insert(rows[0].end(), {"status", "wall_s"});
+    for (const auto& m : metrics) rows[0].push_back(m);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        const auto& c = cells[i];
+        std::vector<std::string> row = {fmt::format("{:02}", i)};
+        for (const auto& p : params) row.push_back(c.params.count(p) ? c.params.at(p) : "");
+        row.push_back(c.ok ? "ok" : "FAILED");
+        row.push_back(fmt::format("{:.1f}", c.seconds));
+        for (const auto& m : metrics) row.push_back(metric_text(c, m));
+        rows.push_back(std::move(row));
+    }
+    std::vector<std::size_t> width(rows[0].size(), 0);
+    for (const auto& row : rows)
+        for (std::size_t k = 0; k < row.size(); ++k) width[k] = std::max(width[k], row[k].size());
+    for (const auto& row : rows) {
+        std::string line;
+        for (std::size_t k = 0; k < row.size(); ++k) line += fmt::format("{:<{}}  ", row[k], width[k]);
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        fmt::print("{}\n", line);
+    }
+}
+
+void write_sweep_report(const fs::path& dir, const std::vector<CellOutcome>& cells) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& c : cells) all.push_back(c.to_json());
+    write_json_file(dir / "sweep.json", all);
+
+    const auto params = param_names(cells), metrics = metric_names(cells);
+    std::ofstream csv(dir / "sweep.csv");
+    std::vector<std::string> header = {"cell"};
+    header.insert(header.end(), params.begin(), params.end());
+    header.insert(header.end(), {"status", "wall_s"});
+    header.insert(header.end(), metrics.begin(), metrics.end());
+    csv << fmt::format("{}\n", fmt::join(header, ","));
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        const auto& c = cells[i];
+        std::vector<std::string> row = {std::to_string(i)};
+        for (const auto& p : params) row.push_back(c.params.count(p) ? c.params.at(p) : "");
+        row.push_back(c.ok ? "ok" : "failed");
+        row.push_back(fmt::format("{:.3f}", c.seconds));
+        for (const auto& m : metrics) row.push_back(metric_text(c, m));
+        // Values holding a comma (list parameters) are quoted, as CSV readers expect.
+        for (auto& v : row)
+            if (v.find(',') != std::string::npos) v = "\"" + v + "\"";
+        csv << fmt::format("{}\n", fmt::join(row, ","));
+    }
+    LEVERS_CHECK(csv.good(), "cannot write {}", (dir / "sweep.csv").string());
+}
+
+}  // namespace levers
+
+// Plan::map lives here, beside the sweep it runs.
+namespace levers {
+
+std::vector<Result> Plan::map(const std::vector<Cell>& cells) const {
+    LEVERS_CHECK(is_registered(name()), "map(): recipe '{}' must be registered with LEVERS_RECIPE in this binary, "
+                 "which runs its cells", name());
+    LEVERS_CHECK(std::getenv("LEVERS_SEGMENT") == nullptr && std::getenv("WORLD_SIZE") == nullptr,
+                 "map(): a sweep starts from a one-card job, not from a rank of a multi-card one");
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        Config c = defaults();
+        try {
+            for (const auto& [k, v] : cells[i]) c.set(k, v);
+        } catch (const Error& e) {
+            LEVERS_FAIL("map(): cell {}: {}", i, e.message());
+        }
+    }
+    static int calls = 0;
+    SweepOptions o;
+    o.recipe = name();
+    o.cells = cells;
+    o.program = fs::read_symlink("/proc/self/exe").string();
+    const fs::path here = run_dir();
+    o.dir = here.empty() ? make_run_dir(name(), "", "map-")
+                         : here / fmt::format("map-{}{}", name(), ++calls == 1 ? "" : fmt::format("-{}", calls));
+    fs::create_directories(o.dir);
+    launch::job_lease().release();  // this job's card is idle while its cells run: they need it
+    auto outcomes = run_sweep(o);
+    print_sweep_table(outcomes);
+    write_sweep_report(o.dir, outcomes);
+    std::vector<Result> results;
+    for (const auto& c : outcomes) {
+        Result r = c.ok ? c.result : Result::object();
+        r["status"] = c.ok ? "ok" : "failed";
+        if (!c.ok) {
+            r["error"] = c.error;
+            r["log"] = c.log.string();
+        }
+        results.push_back(std::move(r));
+    }
+    return results;
+}
+
+}  // namespace levers

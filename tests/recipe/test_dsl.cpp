@@ -1,0 +1,111 @@
+// The framework-owned loop of the DSL: .model/.data/.step/.evaluate_every/
+// .early_stop/.finish, and what build() refuses.
+#include "framework/core/error.hpp"
+#include "framework/recipe/recipe.hpp"
+#include "models/mlp.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace levers;
+
+namespace {
+
+// Two Gaussian-ish blobs on a line: class = x > 0.
+struct Blobs {
+    std::vector<float> x;
+    std::vector<std::int32_t> y;
+    explicit Blobs(int n) {
+        for (int i = 0; i < n; ++i) {
+            const float v = static_cast<float>(i % 2 ? 1 : -1) * (0.5f + static_cast<float>(i % 7) / 7.0f);
+            x.push_back(v);
+            y.push_back(v > 0);
+        }
+    }
+};
+
+using Mlp = models::Mlp<float>;
+
+std::unique_ptr<Mlp> make_model(const Config& c) {
+    return std::make_unique<Mlp>(models::MlpConfig{.inputs = 1, .hidden = {8}, .classes = 2},
+                                 static_cast<std::uint64_t>(c.get<long>("seed")));
+}
+Blobs make_data(const Config&) { return Blobs(64); }
+MicroResult train_step(Mlp& m, Blobs& d, const StepInfo&) {
+    const float loss = m.forward(d.x.data(), d.y.data(), static_cast<std::int64_t>(d.y.size()));
+    m.backward();
+    return {loss, static_cast<long>(d.y.size())};
+}
+Metrics validate(Mlp& m, Blobs& d) {
+    return {{"val_loss", m.forward(d.x.data(), d.y.data(), static_cast<std::int64_t>(d.y.size()))}};
+}
+
+Recipe blobs(long steps) {
+    return recipe("blobs")
+        .param("steps", steps, "steps")
+        .param("lr", 0.05, "learning rate")
+        .param("seed", 3, "seed")
+        .param("eval_every", 10, "steps between evaluations")
+        .param("log_every", 1000, "quiet")
+        .model(make_model)
+        .data(make_data)
+        .step(train_step)
+        .evaluate_every("eval_every", validate);
+}
+
+}  // namespace
+
+TEST_CASE("the framework's loop trains the model the recipe declares and reports its metrics") {
+    Plan p = blobs(60).finish([](Mlp&, Blobs& d, const LoopResult& r) {
+        return Result{{"examples", d.y.size()}, {"evaluated_steps", r.steps}};
+    });
+    CHECK(p.framework_loop());
+    Result r = p.run(p.defaults());
+    CHECK(r["steps"] == 60);
+    CHECK(r["examples"] == 64);
+    CHECK(r["val_loss"].get<double>() < 0.3);  // separable: the loss falls far below log 2
+    CHECK(r["loss"].get<double>() < std::log(2.0));
+}
+
+TEST_CASE("early stopping ends training once the metric stops improving") {
+    // A metric that never improves after the first evaluation: patience 2 stops at the third.
+    Plan p = recipe("flat")
+                 .param("steps", 100L, "steps")
+                 .param("lr", 0.01, "learning rate")
+                 .param("seed", 1, "seed")
+                 .param("log_every", 1000, "quiet")
+                 .model(make_model)
+                 .data(make_data)
+                 .step(train_step)
+                 .evaluate_every(5, [](Mlp&, Blobs&) { return Metrics{{"score", 1.0}}; })
+                 .early_stop("score", 2, /*maximize=*/true);
+    Result r = p.run(p.defaults());
+    CHECK(r["stopped_early"] == true);
+    CHECK(r["steps"] == 15);
+    CHECK(r["best_step"] == 5);
+}
+
+TEST_CASE("build() refuses an incomplete or inconsistent loop, naming what is wrong") {
+    auto missing = recipe("m").param("steps", 1, "").param("lr", 0.1, "").model(make_model).step(train_step);
+    CHECK_THROWS_WITH_AS(missing.build(), doctest::Contains("missing: .data"), Error);
+
+    auto wrong_type = recipe("w").param("steps", 1, "").param("lr", 0.1, "").model(make_model).data(make_data).step(
+        [](Mlp&, std::vector<int>&, const StepInfo&) { return MicroResult{}; });
+    CHECK_THROWS_WITH_AS(wrong_type.build(), doctest::Contains(".step takes another data type"), Error);
+
+    auto no_steps = recipe("n").param("lr", 0.1, "").model(make_model).data(make_data).step(train_step);
+    CHECK_THROWS_WITH_AS(no_steps.build(), doctest::Contains("reads parameter 'steps'"), Error);
+
+    CHECK_THROWS_WITH_AS(blobs(5).early_stop("val_loss", 0).build(), doctest::Contains("patience >= 1"), Error);
+    auto no_eval = recipe("e").param("steps", 1, "").param("lr", 0.1, "").model(make_model).data(make_data)
+                       .step(train_step).early_stop("val_loss", 2);
+    CHECK_THROWS_WITH_AS(no_eval.build(), doctest::Contains("needs .evaluate_every"), Error);
+    CHECK_THROWS_WITH_AS(blobs(5).grad_accum("nope").build(), doctest::Contains("grad_accum(\"nope\") names no"),
+                         Error);
+    CHECK_THROWS_WITH_AS(blobs(5).run([](const Config&) { return Result{}; }).build(),
+                         doctest::Contains("exclude each other"), Error);
+    // The early-stop metric must be one the evaluation reports.
+    Plan bad_metric = blobs(20).early_stop("accuracy", 2);
+    CHECK_THROWS_WITH_AS(bad_metric.run(bad_metric.defaults()), doctest::Contains("reports only: val_loss"), Error);
+}

@@ -238,7 +238,8 @@ private:
             fmt::print("sweep: cell {:02} FAILED (exit {}) after {:.1f} s: {}\n       log: {}\n", i, out.exit_code,
                        out.seconds, out.error, out.log.string());
         std::fflush(stdout);
-        start_ready();
+        // Not from inside Boost.Process's exit handler: spawning there corrupts its list of children.
+        asio::post(io_, [this] { start_ready(); });
     }
 
     const SweepOptions& o_;

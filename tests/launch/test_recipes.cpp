@@ -10,7 +10,12 @@
 #include "framework/train/optimizer.hpp"
 #include "models/mlp.hpp"
 
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -145,7 +150,25 @@ Result wrapped(const Config& cfg) {
     return {{"loss", dist::all_reduce_mean(loss)}, {"param_norm", norm}};
 }
 
+// Holds its card for a while: for tests of the card ledger and of sweeps.
+Result hold(const Config& cfg) {
+    LEVERS_CHECK(!cfg.get<bool>("fail"), "asked to fail (value {})", cfg.get<long>("value"));
+    fmt::print("holding for {} s\n", cfg.get<double>("seconds"));
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::duration<double>(cfg.get<double>("seconds")));
+    return {{"returned", cfg.get<long>("value")}, {"double", 2 * cfg.get<long>("value")}};
+}
+
 }  // namespace
+
+LEVERS_RECIPE(hold) {
+    return levers::recipe("hold")
+        .describe("sleeps while holding its card, then returns its value doubled")
+        .param("seconds", 0.2, "how long to hold the card")
+        .param("value", 1, "returned, and doubled")
+        .param("fail", false, "fail instead")
+        .run(hold);
+}
 
 LEVERS_RECIPE(collectives) { return levers::recipe("collectives").describe("checks every collective").run(collectives); }
 LEVERS_RECIPE(fds) { return levers::recipe("fds").describe("counts the files each rank holds open").run(fds); }

@@ -67,7 +67,20 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         {"run pretrain --set steps", "--set expects name=value, got 'steps'"},
         {"run classify --set hidden=16,x", "parameter 'hidden': '16,x' is not a comma-separated list"},
         {"run pretrain --threads -1", "--threads must be >= 0"},
-        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run"},
+        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, sweep, status, workspace"},
+        {"run pretrain --gpus 0", "--gpus must be >= 1, got 0"},
+        {"run pretrain --gpus -2", "--gpus must be >= 1, got -2"},
+        {"sweep classify --grid lr=", "--grid lr=: no values (give lr=v1,v2,...)"},
+        {"sweep classify --grid lr=1e-3,,2e-3", "--grid lr=1e-3,,2e-3: an empty value"},
+        {"sweep classify --grid lr", "--grid expects name=v1,v2,..., got 'lr'"},
+        {"sweep classify --grid stepz=1,2", "cell 0: unknown parameter 'stepz'; valid parameters: steps,"},
+        {"sweep classify --grid steps=10,x", "cell 1: parameter 'steps': 'x' is not an integer"},
+        {"sweep classify", "recipe sweep needs --grid name=v1,v2,... or --cells FILE"},
+        {"sweep clasify --grid lr=1", "unknown recipe 'clasify'; did you mean 'classify'?"},
+        {"sweep classify --grid lr=1 --gpus-per-cell 0", "--gpus-per-cell must be >= 1, got 0"},
+        {"sweep classify --grid lr=1 --cells /nonexistent.json", "/nonexistent.json"},
+        {"workspace frobs on", "unknown workspace setting 'frobs'; valid settings: multi-gpu, max-gpus"},
+        {"workspace multi-gpu maybe", "multi-gpu: 'maybe' is not on or off"},
         {"", "A subcommand is required"},
     };
     for (const auto& c : cases) {
@@ -77,6 +90,7 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         CHECK(r.code == 2);
         CHECK(r.output.find(c.message) != std::string::npos);
         CHECK(r.output.find("step ") == std::string::npos);  // no training started
+        CHECK(r.output.find("sweep directory") == std::string::npos);  // no sweep either
     }
 }
 

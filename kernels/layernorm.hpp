@@ -50,7 +50,7 @@ template <class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, const T* bias, index_t rows,
                        index_t channels, T eps = T(1e-5));
 
-// d_x written; d_weight, d_bias added to.
+// d_x written; d_weight, d_bias added to (both skipped if d_weight is null: frozen).
 template <class T>
 void layernorm_backward(T* d_x, T* d_weight, T* d_bias, const T* d_out, const T* x, const T* mean, const T* rstd,
                         const T* weight, index_t rows, index_t channels);

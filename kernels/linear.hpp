@@ -15,8 +15,8 @@ template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, index_t n, index_t in_dim,
                     index_t out_dim);
 
-// d_in = d_out · weight (written; skipped if null), d_weight += d_outᵀ · in,
-// d_bias += column sums of d_out (skipped if null).
+// d_in = d_out · weight (written), d_weight += d_outᵀ · in, d_bias += column
+// sums of d_out; each skipped if null (a frozen layer needs only d_in).
 template <class T>
 void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, index_t n,
                      index_t in_dim, index_t out_dim);

@@ -6,8 +6,10 @@
 #include "kernels/gelu.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/linear.hpp"
+#include "kernels/lora.hpp"
 #include "kernels/residual.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -100,6 +102,8 @@ template <class T> void Gpt<T>::ensure_activations(std::int64_t batch, std::int6
         a.fc = scratch(BT * 4 * C);
         a.fc_gelu = scratch(BT * 4 * C);
         a.x_out = scratch(BT * C);
+        a.lora_u_qkv = lora_rank_ ? scratch(BT * lora_rank_) : nullptr;
+        a.lora_u_proj = lora_rank_ ? scratch(BT * lora_rank_) : nullptr;
     }
     lnf_ = scratch(BT * C);
     lnf_mean_ = scratch(BT);
@@ -111,6 +115,7 @@ template <class T> void Gpt<T>::ensure_activations(std::int64_t batch, std::int6
     d_b_ = scratch(BT * C);
     d_qkv_ = scratch(BT * 3 * C);
     d_fc_ = scratch(BT * 4 * C);
+    d_lora_u_ = lora_rank_ ? scratch(BT * lora_rank_) : nullptr;
 }
 
 template <class T>
@@ -131,8 +136,18 @@ T Gpt<T>::forward(const std::int32_t* tokens, const std::int32_t* targets, std::
         LayerActs& a = acts_[l];
         k::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, P(id.ln1_w), P(id.ln1_b), BT, C);
         k::linear_forward(a.qkv, a.ln1, P(id.qkv_w), P(id.qkv_b), BT, C, 3 * C);
+        if (lora_rank_) {
+            const LoraIds& lid = lora_ids_[l];
+            k::lora_forward(a.qkv, a.lora_u_qkv, a.ln1, lora_.param(lid.qkv_a), lora_.param(lid.qkv_b), BT, C, 3 * C,
+                            lora_rank_, lora_scale_);
+        }
         k::attention_forward(a.atty, a.att, a.qkv, B, Tm, C, H);
         k::linear_forward(a.x_mid, a.atty, P(id.proj_w), P(id.proj_b), BT, C, C);
+        if (lora_rank_) {
+            const LoraIds& lid = lora_ids_[l];
+            k::lora_forward(a.x_mid, a.lora_u_proj, a.atty, lora_.param(lid.proj_a), lora_.param(lid.proj_b), BT, C, C,
+                            lora_rank_, lora_scale_);
+        }
         k::residual_forward(a.x_mid, x, a.x_mid, BT * C);
         k::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid, P(id.ln2_w), P(id.ln2_b), BT, C);
         k::linear_forward(a.fc, a.ln2, P(id.fc_w), P(id.fc_b), BT, C, 4 * C);
@@ -155,8 +170,9 @@ template <class T> void Gpt<T>::backward() {
     has_targets_ = false;  // the logits are overwritten by their gradient below
     const std::int64_t B = batch_, Tm = time_, BT = B * Tm, C = config_.n_embd, H = config_.n_head;
     const std::int64_t V = config_.vocab_size;
+    const bool frozen = lora_rank_ > 0;  // with LoRA only the adapters learn
     auto P = [this](int id) { return params_.param(id); };
-    auto G = [this](int id) { return params_.grad(id); };
+    auto G = [this, frozen](int id) { return frozen ? static_cast<T*>(nullptr) : params_.grad(id); };
 
     T* d_logits = logits_;  // in place
     k::cross_entropy_backward(d_logits, lse_, logits_, targets_.data(), T(1), BT, V);
@@ -178,14 +194,72 @@ template <class T> void Gpt<T>::backward() {
         k::residual_forward(d_res_, d_res_, d_b_, BT * C);
         // Attention branch: x_mid = x_in + proj(attn(qkv(ln1(x_in)))).
         k::linear_backward(d_a_, G(id.proj_w), G(id.proj_b), d_res_, a.atty, P(id.proj_w), BT, C, C);
+        if (frozen) {
+            const LoraIds& lid = lora_ids_[l];
+            k::lora_backward(d_a_, lora_.grad(lid.proj_a), lora_.grad(lid.proj_b), d_lora_u_, d_res_, a.atty,
+                             a.lora_u_proj, lora_.param(lid.proj_a), lora_.param(lid.proj_b), BT, C, C, lora_rank_,
+                             lora_scale_);
+        }
         k::attention_backward(d_qkv_, d_a_, a.att, a.qkv, B, Tm, C, H);
         k::linear_backward(d_a_, G(id.qkv_w), G(id.qkv_b), d_qkv_, a.ln1, P(id.qkv_w), BT, C, 3 * C);
+        if (frozen) {
+            const LoraIds& lid = lora_ids_[l];
+            k::lora_backward(d_a_, lora_.grad(lid.qkv_a), lora_.grad(lid.qkv_b), d_lora_u_, d_qkv_, a.ln1,
+                             a.lora_u_qkv, lora_.param(lid.qkv_a), lora_.param(lid.qkv_b), BT, C, 3 * C, lora_rank_,
+                             lora_scale_);
+        }
         k::layernorm_backward(d_b_, G(id.ln1_w), G(id.ln1_b), d_a_, x_in, a.ln1_mean, a.ln1_rstd, P(id.ln1_w), BT, C);
         k::residual_forward(d_res_, d_res_, d_b_, BT * C);
-        // Layers l.. and ln_f are done (wte, first in the buffer, waits for the embedding).
-        params_.grads_final_from(params_.entries()[static_cast<std::size_t>(id.ln1_w)].offset);
+        // Layers l.. (and ln_f) are done; wte, first in the buffer, waits for the embedding.
+        if (frozen)
+            lora_.grads_final_from(lora_.entries()[static_cast<std::size_t>(lora_ids_[l].qkv_a)].offset);
+        else
+            params_.grads_final_from(params_.entries()[static_cast<std::size_t>(id.ln1_w)].offset);
     }
-    k::embedding_backward(G(wte_), G(wpe_), d_res_, tokens_.data(), B, Tm, C);
+    if (!frozen) k::embedding_backward(G(wte_), G(wpe_), d_res_, tokens_.data(), B, Tm, C);
+}
+
+template <class T> void Gpt<T>::enable_lora(int rank, double alpha, std::uint64_t seed) {
+    LEVERS_CHECK(rank >= 1 && rank <= config_.n_embd, "lora rank must be in 1..n_embd ({}), got {}", config_.n_embd,
+                 rank);
+    LEVERS_CHECK(alpha > 0, "lora alpha must be positive, got {}", alpha);
+    LEVERS_CHECK(lora_rank_ == 0, "this GPT already has LoRA adapters");
+    const std::int64_t C = config_.n_embd, R = rank;
+    for (int l = 0; l < config_.n_layer; ++l) {
+        auto name = [l](const char* what) { return "h." + std::to_string(l) + "." + what; };
+        lora_ids_.push_back({lora_.add(name("attn.c_attn.lora_a"), {R, C}, true),
+                             lora_.add(name("attn.c_attn.lora_b"), {3 * C, R}, true),
+                             lora_.add(name("attn.c_proj.lora_a"), {R, C}, true),
+                             lora_.add(name("attn.c_proj.lora_b"), {C, R}, true)});
+    }
+    lora_.allocate();  // B = 0: the adapted model starts as the frozen one
+    // A ~ U(-1/√C, 1/√C), as PEFT's Kaiming-uniform default for nn.Linear.
+    Rng rng(seed);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(C));
+    for (const auto& ids : lora_ids_)
+        for (int a : {ids.qkv_a, ids.proj_a}) {
+            T* p = lora_.param(a);
+            for (std::int64_t i = 0; i < R * C; ++i) p[i] = static_cast<T>((2 * rng.uniform() - 1) * bound);
+        }
+    lora_rank_ = rank;
+    lora_scale_ = static_cast<T>(alpha / rank);
+    batch_ = time_ = 0;  // activations are laid out again with the adapters' buffers
+}
+
+template <class T> void Gpt<T>::merge_lora() {
+    LEVERS_CHECK(lora_rank_ > 0, "merge_lora(): this GPT has no LoRA adapters");
+    const std::int64_t C = config_.n_embd;
+    for (std::size_t l = 0; l < lora_ids_.size(); ++l) {
+        const LoraIds& lid = lora_ids_[l];
+        k::lora_merge(params_.param(layer_ids_[l].qkv_w), lora_.param(lid.qkv_a), lora_.param(lid.qkv_b), C, 3 * C,
+                      lora_rank_, lora_scale_);
+        k::lora_merge(params_.param(layer_ids_[l].proj_w), lora_.param(lid.proj_a), lora_.param(lid.proj_b), C, C,
+                      lora_rank_, lora_scale_);
+        for (int b : {lid.qkv_b, lid.proj_b}) {
+            const auto& e = lora_.entries()[static_cast<std::size_t>(b)];
+            std::fill_n(lora_.param(b), e.shape.numel(), T(0));
+        }
+    }
 }
 
 template class Gpt<float>;

@@ -37,6 +37,17 @@ public:
     // Adds d(loss)/d(params) into params().grads(). Needs a forward with targets.
     void backward();
 
+    // LoRA fine-tuning: adds rank-`rank` adapters (kernels/lora.hpp, scale
+    // alpha/rank) to every attention projection (c_attn and c_proj) and
+    // freezes everything else. The adapters are lora_params(); backward then
+    // computes only their gradients. Call once, after loading the weights.
+    void enable_lora(int rank, double alpha, std::uint64_t seed);
+    bool has_lora() const { return lora_rank_ > 0; }
+    ParamSet<T>& lora_params() { return lora_; }
+    // Folds the adapters into the frozen weights (the model then computes the
+    // same function without them) and zeroes them.
+    void merge_lora();
+
     const T* logits() const { return logits_; }  // valid until the next forward/backward
     ParamSet<T>& params() { return params_; }
     const ParamSet<T>& params() const { return params_; }
@@ -51,6 +62,10 @@ private:
     struct LayerActs {
         T *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *x_mid;  // x_mid = x + attn branch
         T *ln2, *ln2_mean, *ln2_rstd, *fc, *fc_gelu, *x_out;
+        T *lora_u_qkv, *lora_u_proj;  // in · Aᵀ of each adapter (LoRA only)
+    };
+    struct LoraIds {
+        int qkv_a, qkv_b, proj_a, proj_b;
     };
     void init_weights(std::uint64_t seed);
     void ensure_activations(std::int64_t batch, std::int64_t time);
@@ -60,6 +75,10 @@ private:
     ParamSet<T> params_;
     int wte_, wpe_, lnf_w_, lnf_b_;
     std::vector<LayerIds> layer_ids_;
+    ParamSet<T> lora_;
+    std::vector<LoraIds> lora_ids_;
+    int lora_rank_ = 0;
+    T lora_scale_ = 0;
 
     Arena arena_;
     std::int64_t batch_ = 0, time_ = 0;
@@ -67,7 +86,7 @@ private:
     T* x0_ = nullptr;
     std::vector<LayerActs> acts_;
     T *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr, *logits_ = nullptr, *lse_ = nullptr;
-    T *d_res_ = nullptr, *d_a_ = nullptr, *d_b_ = nullptr, *d_qkv_ = nullptr, *d_fc_ = nullptr;
+    T *d_res_ = nullptr, *d_a_ = nullptr, *d_b_ = nullptr, *d_qkv_ = nullptr, *d_fc_ = nullptr, *d_lora_u_ = nullptr;
     bool has_targets_ = false;
 };
 

@@ -1,12 +1,11 @@
 // classify: an MLP learns Fashion-MNIST (Debian's dataset-fashion-mnist);
 // 55,000 images train, 5,000 validate during training, the 10,000 test images
-// give the final accuracy.
+// give the final accuracy. The framework owns the loop: this file says what
+// the model, the data, one step, a validation and the final test are.
 #include "framework/core/rng.hpp"
 #include "framework/data/idx.hpp"
 #include "framework/dist/context.hpp"
-#include "framework/recipe/loop_params.hpp"
 #include "framework/recipe/recipe.hpp"
-#include "framework/train/loop.hpp"
 #include "models/mlp.hpp"
 
 #include <fmt/format.h>
@@ -41,70 +40,76 @@ Accuracy evaluate(models::Mlp<float>& model, const data::ImageDataset& ds, long 
     return {sums[0] / static_cast<double>(ds.count), sums[1] / static_cast<double>(ds.count)};
 }
 
-Result classify(const Config& cfg) {
+using Mlp = models::Mlp<float>;
+
+// The images, and the shuffled order training walks through them.
+struct Images {
+    data::ImageDataset train, validation, test;
+    std::int64_t batch = 0;
+    Rng rng{0};
+    std::vector<std::int64_t> order;
+    std::size_t cursor = 0;
+    std::vector<float> x;  // this rank's batch; outlives each backward()
+    std::vector<std::int32_t> y;
+};
+
+std::unique_ptr<Images> load_images(const Config& cfg) {
     const auto dir = cfg.get<std::string>("data").empty() ? data::fashion_mnist_dir()
                                                            : std::filesystem::path(cfg.get<std::string>("data"));
-    const auto all = data::load_idx_dataset(dir / "train-images-idx3-ubyte.gz", dir / "train-labels-idx1-ubyte.gz", 10);
-    const auto test = data::load_idx_dataset(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 10);
+    auto all = data::load_idx_dataset(dir / "train-images-idx3-ubyte.gz", dir / "train-labels-idx1-ubyte.gz", 10);
     const std::int64_t held_out = 5000;
-    const auto train_set = all.slice(0, all.count - held_out), val_set = all.slice(all.count - held_out, all.count);
+    auto d = std::make_unique<Images>();
+    d->train = all.slice(0, all.count - held_out);
+    d->validation = all.slice(all.count - held_out, all.count);
+    d->test = data::load_idx_dataset(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 10);
+    d->batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
+    d->rng = Rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
+    d->order.resize(static_cast<std::size_t>(d->train.count));
+    std::iota(d->order.begin(), d->order.end(), 0);
+    d->cursor = d->order.size();
+    d->x.resize(static_cast<std::size_t>(d->batch * d->train.pixels));
+    d->y.resize(static_cast<std::size_t>(d->batch));
+    dist::print0("{} train, {} validation, {} test images; batch {} per rank, {} per step\n", d->train.count,
+                 d->validation.count, d->test.count, d->batch, d->batch * dist::world_size());
+    return d;
+}
 
-    std::vector<long> hidden_long = cfg.get<std::vector<long>>("hidden");
-    models::MlpConfig shape{.inputs = static_cast<int>(all.pixels),
-                            .hidden = std::vector<int>(hidden_long.begin(), hidden_long.end()),
-                            .classes = 10};
-    const auto seed = static_cast<std::uint64_t>(cfg.get<long>("seed"));
-    models::Mlp<float> model(shape, seed);
-    const long batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
-    dist::print0("MLP {} -> {} -> 10: {} parameters; {} train, {} validation, {} test images; batch {} per rank, {} "
-                 "per step\n",
-                 shape.inputs, fmt::join(shape.hidden, " -> "), model.params().size(), train_set.count, val_set.count,
-                 test.count, batch, batch * dist::world_size());
+std::unique_ptr<Mlp> make_mlp(const Config& cfg) {
+    std::vector<long> hidden = cfg.get<std::vector<long>>("hidden");
+    models::MlpConfig shape{.inputs = 784, .hidden = std::vector<int>(hidden.begin(), hidden.end()), .classes = 10};
+    auto model = std::make_unique<Mlp>(shape, static_cast<std::uint64_t>(cfg.get<long>("seed")));
+    dist::print0("MLP 784 -> {} -> 10: {} parameters\n", fmt::join(shape.hidden, " -> "), model->params().size());
+    return model;
+}
 
-    train::LoopOptions options = loop_options(cfg);
-    options.lr.min_ratio = 0.05;
-    options.unit = "samples";
-
-    // Epochs over a shuffled order, the same on every rank: each step takes the
-    // next world x batch images and this rank trains on its batch of them.
-    // The batch buffer outlives each backward().
-    Rng rng(seed + 1);
-    std::vector<std::int64_t> order(static_cast<std::size_t>(train_set.count));
-    std::iota(order.begin(), order.end(), 0);
-    std::size_t cursor = order.size();
-    std::vector<float> x(static_cast<std::size_t>(batch * train_set.pixels));
-    std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
-    auto micro_step = [&](long, long) {
-        for (long g = 0; g < batch * dist::world_size(); ++g) {
-            if (cursor == order.size()) {
-                for (std::size_t j = order.size() - 1; j > 0; --j) std::swap(order[j], order[rng.below(j + 1)]);
-                cursor = 0;
-            }
-            const std::int64_t row = order[cursor++];
-            const long i = g - dist::rank() * batch;  // position in this rank's batch
-            if (i < 0 || i >= batch) continue;
-            std::copy_n(train_set.images.begin() + row * train_set.pixels, train_set.pixels,
-                        x.begin() + i * train_set.pixels);
-            y[static_cast<std::size_t>(i)] = train_set.labels[static_cast<std::size_t>(row)];
+// Epochs over a shuffled order, the same on every rank: each step takes the
+// next world x batch images and this rank trains on its batch of them.
+MicroResult train_step(Mlp& model, Images& d, const StepInfo&) {
+    for (long g = 0; g < d.batch * dist::world_size(); ++g) {
+        if (d.cursor == d.order.size()) {
+            for (std::size_t j = d.order.size() - 1; j > 0; --j) std::swap(d.order[j], d.order[d.rng.below(j + 1)]);
+            d.cursor = 0;
         }
-        float loss = model.forward(x.data(), y.data(), batch);
-        model.backward();
-        return train::MicroResult{loss, batch};
-    };
-    auto eval = [&](long) {
-        auto v = evaluate(model, val_set, 1000);
-        return train::Metrics{{"val_loss", v.loss}, {"val_accuracy", v.accuracy}};
-    };
-    auto run = train::train_loop(model.params(), options, micro_step, eval);
-    auto t = evaluate(model, test, 1000);
-    dist::print0("test accuracy {:.2f}% ({} images)\n", 100 * t.accuracy, test.count);
-    return Result{{"loss", run.loss},
-                  {"steps", run.steps},
-                  {"test_accuracy", t.accuracy},
-                  {"test_loss", t.loss},
-                  {"val_accuracy", run.last_eval.at("val_accuracy")},
-                  {"samples_per_second", run.items_per_second},
-                  {"seconds", run.seconds}};
+        const std::int64_t row = d.order[d.cursor++];
+        const long i = g - dist::rank() * d.batch;  // position in this rank's batch
+        if (i < 0 || i >= d.batch) continue;
+        std::copy_n(d.train.images.begin() + row * d.train.pixels, d.train.pixels, d.x.begin() + i * d.train.pixels);
+        d.y[static_cast<std::size_t>(i)] = d.train.labels[static_cast<std::size_t>(row)];
+    }
+    const float loss = model.forward(d.x.data(), d.y.data(), d.batch);
+    model.backward();
+    return {loss, static_cast<long>(d.batch)};
+}
+
+Metrics validate(Mlp& model, Images& d) {
+    auto v = evaluate(model, d.validation, 1000);
+    return {{"val_loss", v.loss}, {"val_accuracy", v.accuracy}};
+}
+
+Result test(Mlp& model, Images& d, const LoopResult&) {
+    auto t = evaluate(model, d.test, 1000);
+    dist::print0("test accuracy {:.2f}% ({} images)\n", 100 * t.accuracy, d.test.count);
+    return {{"test_accuracy", t.accuracy}, {"test_loss", t.loss}};
 }
 
 }  // namespace
@@ -124,5 +129,14 @@ LEVERS_RECIPE(classify) {
         .param("log_every", 250, "steps per progress line")
         .param("eval_every", 1000, "steps between validation passes")
         .param("data", "", "directory of the four Fashion-MNIST IDX files (default: Debian's)")
-        .run(classify);
+        .model(make_mlp)
+        .data(load_images)
+        .step(train_step)
+        .optimizer([](const Config&, train::LoopOptions& o) {
+            o.lr.min_ratio = 0.05;
+            o.unit = "samples";
+        })
+        .evaluate_every("eval_every", validate)
+        .early_stop("val_accuracy", 3, /*maximize=*/true)
+        .finish(test);
 }

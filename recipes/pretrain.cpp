@@ -7,10 +7,12 @@
 #include "framework/data/text_corpus.hpp"
 #include "framework/recipe/loop_params.hpp"
 #include "framework/recipe/recipe.hpp"
+#include "framework/recipe/run_dir.hpp"
 #include "framework/train/loop.hpp"
 #include "models/generate.hpp"
 #include "models/gpt.hpp"
 #include "models/gpt_io.hpp"
+#include "models/gpt_train.hpp"
 
 #include <fmt/format.h>
 
@@ -19,27 +21,6 @@
 namespace {
 
 using namespace levers;
-
-// Mean loss over `max_batches` batches of windows spread evenly over `tokens`
-// (every window when max_batches <= 0). Collective: rank r evaluates batches
-// r, r + world, ...; the sums are combined, so every batch counts once.
-double evaluate_loss(models::Gpt<float>& model, const std::vector<std::int32_t>& tokens, std::int64_t batch,
-                     std::int64_t time, long max_batches) {
-    const auto windows = static_cast<std::int64_t>(tokens.size()) / time;
-    const std::int64_t stride = max_batches <= 0 ? 1 : std::max<std::int64_t>(1, windows / (max_batches * batch));
-    data::TokenBatch b;
-    std::vector<double> sums = {0, 0};  // loss total, batches
-    for (long n = dist::rank(); (max_batches <= 0 || n < max_batches) &&
-                                data::sequential_batch(tokens, batch, time, n, b, stride);
-         n += dist::world_size()) {
-        sums[0] += model.forward(b.inputs.data(), b.targets.data(), batch, time);
-        sums[1] += 1;
-    }
-    dist::all_reduce_sum(sums);
-    LEVERS_CHECK(sums[1] > 0, "the validation split ({} tokens) is shorter than one batch of {}x{}", tokens.size(),
-                 batch, time);
-    return sums[0] / sums[1];
-}
 
 Result pretrain(const Config& cfg) {
     const models::GptConfig shape{.vocab_size = data::ByteTokenizer::kVocabSize,
@@ -66,29 +47,26 @@ Result pretrain(const Config& cfg) {
     LEVERS_CHECK(options.bucket_bytes >= 4, "bucket_mb must be positive, got {}", cfg.get<double>("bucket_mb"));
 
     Rng data_rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
-    // Every rank draws the same global batch and trains on its rows of it, so
-    // N ranks of batch b follow exactly the data order of one rank of batch N*b.
     auto micro_step = [&](long, long) {
-        auto global = data::random_batch(corpus.train, batch * dist::world_size(), time, data_rng);
-        const auto mine = global.inputs.begin() + dist::rank() * batch * time;
-        const auto mine_targets = global.targets.begin() + dist::rank() * batch * time;
-        std::vector<std::int32_t> inputs(mine, mine + batch * time), targets(mine_targets, mine_targets + batch * time);
-        float loss = model.forward(inputs.data(), targets.data(), batch, time);
+        auto b = models::rank_batch(corpus.train, batch, time, data_rng);
+        float loss = model.forward(b.inputs.data(), b.targets.data(), batch, time);
         model.backward();
         return train::MicroResult{loss, static_cast<long>(batch * time)};
     };
     auto evaluate = [&](long step) {
         long batches = step == options.steps ? 0 : cfg.get<long>("eval_batches");  // the last one uses all
         train::Metrics m;
-        m["val_loss"] = evaluate_loss(model, corpus.validation, batch, time, batches);
+        m["val_loss"] = models::mean_loss(model, corpus.validation, batch, time, batches);
         return m;
     };
     auto run = train::train_loop(model.params(), options, micro_step, evaluate);
 
-    const std::string checkpoint = cfg.get<std::string>("checkpoint");
+    // The model goes to the run directory (fine_tune starts from runs/pretrain/latest/model.ckpt).
+    std::filesystem::path checkpoint = cfg.get<std::string>("checkpoint");
+    if (checkpoint.empty() && !run_dir().empty()) checkpoint = run_dir() / "model.ckpt";
     if (!checkpoint.empty() && dist::is_main()) {
         models::save_gpt(checkpoint, model, {{"recipe", "pretrain"}, {"steps", run.steps}, {"loss", run.loss}});
-        dist::print0("saved {}\n", checkpoint);
+        dist::print0("saved {}\n", checkpoint.string());
     }
 
     models::SampleOptions sampling{.max_new_tokens = cfg.get<int>("sample_tokens"),
@@ -139,7 +117,7 @@ LEVERS_RECIPE(pretrain) {
         .param("eval_every", 250, "steps between validation passes")
         .param("eval_batches", 16, "batches per intermediate validation pass (the final pass uses all)")
         .param("corpus", "", "a .txt file or a directory of them (default: the installed books)")
-        .param("checkpoint", "", "where to save the trained model (empty: not saved)")
+        .param("checkpoint", "", "where to save the trained model (default: model.ckpt in the run directory)")
         .param("prompt", "The ", "text the sample starts from")
         .param("sample_tokens", 300, "bytes to generate after training (0: none)")
         .param("temperature", 0.8, "sampling temperature")

@@ -7,8 +7,8 @@
 // can list live waiters and stale tickets are swept. Lock files hold the
 // holder's job name and pid as JSON for whoever asks who holds a card.
 //
-// On a machine without CUDA cards the "cards" are CPU core slots: a job of N
-// CPU ranks takes min(N, slots) of them, and a sweep cell takes one.
+// On a machine without CUDA cards the "cards" are CPU core slots: `recipe run`
+// takes all of them (or ranks x --threads), and a sweep cell takes one per rank.
 //
 // Where:  LEVERS_LEDGER_DIR, else /run/lock/levers-cards (or /tmp/levers-cards
 //         without /run/lock): one directory for every user of the node, so

@@ -29,6 +29,7 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     options.grad_accum = spec.grad_accum.resolve(cfg);
     options.eval_every = spec.eval_every.resolve(cfg);
     options.early_stop = spec.early_stop;
+    options.eval_at_start = spec.eval_at_start;
     if (spec.optimizer) spec.optimizer(cfg, options);
 
     const long checkpoint_every = spec.checkpoint_every.resolve(cfg);
@@ -51,6 +52,7 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     Result out = {{"loss", run.loss}, {"steps", run.steps}, {"seconds", run.seconds},
                   {"items_per_second", run.items_per_second}, {"ranks", dist::world_size()}};
     for (const auto& [name, value] : run.last_eval) out[name] = value;
+    for (const auto& [name, value] : run.first_eval) out[name + "_at_start"] = value;
     if (!spec.early_stop.metric.empty()) {
         out["stopped_early"] = run.stopped_early;
         out["best_step"] = run.best_step;

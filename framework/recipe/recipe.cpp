@@ -84,6 +84,11 @@ Recipe& Recipe::optimizer(std::function<void(const Config&, train::LoopOptions&)
     return *this;
 }
 
+Recipe& Recipe::evaluate_at_start() {
+    loop_.eval_at_start = true;
+    return *this;
+}
+
 Recipe& Recipe::checkpoint_every(Count n) {
     loop_.checkpoint_every = std::move(n);
     return *this;
@@ -142,6 +147,8 @@ Plan Recipe::build() const {
     check_count(name_, "evaluate_every", loop_.eval_every, defaults, 0);
     check_count(name_, "checkpoint_every", loop_.checkpoint_every, defaults, 0);
     check_count(name_, "grad_accum", loop_.grad_accum, defaults, 1);
+    LEVERS_CHECK(!loop_.eval_at_start || loop_.evaluate, "recipe '{}': evaluate_at_start() needs .evaluate_every",
+                 name_);
     if (!loop_.early_stop.metric.empty()) {
         LEVERS_CHECK(static_cast<bool>(loop_.evaluate), "recipe '{}': early_stop(\"{}\") needs .evaluate_every to "
                      "report the metric", name_, loop_.early_stop.metric);

@@ -13,6 +13,7 @@
 //           .data(load_images)               // D or unique_ptr<D> (const Config&)
 //           .step(train_step)                // MicroResult (M&, D&, const StepInfo&)
 //           .evaluate_every("eval_every", validate)  // Metrics (M&, D&), combined over ranks
+//           .checkpoint_every(500)
 //           .early_stop("val_loss", 3)
 //           .finish(report);                 // Result (M&, D&, const LoopResult&)
 //   }
@@ -80,6 +81,7 @@ struct LoopSpec {
     std::type_index finish_model = typeid(void), finish_data = typeid(void);
     std::function<void(const Config&, train::LoopOptions&)> optimizer;
     Count eval_every = 0, checkpoint_every = 0, grad_accum = 1;
+    bool eval_at_start = false;
     EarlyStop early_stop;
     bool set() const { return static_cast<bool>(make_model) || static_cast<bool>(step); }
 };
@@ -115,6 +117,7 @@ public:
     template <class F> Recipe& finish(F fn) { return set_finish(std::function{std::move(fn)}); }
     // Adjusts the optimizer and schedule the parameters gave (AdamW's betas, the decay floor, ...).
     Recipe& optimizer(std::function<void(const Config&, train::LoopOptions&)> adjust);
+    Recipe& evaluate_at_start();        // also before the first step: the result gains <metric>_at_start
     Recipe& checkpoint_every(Count n);  // writes the trainable parameters to the run directory
     Recipe& early_stop(std::string metric, long patience, bool maximize = false, double min_delta = 0);
     Recipe& grad_accum(Count k);
@@ -150,9 +153,12 @@ public:
     // Runs the body as this rank of the current job (collective when it has several ranks).
     Result run(const Config& cfg) const;
 
-    // Runs each cell (parameter overrides) as its own one-card job, as many at
-    // once as cards allow, and returns one result per cell in order (see sweep.hpp).
-    std::vector<Result> map(const std::vector<std::map<std::string, std::string>>& cells) const;
+    // Runs each cell (parameter overrides, plus `every_cell`'s) as its own
+    // one-card job, as many at once as cards allow, and returns one result per
+    // cell in order, each with "status" ("ok" or "failed", then with "error"
+    // and "log"). See sweep.hpp.
+    std::vector<Result> map(const std::vector<std::map<std::string, std::string>>& cells,
+                            const std::map<std::string, std::string>& every_cell = {}) const;
 
 private:
     friend class Recipe;

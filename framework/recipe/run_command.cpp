@@ -137,8 +137,9 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
 }
 
 // The cards this job runs on: given by the sweep that started it, else taken
-// from the node's ledger (waiting for them unless --no-wait).
-std::vector<int> take_cards(const Plan& r, int ranks, bool wait) {
+// from the node's ledger (waiting for them unless --no-wait). On CPU the
+// cards are core slots: a job takes ranks x threads of them, or all.
+std::vector<int> take_cards(const Plan& r, int ranks, int threads, bool wait) {
     if (const char* given = std::getenv("LEVERS_CARDS"); given && *given) {
         std::vector<int> cards;
         const std::string list = given;
@@ -153,7 +154,9 @@ std::vector<int> take_cards(const Plan& r, int ranks, bool wait) {
         return cards;
     }
     auto ledger = launch::CardLedger::for_node();
-    const int need = ledger.kind() == "cpu" ? std::min<int>(ranks, static_cast<int>(ledger.cards().size())) : ranks;
+    // A CPU job uses every core unless --threads says how many per rank.
+    const int slots = static_cast<int>(ledger.cards().size());
+    const int need = ledger.kind() != "cpu" ? ranks : threads > 0 ? std::min(slots, ranks * threads) : slots;
     launch::job_lease() = ledger.acquire(need, r.name(), wait, [](const std::string& what) {
         fmt::print("recipe: {}\n", what);
         std::fflush(stdout);
@@ -181,7 +184,7 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
                      "--out {}: exists and is not an empty directory; give a new or empty one", flags.out);
     std::vector<int> cards;
     try {
-        cards = take_cards(r, gpus, flags.wait);
+        cards = take_cards(r, gpus, flags.threads, flags.wait);
     } catch (const Error& e) {
         fmt::print(stderr, "error: {}\n", e.message());
         return 1;

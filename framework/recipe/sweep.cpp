@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <deque>
@@ -257,6 +258,7 @@ private:
 };
 
 // The scalar entries of a result, for the table and the CSV.
+// Named "result.NAME" where a parameter has the same name.
 std::vector<std::string> metric_names(const std::vector<CellOutcome>& cells) {
     std::set<std::string> names;
     for (const auto& c : cells)
@@ -271,6 +273,10 @@ std::vector<std::string> param_names(const std::vector<CellOutcome>& cells) {
     for (const auto& c : cells)
         for (const auto& [k, v] : c.params) names.insert(k);
     return {names.begin(), names.end()};
+}
+
+std::string column_name(const std::string& metric, const std::vector<std::string>& params) {
+    return std::find(params.begin(), params.end(), metric) == params.end() ? metric : "result." + metric;
 }
 
 std::string metric_text(const CellOutcome& c, const std::string& name) {
@@ -298,7 +304,7 @@ void print_sweep_table(const std::vector<CellOutcome>& cells) {
     std::vector<std::vector<std::string>> rows = {{"cell"}};
     for (const auto& p : params) rows[0].push_back(p);
     rows[0].insert(rows[0].end(), {"status", "wall_s"});
-    for (const auto& m : metrics) rows[0].push_back(m);
+    for (const auto& m : metrics) rows[0].push_back(column_name(m, params));
     for (std::size_t i = 0; i < cells.size(); ++i) {
         const auto& c = cells[i];
         std::vector<std::string> row = {fmt::format("{:02}", i)};
@@ -329,7 +335,7 @@ void write_sweep_report(const fs::path& dir, const std::vector<CellOutcome>& cel
     std::vector<std::string> header = {"cell"};
     header.insert(header.end(), params.begin(), params.end());
     header.insert(header.end(), {"status", "wall_s"});
-    header.insert(header.end(), metrics.begin(), metrics.end());
+    for (const auto& m : metrics) header.push_back(column_name(m, params));
     csv << fmt::format("{}\n", fmt::join(header, ","));
     for (std::size_t i = 0; i < cells.size(); ++i) {
         const auto& c = cells[i];
@@ -351,7 +357,7 @@ void write_sweep_report(const fs::path& dir, const std::vector<CellOutcome>& cel
 // Plan::map lives here, beside the sweep it runs.
 namespace levers {
 
-std::vector<Result> Plan::map(const std::vector<Cell>& cells) const {
+std::vector<Result> Plan::map(const std::vector<Cell>& cells, const Cell& every_cell) const {
     LEVERS_CHECK(is_registered(name()), "map(): recipe '{}' must be registered with LEVERS_RECIPE in this binary, "
                  "which runs its cells", name());
     LEVERS_CHECK(std::getenv("LEVERS_SEGMENT") == nullptr && std::getenv("WORLD_SIZE") == nullptr,
@@ -359,6 +365,7 @@ std::vector<Result> Plan::map(const std::vector<Cell>& cells) const {
     for (std::size_t i = 0; i < cells.size(); ++i) {
         Config c = defaults();
         try {
+            for (const auto& [k, v] : every_cell) c.set(k, v);
             for (const auto& [k, v] : cells[i]) c.set(k, v);
         } catch (const Error& e) {
             LEVERS_FAIL("map(): cell {}: {}", i, e.message());
@@ -368,6 +375,7 @@ std::vector<Result> Plan::map(const std::vector<Cell>& cells) const {
     SweepOptions o;
     o.recipe = name();
     o.cells = cells;
+    for (const auto& [k, v] : every_cell) o.sets.push_back(k + "=" + v);
     o.program = fs::read_symlink("/proc/self/exe").string();
     const fs::path here = run_dir();
     o.dir = here.empty() ? make_run_dir(name(), "", "map-")

@@ -59,6 +59,13 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     long evals_without_gain = 0;
     bool have_best = false;
 
+    if (evaluate && options.eval_at_start) {
+        const auto eval_start = Clock::now();
+        result.first_eval = evaluate(0);
+        print_eval(0, result.first_eval);
+        eval_seconds += seconds_since(eval_start);
+        window_start = Clock::now();
+    }
     for (long step = 0; step < options.steps; ++step) {
         params.zero_grad();
         double loss = 0;

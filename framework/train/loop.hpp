@@ -34,6 +34,7 @@ struct LoopOptions {
     double grad_clip = 1.0;  // <= 0 disables clipping
     long log_every = 10;
     long eval_every = 0;     // 0: evaluate only after the last step
+    bool eval_at_start = false;  // also evaluate before the first step
     std::string unit = "tok";  // what MicroResult::items counts, for the throughput column
     std::int64_t bucket_bytes = std::int64_t{25} << 20;  // gradient buckets averaged during backward (DDP's default)
     EarlyStopping early_stop;
@@ -53,6 +54,7 @@ struct LoopResult {
     double items_per_second = 0;  // training only, evaluation excluded
     double seconds = 0;           // wall time, evaluation included
     Metrics last_eval;          // from the final evaluation
+    Metrics first_eval;         // from before training (eval_at_start)
     bool stopped_early = false;
     long best_step = 0;         // with early stopping: the evaluation that scored best
     double best_metric = 0;

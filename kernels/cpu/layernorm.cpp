@@ -18,6 +18,7 @@ void layernorm_backward(T* d_x, T* d_weight, T* d_bias, const T* d_out, const T*
         layernorm_row_backward(d_x + r * channels, d_out + r * channels, x + r * channels, weight, mean[r], rstd[r],
                                channels);
     // Parameter gradients: a column reduction over rows, cheap next to the row work.
+    if (d_weight == nullptr) return;  // frozen
     for (index_t r = 0; r < rows; ++r) {
         const T* g = d_out + r * channels;
         const T* xr = x + r * channels;

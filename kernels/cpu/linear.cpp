@@ -17,7 +17,7 @@ void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* i
                      index_t in_dim, index_t out_dim) {
     ConstMatMap<T> dy(d_out, n, out_dim);
     if (d_in) MatMap<T>(d_in, n, in_dim).noalias() = dy * ConstMatMap<T>(weight, out_dim, in_dim);
-    MatMap<T>(d_weight, out_dim, in_dim).noalias() += dy.transpose() * ConstMatMap<T>(in, n, in_dim);
+    if (d_weight) MatMap<T>(d_weight, out_dim, in_dim).noalias() += dy.transpose() * ConstMatMap<T>(in, n, in_dim);
     if (d_bias) RowVecMap<T>(d_bias, out_dim) += dy.colwise().sum();
 }
 

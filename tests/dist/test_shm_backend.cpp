@@ -120,6 +120,7 @@ TEST_CASE("a rank that never arrives is named when the others time out") {
         &error);
     CHECK_FALSE(ok[0]);
     CHECK(ok[2]);
+    INFO(error);
     CHECK(error.find("for rank 2 (before its first collective)") != std::string::npos);
     CHECK(error.find("in barrier #1") != std::string::npos);
 }

@@ -1,6 +1,7 @@
 #include "models/gpt.hpp"
 #include "tests/gradcheck.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace levers;
@@ -52,4 +53,37 @@ TEST_CASE("GPT: bad configs and inputs are refused with the field named") {
     std::vector<std::int32_t> tokens(6, 1);
     CHECK_THROWS_WITH_AS(gpt.forward(tokens.data(), nullptr, 1, 6), doctest::Contains("block_size (5)"), Error);
     CHECK_THROWS_WITH_AS(gpt.backward(), doctest::Contains("needs a forward() with targets"), Error);
+}
+
+TEST_CASE("GPT with LoRA: adapter gradients match finite differences, the base stays frozen, merging keeps the loss") {
+    models::Gpt<double> gpt(tiny(), 21);
+    Rng rng(22);
+    double* p = gpt.params().params().data<double>();
+    for (std::int64_t i = 0; i < gpt.params().size(); ++i) p[i] += rng.normal() * 0.3;
+    std::vector<std::int32_t> tokens = {1, 2, 3, 4, 0, 6, 6, 5, 2, 1};
+    std::vector<std::int32_t> targets = {2, 3, 4, 0, 1, 6, 5, 2, 1, 3};
+    auto loss = [&] { return gpt.forward(tokens.data(), targets.data(), 2, 5); };
+    const double before = loss();
+
+    gpt.enable_lora(2, 4.0, 23);
+    CHECK(loss() == doctest::Approx(before).epsilon(1e-12));  // B = 0: the same function
+    double* lp = gpt.lora_params().params().data<double>();
+    for (std::int64_t i = 0; i < gpt.lora_params().size(); ++i) lp[i] += rng.normal() * 0.3;  // B nonzero too
+    loss();
+    gpt.params().zero_grad();
+    gpt.lora_params().zero_grad();
+    gpt.backward();
+    const double* base_grads = gpt.params().grads().data<double>();
+    CHECK(std::all_of(base_grads, base_grads + gpt.params().size(), [](double g) { return g == 0; }));
+    std::vector<double> grad(gpt.lora_params().grads().data<double>(),
+                             gpt.lora_params().grads().data<double>() + gpt.lora_params().size());
+    check_gradient("LoRA adapters", lp, grad.data(), grad.size(), loss, 1e-6);
+
+    const double adapted = loss();
+    CHECK(adapted != doctest::Approx(before));
+    gpt.merge_lora();
+    CHECK(loss() == doctest::Approx(adapted).epsilon(1e-10));
+    CHECK_THROWS_WITH_AS(gpt.enable_lora(2, 4.0, 1), doctest::Contains("already has LoRA"), Error);
+    models::Gpt<double> other(tiny(), 1);
+    CHECK_THROWS_WITH_AS(other.enable_lora(0, 4.0, 1), doctest::Contains("lora rank must be in 1..n_embd"), Error);
 }

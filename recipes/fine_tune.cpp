@@ -1,0 +1,108 @@
+// fine_tune: a pretrained byte-level GPT adapts to a second text with LoRA
+// adapters on its attention projections (or every weight, with lora_r=0).
+// The framework owns the loop, so `recipe run fine_tune --gpus 8` needs no
+// change here. The adapted model, adapters merged, goes to the run directory.
+#include "framework/data/files.hpp"
+#include "framework/data/text_corpus.hpp"
+#include "framework/dist/context.hpp"
+#include "framework/recipe/recipe.hpp"
+#include "framework/recipe/run_dir.hpp"
+#include "models/gpt_io.hpp"
+#include "models/gpt_train.hpp"
+
+#include <filesystem>
+
+namespace {
+
+using namespace levers;
+namespace fs = std::filesystem;
+
+// What the loop trains: the adapters, or every weight without them.
+struct Tuned {
+    std::unique_ptr<models::Gpt<float>> gpt;
+    ParamSet<float>& params() { return gpt->has_lora() ? gpt->lora_params() : gpt->params(); }
+};
+
+struct Text {
+    data::TextCorpus corpus;
+    Rng rng;
+    std::int64_t batch = 0;
+    long eval_batches = 0;
+};
+
+std::unique_ptr<Tuned> load_base(const Config& cfg) {
+    const fs::path base = cfg.get<std::string>("base");
+    LEVERS_CHECK(fs::exists(base), "fine_tune: base checkpoint {} not found; run `recipe run pretrain` first, or give "
+                 "one with --set base=PATH", base.string());
+    auto tuned = std::make_unique<Tuned>();
+    tuned->gpt = models::load_gpt(base);
+    const long r = cfg.get<long>("lora_r");
+    LEVERS_CHECK(r >= 0, "lora_r must be >= 0 (0: full fine-tuning), got {}", r);
+    if (r > 0) tuned->gpt->enable_lora(static_cast<int>(r), cfg.get<double>("lora_alpha"),
+                                       static_cast<std::uint64_t>(cfg.get<long>("seed")));
+    const auto& c = tuned->gpt->config();
+    dist::print0("base {}: GPT {} layers x {} wide, context {}; training {} of its {} parameters ({})\n",
+                 base.string(), c.n_layer, c.n_embd, c.block_size, tuned->params().size(),
+                 tuned->gpt->params().size(), r > 0 ? fmt::format("LoRA rank {}", r) : std::string("every weight"));
+    return tuned;
+}
+
+std::unique_ptr<Text> load_text(const Config& cfg) {
+    const std::string path = cfg.get<std::string>("corpus");
+    auto text = std::make_unique<Text>(Text{
+        data::load_byte_corpus(path.empty() ? data::data_dir() / "books" / "Isaac.Newton-Opticks.txt" : fs::path(path),
+                               0.1),
+        Rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1),
+        dist::per_rank_batch(cfg.get<long>("batch_size"), 0), cfg.get<long>("eval_batches")});
+    dist::print0("corpus {:.2f} MB train, {:.2f} MB validation; batch {} per rank\n", text->corpus.train.size() / 1e6,
+                 text->corpus.validation.size() / 1e6, text->batch);
+    return text;
+}
+
+MicroResult train_step(Tuned& m, Text& d, const StepInfo&) {
+    const std::int64_t time = m.gpt->config().block_size;
+    auto b = models::rank_batch(d.corpus.train, d.batch, time, d.rng);
+    const float loss = m.gpt->forward(b.inputs.data(), b.targets.data(), d.batch, time);
+    m.gpt->backward();
+    return {loss, static_cast<long>(d.batch * time)};
+}
+
+Metrics validate(Tuned& m, Text& d) {
+    return {{"val_loss", models::mean_loss(*m.gpt, d.corpus.validation, d.batch, m.gpt->config().block_size,
+                                           d.eval_batches)}};
+}
+
+Result save_merged(Tuned& m, Text&, const LoopResult& run) {
+    if (m.gpt->has_lora()) m.gpt->merge_lora();
+    Result out = {{"trainable_parameters", m.params().size()}};
+    if (dist::is_main() && !run_dir().empty()) {
+        models::save_gpt(run_dir() / "model.ckpt", *m.gpt, {{"recipe", "fine_tune"}, {"steps", run.steps}});
+        out["model"] = (run_dir() / "model.ckpt").string();
+    }
+    return out;
+}
+
+}  // namespace
+
+LEVERS_RECIPE(fine_tune) {
+    return levers::recipe("fine_tune")
+        .describe("adapts a pretrained GPT to another text with LoRA; reports validation loss before and after")
+        .param("base", "runs/pretrain/latest/model.ckpt", "the pretrained model (a pretrain run's model.ckpt)")
+        .param("corpus", "", "the text to adapt to: a .txt file or directory (default: Newton's Opticks)")
+        .param("lora_r", 8, "adapter rank (0: fine-tune every weight)")
+        .param("lora_alpha", 16.0, "adapter scale numerator: updates are scaled by lora_alpha / lora_r")
+        .param("steps", 300, "optimizer steps")
+        .param("lr", 2e-3, "peak learning rate (warmup, then cosine to a tenth)")
+        .param("warmup", 20, "warmup steps")
+        .param("batch_size", 16, "sequences per step and rank")
+        .param("seed", 1337, "adapter initialisation and data-order seed")
+        .param("eval_every", 100, "steps between validation passes")
+        .param("eval_batches", 16, "batches per validation pass")
+        .param("log_every", 25, "steps per progress line")
+        .model(load_base)
+        .data(load_text)
+        .step(train_step)
+        .evaluate_every("eval_every", validate)
+        .evaluate_at_start()
+        .finish(save_merged);
+}

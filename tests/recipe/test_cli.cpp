@@ -1,10 +1,12 @@
 // The `recipe` command line, through the real binary.
 #include "tests/launch/process.hpp"
+#include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -151,4 +153,49 @@ TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoin
     CHECK(unset.code == 1);
     CHECK(unset.output.find("sample needs --set checkpoint=PATH") != std::string::npos);
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fine_tune adapts a pretrained model on 1 and 2 ranks; lora_sweep maps it over a grid") {
+    levers::testing::TempDir tmp;
+    const std::string base = (tmp.path() / "base" / "model.ckpt").string();
+    auto trained = recipe(std::string("run pretrain ") + kTinyGpt + " --set sample_tokens=0 --out " +
+                          (tmp.path() / "base").string());
+    REQUIRE(trained.code == 0);
+    REQUIRE(std::filesystem::exists(base));
+
+    const std::string tiny = " --threads 1 --set steps=4 --set batch_size=2 --set eval_every=4 --set eval_batches=4"
+                             " --set base=" + base;
+    for (const char* gpus : {"1", "2"}) {
+        CAPTURE(gpus);
+        auto tuned = recipe(std::string("run fine_tune --gpus ") + gpus + tiny + " --out " +
+                            (tmp.path() / (std::string("ft") + gpus)).string());
+        INFO(tuned.output);
+        REQUIRE(tuned.code == 0);
+        auto r = nlohmann::json::parse(tuned.last_line());
+        CHECK(r["steps"] == 4);
+        CHECK(r["ranks"] == std::stoi(gpus));
+        CHECK(std::isfinite(r["val_loss"].get<double>()));
+        CHECK(std::isfinite(r["val_loss_at_start"].get<double>()));
+        // One layer, width 16, rank 8: A and B of c_attn (16 -> 48) and of c_proj (16 -> 16).
+        CHECK(r["trainable_parameters"] == 8 * 16 + 48 * 8 + 8 * 16 + 16 * 8);
+        CHECK(std::filesystem::exists(r["model"].get<std::string>()));
+    }
+    auto full = recipe("run fine_tune --set lora_r=0" + tiny + " --out " + (tmp.path() / "full").string());
+    REQUIRE(full.code == 0);
+    CHECK(nlohmann::json::parse(full.last_line())["trainable_parameters"] == 7664);  // every weight
+
+    auto missing = recipe("run fine_tune --set base=" + (tmp.path() / "nothing.ckpt").string());
+    CHECK(missing.code == 1);
+    CHECK(missing.output.find("nothing.ckpt not found; run `recipe run pretrain` first, or give one with --set "
+                              "base=PATH") != std::string::npos);
+
+    auto swept = recipe("run lora_sweep --set lora_r=2 --set lr=1e-3,3e-3 --set steps=3 --set batch_size=2 --set base=" +
+                        base + " --out " + (tmp.path() / "sweep").string());
+    INFO(swept.output);
+    REQUIRE(swept.code == 0);
+    auto r = nlohmann::json::parse(swept.last_line());
+    REQUIRE(r["cells"].size() == 2);
+    CHECK(r["cells"][0]["status"] == "ok");
+    CHECK(r["cells"][1]["lr"] == 3e-3);
+    CHECK(std::filesystem::exists(tmp.path() / "sweep" / "map-fine_tune" / "sweep.csv"));
 }

@@ -102,6 +102,7 @@ LEVERS_RECIPE(fine_tune) {
         .model(load_base)
         .data(load_text)
         .step(train_step)
+        .optimizer([](const Config&, train::LoopOptions& o) { o.unit = "tok"; })
         .evaluate_every("eval_every", validate)
         .evaluate_at_start()
         .finish(save_merged);

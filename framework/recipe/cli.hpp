@@ -1,6 +1,7 @@
 // The `recipe` command line. A user's own binary gets all of it with
 //   int main(int argc, char** argv) { return levers::main(argc, argv); }
-// and its LEVERS_RECIPE definitions appear next to the shipped ones.
+// for the recipes its own LEVERS_RECIPE definitions register (the shipped ones
+// live in the `recipe` executable).
 #pragma once
 
 namespace levers {

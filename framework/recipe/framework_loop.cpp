@@ -26,6 +26,7 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     ParamSet<float>& params = spec.params_of(model.get());
 
     train::LoopOptions options = loop_options(cfg);
+    options.unit = "samples";  // what MicroResult::items counts; .optimizer may say "tok"
     options.grad_accum = spec.grad_accum.resolve(cfg);
     options.eval_every = spec.eval_every.resolve(cfg);
     options.early_stop = spec.early_stop;

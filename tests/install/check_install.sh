@@ -1,0 +1,24 @@
+#!/bin/bash
+# Installs levers into a scratch root, builds the README's example project
+# against it through pkg-config (as a user would), and runs its recipe.
+#   check_install.sh BUILD_DIR EXAMPLE_DIR
+set -euo pipefail
+build=$1 example=$2
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+meson install -C "$build" --destdir "$root" --no-rebuild --quiet >/dev/null
+pc=$(dirname "$(find "$root" -name levers.pc | head -1)")
+[ -n "$pc" ] || { echo "levers.pc was not installed"; exit 1; }
+for header in framework/recipe/recipe.hpp framework/recipe/cli.hpp models/gpt.hpp kernels/linear.hpp; do
+    [ -f "$root/usr/local/include/levers/$header" ] || { echo "missing installed header $header"; exit 1; }
+done
+export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR=$root
+meson setup "$root/build" "$example" >/dev/null
+ninja -C "$root/build" >/dev/null
+cd "$root"
+LD_LIBRARY_PATH=$(dirname "$pc")
+export LD_LIBRARY_PATH LEVERS_LEDGER_DIR=$root/ledger
+out=$("$root/build/my_recipes" run line --gpus 2 --threads 1 --set steps=100)
+echo "$out" | tail -2
+echo "$out" | tail -1 | grep -q '"ranks":2' || { echo "the example's run did not report 2 ranks"; exit 1; }
+"$root/build/my_recipes" list | grep -q '^line ' || { echo "the example's recipe is not listed"; exit 1; }

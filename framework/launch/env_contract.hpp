@@ -19,6 +19,11 @@
 //   LEVERS_TIMEOUT_MS collective timeout in milliseconds
 //   LEVERS_JOB_TOKEN  (external launchers) a secret every rank of the job shares
 //   LEVERS_STORE_PORT (external launchers) port of levers' rendezvous store
+//   LEVERS_RUN_DIR    the job's run directory (config, logs, result)
+//   LEVERS_CARDS      cards a sweep gave this job (it does not queue for them)
+//
+// and, read by the card ledger and workspace settings: LEVERS_LEDGER_DIR,
+// LEVERS_CPU_SLOTS, LEVERS_MULTI_GPU, LEVERS_MAX_GPUS.
 //
 // Slurm's SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID / SLURM_NTASKS_PER_NODE
 // and Open MPI's OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK / _LOCAL_SIZE are

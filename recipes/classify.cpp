@@ -42,15 +42,33 @@ Accuracy evaluate(models::Mlp<float>& model, const data::ImageDataset& ds, long 
 
 using Mlp = models::Mlp<float>;
 
-// The images, and the shuffled order training walks through them.
+// The images, and the shuffled order training walks through them: each epoch
+// a fresh permutation drawn from the generator, so the generator's state as
+// the epoch began and the cursor say exactly where training is.
 struct Images {
     data::ImageDataset train, validation, test;
     std::int64_t batch = 0;
     Rng rng{0};
+    std::string epoch_rng;  // rng's state when the current epoch's order was drawn ("" before the first)
     std::vector<std::int64_t> order;
     std::size_t cursor = 0;
     std::vector<float> x;  // this rank's batch; outlives each backward()
     std::vector<std::int32_t> y;
+
+    void next_epoch() {
+        epoch_rng = rng.state();
+        std::iota(order.begin(), order.end(), 0);
+        for (std::size_t j = order.size() - 1; j > 0; --j) std::swap(order[j], order[rng.below(j + 1)]);
+        cursor = 0;
+    }
+    nlohmann::json save_state() const { return {{"epoch_rng", epoch_rng}, {"cursor", cursor}}; }
+    void load_state(const nlohmann::json& j) {
+        if (const auto s = j.at("epoch_rng").get<std::string>(); !s.empty()) {
+            rng.set_state(s);
+            next_epoch();
+        }
+        cursor = j.at("cursor").get<std::size_t>();
+    }
 };
 
 std::unique_ptr<Images> load_images(const Config& cfg) {
@@ -65,8 +83,7 @@ std::unique_ptr<Images> load_images(const Config& cfg) {
     d->batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
     d->rng = Rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
     d->order.resize(static_cast<std::size_t>(d->train.count));
-    std::iota(d->order.begin(), d->order.end(), 0);
-    d->cursor = d->order.size();
+    d->cursor = d->order.size();  // the first step draws the first epoch's order
     d->x.resize(static_cast<std::size_t>(d->batch * d->train.pixels));
     d->y.resize(static_cast<std::size_t>(d->batch));
     dist::print0("{} train, {} validation, {} test images; batch {} per rank, {} per step\n", d->train.count,
@@ -86,10 +103,7 @@ std::unique_ptr<Mlp> make_mlp(const Config& cfg) {
 // next world x batch images and this rank trains on its batch of them.
 MicroResult train_step(Mlp& model, Images& d, const StepInfo&) {
     for (long g = 0; g < d.batch * dist::world_size(); ++g) {
-        if (d.cursor == d.order.size()) {
-            for (std::size_t j = d.order.size() - 1; j > 0; --j) std::swap(d.order[j], d.order[d.rng.below(j + 1)]);
-            d.cursor = 0;
-        }
+        if (d.cursor == d.order.size()) d.next_epoch();
         const std::int64_t row = d.order[d.cursor++];
         const long i = g - dist::rank() * d.batch;  // position in this rank's batch
         if (i < 0 || i >= d.batch) continue;
@@ -129,6 +143,7 @@ LEVERS_RECIPE(classify) {
         .param("log_every", 250, "steps per progress line")
         .param("eval_every", 1000, "steps between validation passes")
         .param("data", "", "directory of the four Fashion-MNIST IDX files (default: Debian's)")
+        .param("checkpoint_every", 1000, "steps between training checkpoints in the run directory (0: none)")
         .model(make_mlp)
         .data(load_images)
         .step(train_step)
@@ -138,5 +153,6 @@ LEVERS_RECIPE(classify) {
         })
         .evaluate_every("eval_every", validate)
         .early_stop("val_accuracy", 3, /*maximize=*/true)
+        .checkpoint_every("checkpoint_every")
         .finish(test);
 }

@@ -28,6 +28,9 @@ struct Text {
     Rng rng;
     std::int64_t batch = 0;
     long eval_batches = 0;
+
+    nlohmann::json save_state() const { return {{"rng", rng.state()}}; }
+    void load_state(const nlohmann::json& j) { rng.set_state(j.at("rng").get<std::string>()); }
 };
 
 std::unique_ptr<Tuned> load_base(const Config& cfg) {
@@ -99,11 +102,13 @@ LEVERS_RECIPE(fine_tune) {
         .param("eval_every", 100, "steps between validation passes")
         .param("eval_batches", 16, "batches per validation pass")
         .param("log_every", 25, "steps per progress line")
+        .param("checkpoint_every", 100, "steps between training checkpoints in the run directory (0: none)")
         .model(load_base)
         .data(load_text)
         .step(train_step)
         .optimizer([](const Config&, train::LoopOptions& o) { o.unit = "tok"; })
         .evaluate_every("eval_every", validate)
         .evaluate_at_start()
+        .checkpoint_every("checkpoint_every")
         .finish(save_merged);
 }

@@ -1,14 +1,13 @@
 // pretrain: a byte-level GPT learns English from four Project Gutenberg books,
-// then writes a sample. The framework owns nothing model-specific; this file
-// wires the corpus, the model and the loop together.
+// then writes a sample. The framework owns the loop (checkpoints, resume,
+// evaluation, the metrics files); this file says what the model, the data and
+// a step are.
 #include "framework/data/byte_tokenizer.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/data/files.hpp"
 #include "framework/data/text_corpus.hpp"
-#include "framework/recipe/loop_params.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/recipe/run_dir.hpp"
-#include "framework/train/loop.hpp"
 #include "models/generate.hpp"
 #include "models/gpt.hpp"
 #include "models/gpt_io.hpp"
@@ -16,59 +15,72 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 
 namespace {
 
 using namespace levers;
 
-Result pretrain(const Config& cfg) {
+using Gpt = models::Gpt<float>;
+
+// The books as one byte stream, and where training is in it.
+struct Books {
+    data::TextCorpus corpus;
+    std::int64_t batch = 0, time = 0;
+    long eval_batches = 0;
+    Rng rng{0};
+
+    nlohmann::json save_state() const { return {{"rng", rng.state()}}; }
+    void load_state(const nlohmann::json& j) { rng.set_state(j.at("rng").get<std::string>()); }
+};
+
+std::unique_ptr<Gpt> make_gpt(const Config& cfg) {
     const models::GptConfig shape{.vocab_size = data::ByteTokenizer::kVocabSize,
                                   .block_size = cfg.get<int>("block_size"),
                                   .n_layer = cfg.get<int>("n_layer"),
                                   .n_head = cfg.get<int>("n_head"),
                                   .n_embd = cfg.get<int>("n_embd")};
-    const std::int64_t batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
-    const std::int64_t time = shape.block_size;
-    const std::string corpus_path = cfg.get<std::string>("corpus");
-    const auto corpus =
-        data::load_byte_corpus(corpus_path.empty() ? data::data_dir() / "books" : std::filesystem::path(corpus_path), 0.05);
-    models::Gpt<float> model(shape, static_cast<std::uint64_t>(cfg.get<long>("seed")));
-    dist::print0("GPT {} layers x {} wide, {} heads, context {}: {:.2f}M parameters; corpus {:.2f} MB train, {:.2f} MB "
-                 "validation; batch {} x {} per rank, {} per step\n",
-                 shape.n_layer, shape.n_embd, shape.n_head, shape.block_size, shape.parameter_count() / 1e6,
-                 corpus.train.size() / 1e6, corpus.validation.size() / 1e6, batch, time,
-                 batch * time * dist::world_size() * cfg.get<long>("grad_accum"));
+    auto model = std::make_unique<Gpt>(shape, static_cast<std::uint64_t>(cfg.get<long>("seed")));
+    dist::print0("GPT {} layers x {} wide, {} heads, context {}: {:.2f}M parameters\n", shape.n_layer, shape.n_embd,
+                 shape.n_head, shape.block_size, shape.parameter_count() / 1e6);
+    return model;
+}
 
-    train::LoopOptions options = loop_options(cfg);
-    options.adamw.beta2 = 0.95;  // GPT-2/3 practice for transformers
-    options.grad_accum = cfg.get<long>("grad_accum");
-    options.bucket_bytes = static_cast<std::int64_t>(cfg.get<double>("bucket_mb") * (1 << 20));
-    LEVERS_CHECK(options.bucket_bytes >= 4, "bucket_mb must be positive, got {}", cfg.get<double>("bucket_mb"));
+std::unique_ptr<Books> load_books(const Config& cfg) {
+    const std::string path = cfg.get<std::string>("corpus");
+    auto books = std::make_unique<Books>();
+    books->corpus = data::load_byte_corpus(path.empty() ? data::data_dir() / "books" : std::filesystem::path(path), 0.05);
+    books->batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
+    books->time = cfg.get<long>("block_size");
+    books->eval_batches = cfg.get<long>("eval_batches");
+    books->rng = Rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
+    dist::print0("corpus {:.2f} MB train, {:.2f} MB validation; batch {} x {} per rank, {} per step\n",
+                 books->corpus.train.size() / 1e6, books->corpus.validation.size() / 1e6, books->batch, books->time,
+                 books->batch * books->time * dist::world_size() * cfg.get<long>("grad_accum"));
+    return books;
+}
 
-    Rng data_rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
-    auto micro_step = [&](long, long) {
-        auto b = models::rank_batch(corpus.train, batch, time, data_rng);
-        float loss = model.forward(b.inputs.data(), b.targets.data(), batch, time);
-        model.backward();
-        return train::MicroResult{loss, static_cast<long>(batch * time)};
-    };
-    auto evaluate = [&](long step) {
-        long batches = step == options.steps ? 0 : cfg.get<long>("eval_batches");  // the last one uses all
-        train::Metrics m;
-        m["val_loss"] = models::mean_loss(model, corpus.validation, batch, time, batches);
-        return m;
-    };
-    auto run = train::train_loop(model.params(), options, micro_step, evaluate);
+MicroResult train_step(Gpt& model, Books& d, const StepInfo&) {
+    auto b = models::rank_batch(d.corpus.train, d.batch, d.time, d.rng);
+    const float loss = model.forward(b.inputs.data(), b.targets.data(), d.batch, d.time);
+    model.backward();
+    return {loss, static_cast<long>(d.batch * d.time)};
+}
 
-    // The model goes to the run directory (fine_tune starts from runs/pretrain/latest/model.ckpt).
+Metrics validate(Gpt& model, Books& d) {
+    return {{"val_loss", models::mean_loss(model, d.corpus.validation, d.batch, d.time, d.eval_batches)}};
+}
+
+// The whole validation split, the model saved to the run directory (fine_tune
+// starts from runs/pretrain/latest/model.ckpt), and a sample.
+Result finish(Gpt& model, Books& d, const LoopResult& run, const Config& cfg) {
+    const double val_loss = models::mean_loss(model, d.corpus.validation, d.batch, d.time, 0);
+    dist::print0("validation loss over the whole split: {:.4f}\n", val_loss);
     std::filesystem::path checkpoint = cfg.get<std::string>("checkpoint");
     if (checkpoint.empty() && !run_dir().empty()) checkpoint = run_dir() / "model.ckpt";
     if (!checkpoint.empty() && dist::is_main()) {
         models::save_gpt(checkpoint, model, {{"recipe", "pretrain"}, {"steps", run.steps}, {"loss", run.loss}});
         dist::print0("saved {}\n", checkpoint.string());
     }
-
     models::SampleOptions sampling{.max_new_tokens = cfg.get<int>("sample_tokens"),
                                    .temperature = cfg.get<double>("temperature"),
                                    .top_k = cfg.get<int>("top_k")};
@@ -80,18 +92,18 @@ Result pretrain(const Config& cfg) {
         sample = data::ByteTokenizer::decode(tokens);
         fmt::print("--- sample (temperature {}, top-k {}) ---\n{}\n---\n", sampling.temperature, sampling.top_k, sample);
     }
-    return Result{{"loss", run.loss},
-                  {"steps", run.steps},
-                  {"val_loss", run.last_eval.at("val_loss")},
-                  {"tokens_per_second", run.items_per_second},
-                  {"seconds", run.seconds},
-                  {"time_split", {{"compute_s", run.compute_seconds},
-                                  {"communication_s", run.communication_seconds},
-                                  {"waiting_s", run.waiting_seconds},
-                                  {"hidden_communication_s", run.hidden_communication_seconds}}},
-                  {"ranks", dist::world_size()},
-                  {"parameters", shape.parameter_count()},
-                  {"sample", sample}};
+    return {{"val_loss", val_loss},
+            {"tokens_per_second", run.items_per_second},
+            {"parameters", model.config().parameter_count()},
+            {"sample", sample}};
+}
+
+// AdamW's beta2 of 0.95 is GPT-2/3 practice for transformers.
+void gpt_optimizer(const Config& cfg, train::LoopOptions& o) {
+    o.adamw.beta2 = 0.95;
+    o.unit = "tok";
+    o.bucket_bytes = static_cast<std::int64_t>(cfg.get<double>("bucket_mb") * (1 << 20));
+    LEVERS_CHECK(o.bucket_bytes >= 4, "bucket_mb must be positive, got {}", cfg.get<double>("bucket_mb"));
 }
 
 }  // namespace
@@ -115,12 +127,20 @@ LEVERS_RECIPE(pretrain) {
         .param("seed", 1337, "initialisation and data-order seed")
         .param("log_every", 50, "steps per progress line")
         .param("eval_every", 250, "steps between validation passes")
-        .param("eval_batches", 16, "batches per intermediate validation pass (the final pass uses all)")
+        .param("eval_batches", 16, "batches per validation pass (the final one after training uses all)")
         .param("corpus", "", "a .txt file or a directory of them (default: the installed books)")
         .param("checkpoint", "", "where to save the trained model (default: model.ckpt in the run directory)")
         .param("prompt", "The ", "text the sample starts from")
         .param("sample_tokens", 300, "bytes to generate after training (0: none)")
         .param("temperature", 0.8, "sampling temperature")
         .param("top_k", 40, "sample among the k likeliest bytes (0: all)")
-        .run(pretrain);
+        .param("checkpoint_every", 500, "steps between training checkpoints in the run directory (0: none)")
+        .model(make_gpt)
+        .data(load_books)
+        .step(train_step)
+        .optimizer(gpt_optimizer)
+        .grad_accum("grad_accum")
+        .evaluate_every("eval_every", validate)
+        .checkpoint_every("checkpoint_every")
+        .finish(finish);
 }

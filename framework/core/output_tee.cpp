@@ -35,7 +35,13 @@ int redirect_to_pipe(int fd) {
 
 }  // namespace
 
+bool console_is_terminal() {
+    static const bool terminal = ::isatty(1) == 1;  // first asked before stdout is redirected
+    return terminal;
+}
+
 OutputTee::OutputTee(const std::filesystem::path& log) {
+    console_is_terminal();
     log_fd_ = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     LEVERS_CHECK(log_fd_ >= 0, "cannot open the log {}: {}", log.string(), std::strerror(errno));
     std::fflush(stdout);

@@ -8,6 +8,10 @@
 
 namespace levers {
 
+// Whether stdout was a terminal before any OutputTee (a progress line is
+// redrawn in place only there).
+bool console_is_terminal();
+
 class OutputTee {
 public:
     // Appends to `log`; throws levers::Error naming it if it cannot be opened.

@@ -2,6 +2,9 @@
 
 #include "framework/core/error.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 namespace levers::dist {
 
 namespace {
@@ -53,6 +56,25 @@ double all_reduce_mean(double value) {
 
 void all_reduce_sum(std::vector<double>& values) {
     if (auto* b = backend()) b->all_reduce(values.data(), static_cast<std::int64_t>(values.size()), ReduceOp::sum);
+}
+
+std::vector<std::string> all_gather_text(const std::string& text) {
+    ShmBackend* group = backend();
+    if (!group) return {text};
+    // Lengths first, then every text padded to the longest, moved as raw 8-byte words.
+    std::vector<double> lengths(static_cast<std::size_t>(world_size()), 0.0);
+    lengths[static_cast<std::size_t>(rank())] = static_cast<double>(text.size());
+    all_reduce_sum(lengths);
+    const auto longest = static_cast<std::size_t>(*std::max_element(lengths.begin(), lengths.end()));
+    const std::size_t words = (longest + 7) / 8;
+    std::vector<double> mine(std::max<std::size_t>(words, 1), 0.0), all(mine.size() * lengths.size());
+    std::memcpy(mine.data(), text.data(), text.size());
+    group->all_gather(all.data(), mine.data(), static_cast<std::int64_t>(mine.size()));
+    std::vector<std::string> out;
+    for (std::size_t r = 0; r < lengths.size(); ++r)
+        out.emplace_back(reinterpret_cast<const char*>(all.data() + r * mine.size()),
+                         static_cast<std::size_t>(lengths[r]));
+    return out;
 }
 
 void broadcast(void* data, std::size_t bytes) {

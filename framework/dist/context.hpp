@@ -41,6 +41,8 @@ double all_reduce_mean(double value);
 void all_reduce_sum(std::vector<double>& values);
 // Collective: copies rank 0's buffer into every rank's.
 void broadcast(void* data, std::size_t bytes);
+// Collective: every rank's text, in rank order (checkpoints' per-rank state).
+std::vector<std::string> all_gather_text(const std::string& text);
 
 // Where this rank computes: the CPU until the CUDA backend exists (then the
 // card numbered local_rank()).

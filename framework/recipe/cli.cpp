@@ -169,10 +169,15 @@ int main(int argc, char** argv) {
     run->add_option("--output", flags.output, "whose output to show: all ranks or rank0")
         ->check(CLI::IsMember({"all", "rank0"}));
     run->add_option("--timeout", flags.timeout_s, "seconds a rank may wait in a collective (default 120)");
+    std::string resume_what;
+    run->add_option("--resume", resume_what,
+                    "continue from a checkpoint: a file, a run directory, or latest (the newest run's)")
+        ->expected(0, 1);
     bool run_no_wait = false;
     run->add_flag("--no-wait", run_no_wait, "fail at once if the cards are busy instead of queueing");
     run->footer("\nExamples:\n  recipe run pretrain --set steps=300 --set batch_size=8\n"
-                "  recipe run fine_tune --gpus 8 --out runs/ft8");
+                "  recipe run fine_tune --gpus 8 --out runs/ft8\n"
+                "  recipe run pretrain --resume latest --set steps=8000");
 
     SweepFlags sweep_flags;
     auto* sweep = app.add_subcommand("sweep", "Run many one-card trainings of a recipe side by side");
@@ -214,6 +219,7 @@ int main(int argc, char** argv) {
         if (show->parsed()) return show_recipe(show_name);
         if (run->parsed()) {
             flags.wait = !run_no_wait;
+            if (run->count("--resume") > 0) flags.resume = resume_what;
             return run_recipe(flags, argc, argv);
         }
         if (sweep->parsed()) return sweep_recipe(sweep_flags);

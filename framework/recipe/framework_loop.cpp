@@ -1,21 +1,49 @@
 #include "framework/recipe/framework_loop.hpp"
 
-#include "framework/core/checkpoint.hpp"
+#include "framework/core/output_tee.hpp"
 #include "framework/dist/context.hpp"
+#include "framework/recipe/checkpoints.hpp"
 #include "framework/recipe/loop_params.hpp"
 #include "framework/recipe/run_dir.hpp"
+#include "framework/train/metrics_log.hpp"
+#include "framework/train/train_state.hpp"
+
+#include <optional>
 
 namespace levers {
 
 namespace {
 
-// The trainable parameters and where training is, in the run directory.
-void save_parameters(const std::filesystem::path& file, const std::string& recipe, const ParamSet<float>& params,
-                     const Config& cfg, long step) {
-    std::vector<NamedTensor> tensors;
-    for (std::size_t i = 0; i < params.entries().size(); ++i)
-        tensors.push_back({params.entries()[i].name, params.param_tensor(static_cast<int>(i))});
-    write_checkpoint(file, {{"recipe", recipe}, {"step", step}, {"config", cfg.to_json()}}, tensors);
+// Each rank's data state, gathered on every rank (rank 0 writes them).
+std::vector<nlohmann::json> gather_data_states(const LoopSpec& spec, const void* data) {
+    const nlohmann::json mine = spec.save_data ? spec.save_data(data) : nlohmann::json();
+    std::vector<nlohmann::json> all;
+    for (const auto& text : dist::all_gather_text(mine.dump())) all.push_back(nlohmann::json::parse(text));
+    return all;
+}
+
+// Loads the checkpoint `path` into the model, the data and the loop's start.
+void resume(const std::string& recipe, const LoopSpec& spec, const std::filesystem::path& path,
+            ParamSet<float>& params, void* data, train::LoopOptions& options, train::TrainState& state) {
+    state = train::read_train_state(path);
+    const std::string wrote = state.file.metadata.value("recipe", "?");
+    LEVERS_CHECK(wrote == recipe, "--resume {}: written by recipe '{}', not '{}'", path.string(), wrote, recipe);
+    train::load_parameters(state, params, path);
+    options.start = state.loop;
+    options.restore_optimizer = [&state](train::AdamW<float>& o) {
+        o.load(state.file.at("adamw/m"), state.file.at("adamw/v"), state.adamw_steps);
+    };
+    if (state.world_size != dist::world_size())
+        dist::print0("warning: resuming a {}-rank run on {} rank{}: the data is re-sharded, so the rest of the run "
+                     "is not bitwise the one an uninterrupted run would have made\n",
+                     state.world_size, dist::world_size(), dist::world_size() == 1 ? "" : "s");
+    const nlohmann::json& saved = state.data[static_cast<std::size_t>(std::min(dist::rank(), state.world_size - 1))];
+    if (spec.load_data && !saved.is_null())
+        spec.load_data(data, saved);
+    else
+        dist::print0("warning: the data keeps no position (no save_state/load_state): the resumed run draws other "
+                     "batches than an uninterrupted one would\n");
+    dist::print0("resumed from {} at step {}\n", path.string(), state.loop.step);
 }
 
 }  // namespace
@@ -31,15 +59,37 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     options.eval_every = spec.eval_every.resolve(cfg);
     options.early_stop = spec.early_stop;
     options.eval_at_start = spec.eval_at_start;
+    options.live_progress = console_is_terminal();
     if (spec.optimizer) spec.optimizer(cfg, options);
 
-    const long checkpoint_every = spec.checkpoint_every.resolve(cfg);
     const std::filesystem::path dir = run_dir();
-    if (checkpoint_every > 0) {
+    std::optional<train::MetricsLog> metrics;
+    if (!dir.empty() && dist::is_main()) metrics.emplace(dir);
+    options.metrics = metrics ? &*metrics : nullptr;
+
+    train::TrainState resumed;
+    if (!resume_from().empty()) resume(recipe, spec, resume_from(), params, data.get(), options, resumed);
+
+    const long every = spec.checkpoint_every.resolve(cfg);
+    std::optional<CheckpointKeeper> keeper;
+    if (every > 0) {
         LEVERS_CHECK(!dir.empty(), "recipe '{}' writes checkpoints, but this run has no run directory", recipe);
-        options.after_step = [&](long done) {
-            if (done % checkpoint_every != 0 || !dist::is_main()) return;
-            save_parameters(dir / "checkpoint.ckpt", recipe, params, cfg, done);
+        const std::string best = spec.best_metric.empty() ? spec.early_stop.metric : spec.best_metric;
+        const bool maximize = spec.best_metric.empty() ? spec.early_stop.maximize : spec.best_maximize;
+        keeper.emplace(dir, spec.keep_last, best, maximize);
+        options.after_step = [&](const train::LoopState& st, const train::AdamW<float>& opt, const Metrics* eval) {
+            const bool final_step = st.step == options.steps;
+            if (st.step % every != 0 && !final_step) return;
+            // Every rank reaches this point (it is inside the loop); the data states are gathered from all.
+            const auto states = gather_data_states(spec, data.get());
+            std::optional<double> metric;
+            if (eval && eval->count(keeper->best_metric())) metric = eval->at(keeper->best_metric());
+            if (dist::is_main())
+                keeper->save(st.step, metric, [&](const std::filesystem::path& path) {
+                    train::save_train_state(path, {{"recipe", recipe}, {"config", cfg.to_json()}}, params, opt, st,
+                                            states);
+                });
+            dist::barrier();  // no rank runs ahead of a checkpoint being written
         };
     }
     std::function<Metrics(long)> evaluate;
@@ -47,11 +97,16 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     auto step = [&](long s, long micro) { return spec.step(model.get(), data.get(), StepInfo{s, micro}); };
 
     const LoopResult run = train::train_loop(params, options, step, evaluate);
-    if (checkpoint_every > 0 && run.steps % checkpoint_every != 0 && dist::is_main())
-        save_parameters(dir / "checkpoint.ckpt", recipe, params, cfg, run.steps);  // the final state too
 
-    Result out = {{"loss", run.loss}, {"steps", run.steps}, {"seconds", run.seconds},
-                  {"items_per_second", run.items_per_second}, {"ranks", dist::world_size()}};
+    Result out = {{"loss", run.loss},
+                  {"steps", run.steps},
+                  {"seconds", run.seconds},
+                  {"items_per_second", run.items_per_second},
+                  {"ranks", dist::world_size()},
+                  {"time_split", {{"compute_s", run.compute_seconds},
+                                  {"communication_s", run.communication_seconds},
+                                  {"waiting_s", run.waiting_seconds},
+                                  {"hidden_communication_s", run.hidden_communication_seconds}}}};
     for (const auto& [name, value] : run.last_eval) out[name] = value;
     for (const auto& [name, value] : run.first_eval) out[name + "_at_start"] = value;
     if (!spec.early_stop.metric.empty()) {
@@ -59,7 +114,8 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
         out["best_step"] = run.best_step;
         out["best_" + spec.early_stop.metric] = run.best_metric;
     }
-    if (spec.finish) out.update(spec.finish(model.get(), data.get(), run));
+    if (!resume_from().empty()) out["resumed_from"] = resume_from().string();
+    if (spec.finish) out.update(spec.finish(model.get(), data.get(), run, cfg));
     return out;
 }
 

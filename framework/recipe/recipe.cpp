@@ -94,6 +94,13 @@ Recipe& Recipe::checkpoint_every(Count n) {
     return *this;
 }
 
+Recipe& Recipe::keep_checkpoints(int last, std::string metric, bool maximize) {
+    loop_.keep_last = last;
+    loop_.best_metric = std::move(metric);
+    loop_.best_maximize = maximize;
+    return *this;
+}
+
 Recipe& Recipe::early_stop(std::string metric, long patience, bool maximize, double min_delta) {
     loop_.early_stop = {std::move(metric), patience, maximize, min_delta};
     return *this;
@@ -147,6 +154,10 @@ Plan Recipe::build() const {
     check_count(name_, "evaluate_every", loop_.eval_every, defaults, 0);
     check_count(name_, "checkpoint_every", loop_.checkpoint_every, defaults, 0);
     check_count(name_, "grad_accum", loop_.grad_accum, defaults, 1);
+    LEVERS_CHECK(loop_.keep_last >= 1, "recipe '{}': keep_checkpoints({}) must keep at least one", name_,
+                 loop_.keep_last);
+    LEVERS_CHECK(loop_.best_metric.empty() || loop_.evaluate,
+                 "recipe '{}': keeping the best checkpoint by '{}' needs .evaluate_every", name_, loop_.best_metric);
     LEVERS_CHECK(!loop_.eval_at_start || loop_.evaluate, "recipe '{}': evaluate_at_start() needs .evaluate_every",
                  name_);
     if (!loop_.early_stop.metric.empty()) {

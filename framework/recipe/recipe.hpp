@@ -15,7 +15,7 @@
 //           .evaluate_every("eval_every", validate)  // Metrics (M&, D&), combined over ranks
 //           .checkpoint_every(500)
 //           .early_stop("val_loss", 3)
-//           .finish(report);                 // Result (M&, D&, const LoopResult&)
+//           .finish(report);                 // Result (M&, D&, const LoopResult& [, const Config&])
 //   }
 //
 // or the recipe owns it: .run(fn) with Result fn(const Config&), a per-rank
@@ -31,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <concepts>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -77,10 +78,17 @@ struct LoopSpec {
     std::type_index step_model = typeid(void), step_data = typeid(void);
     std::function<Metrics(void*, void*)> evaluate;
     std::type_index eval_model = typeid(void), eval_data = typeid(void);
-    std::function<Result(void*, void*, const LoopResult&)> finish;
+    std::function<Result(void*, void*, const LoopResult&, const Config&)> finish;
     std::type_index finish_model = typeid(void), finish_data = typeid(void);
     std::function<void(const Config&, train::LoopOptions&)> optimizer;
+    // The data's position (a cursor, RNG states) for exact resumes: set when
+    // the data type has nlohmann::json save_state() const and load_state(json).
+    std::function<nlohmann::json(const void*)> save_data;
+    std::function<void(void*, const nlohmann::json&)> load_data;
     Count eval_every = 0, checkpoint_every = 0, grad_accum = 1;
+    int keep_last = 3;       // checkpoints kept, newest first
+    std::string best_metric;  // also keep best.ckpt by this metric (default: early stopping's)
+    bool best_maximize = false;
     bool eval_at_start = false;
     EarlyStop early_stop;
     bool set() const { return static_cast<bool>(make_model) || static_cast<bool>(step); }
@@ -118,7 +126,11 @@ public:
     // Adjusts the optimizer and schedule the parameters gave (AdamW's betas, the decay floor, ...).
     Recipe& optimizer(std::function<void(const Config&, train::LoopOptions&)> adjust);
     Recipe& evaluate_at_start();        // also before the first step: the result gains <metric>_at_start
-    Recipe& checkpoint_every(Count n);  // writes the trainable parameters to the run directory
+    // Writes the whole training state every n steps to <run>/checkpoints/ (and
+    // at the end); `recipe run --resume` continues from one exactly.
+    Recipe& checkpoint_every(Count n);
+    // How many to keep (the newest), and best.ckpt by `metric` if given.
+    Recipe& keep_checkpoints(int last, std::string metric = "", bool maximize = false);
     Recipe& early_stop(std::string metric, long patience, bool maximize = false, double min_delta = 0);
     Recipe& grad_accum(Count k);
 
@@ -132,6 +144,8 @@ private:
     template <class M, class D> Recipe& set_step(std::function<MicroResult(M&, D&, const StepInfo&)> fn);
     template <class M, class D> Recipe& set_evaluate(std::function<Metrics(M&, D&)> fn);
     template <class M, class D> Recipe& set_finish(std::function<Result(M&, D&, const LoopResult&)> fn);
+    template <class M, class D>
+    Recipe& set_finish(std::function<Result(M&, D&, const LoopResult&, const Config&)> fn);
 
     std::string name_, description_;
     int gpus_ = 1;
@@ -204,6 +218,13 @@ template <class F> Recipe& Recipe::data(F make) {
     using D = typename detail::Made<std::invoke_result_t<const F&, const Config&>>::type;
     loop_.make_data = [make = std::move(make)](const Config& cfg) { return detail::make_erased(make, cfg); };
     loop_.data_type = typeid(D);
+    if constexpr (requires(D& d, const D& cd, const nlohmann::json& j) {
+                      { cd.save_state() } -> std::convertible_to<nlohmann::json>;
+                      d.load_state(j);
+                  }) {
+        loop_.save_data = [](const void* d) { return static_cast<const D*>(d)->save_state(); };
+        loop_.load_data = [](void* d, const nlohmann::json& j) { static_cast<D*>(d)->load_state(j); };
+    }
     return *this;
 }
 
@@ -224,8 +245,14 @@ template <class M, class D> Recipe& Recipe::set_evaluate(std::function<Metrics(M
 }
 
 template <class M, class D> Recipe& Recipe::set_finish(std::function<Result(M&, D&, const LoopResult&)> fn) {
-    loop_.finish = [fn = std::move(fn)](void* m, void* d, const LoopResult& r) {
-        return fn(*static_cast<M*>(m), *static_cast<D*>(d), r);
+    return set_finish(std::function<Result(M&, D&, const LoopResult&, const Config&)>(
+        [fn = std::move(fn)](M& m, D& d, const LoopResult& r, const Config&) { return fn(m, d, r); }));
+}
+
+template <class M, class D>
+Recipe& Recipe::set_finish(std::function<Result(M&, D&, const LoopResult&, const Config&)> fn) {
+    loop_.finish = [fn = std::move(fn)](void* m, void* d, const LoopResult& r, const Config& cfg) {
+        return fn(*static_cast<M*>(m), *static_cast<D*>(d), r, cfg);
     };
     loop_.finish_model = typeid(M);
     loop_.finish_data = typeid(D);

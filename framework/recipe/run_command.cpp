@@ -10,7 +10,9 @@
 #include "framework/launch/job_segment.hpp"
 #include "framework/launch/launcher.hpp"
 #include "framework/launch/rendezvous.hpp"
+#include "framework/recipe/checkpoints.hpp"
 #include "framework/recipe/run_dir.hpp"
+#include "framework/train/train_state.hpp"
 #include "framework/recipe/workspace.hpp"
 
 #include <fmt/chrono.h>
@@ -42,6 +44,34 @@ Config resolve_config(const Plan& r, const std::vector<std::string>& sets) {
 
 namespace {
 
+// A resumed run's config: the checkpoint's, then the --set flags on top.
+Config resumed_config(const Plan& r, const fs::path& checkpoint, const std::vector<std::string>& sets) {
+    const auto state = train::read_train_state(checkpoint);
+    Config cfg = r.defaults();
+    const nlohmann::json saved = state.file.metadata.value("config", nlohmann::json::object());
+    for (const auto& [name, value] : saved.items()) {
+        if (!cfg.has(name)) continue;  // a parameter the recipe no longer declares
+        std::string text;
+        if (value.is_string()) {
+            text = value.get<std::string>();
+        } else if (value.is_array()) {
+            for (const auto& x : value) {
+                if (!text.empty()) text += ',';
+                text += x.dump();
+            }
+        } else {
+            text = value.dump();
+        }
+        cfg.set(name, text);
+    }
+    for (const auto& kv : sets) {
+        auto eq = kv.find('=');
+        LEVERS_CHECK(eq != std::string::npos && eq > 0, "--set expects name=value, got '{}'", kv);
+        cfg.set(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    return cfg;
+}
+
 std::string result_text(const Result& result) {
     // Generated text can hold any bytes: replace invalid UTF-8 rather than fail.
     return result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -50,12 +80,13 @@ std::string result_text(const Result& result) {
 void print_result(const Result& result) { fmt::print("{}\n", result_text(result)); }
 
 void write_config(const fs::path& dir, const Plan& r, const Config& cfg, int ranks, int argc, char** argv) {
-    write_json_file(dir / "config.json",
-                    {{"recipe", r.name()},
-                     {"params", cfg.to_json()},
-                     {"ranks", ranks},
-                     {"command", std::vector<std::string>(argv, argv + argc)},
-                     {"started", fmt::format("{:%Y-%m-%dT%H:%M:%S%z}", fmt::localtime(std::time(nullptr)))}});
+    nlohmann::json j = {{"recipe", r.name()},
+                        {"params", cfg.to_json()},
+                        {"ranks", ranks},
+                        {"command", std::vector<std::string>(argv, argv + argc)},
+                        {"started", fmt::format("{:%Y-%m-%dT%H:%M:%S%z}", fmt::localtime(std::time(nullptr)))}};
+    if (!resume_from().empty()) j["resumed_from"] = resume_from().string();
+    write_json_file(dir / "config.json", j);
 }
 
 // Runs the recipe as one rank of `group` (none: a world of one) with `threads`
@@ -168,10 +199,16 @@ std::vector<int> take_cards(const Plan& r, int ranks, int threads, bool wait) {
 
 int run_recipe(const RunFlags& flags, int argc, char** argv) {
     Plan r = find_recipe(flags.name);
-    Config cfg = resolve_config(r, flags.sets);
+    const auto env = launch::read_rank_env();
+    // The checkpoint to resume from: found once by whoever started the job (its ranks read LEVERS_RESUME).
+    if (env.source != "levers" && flags.resume) {
+        LEVERS_CHECK(r.framework_loop(), "--resume: recipe '{}' owns its loop (.run), so levers cannot resume it",
+                     r.name());
+        set_resume_from(fs::absolute(find_checkpoint(flags.resume->empty() ? "latest" : *flags.resume, r.name())));
+    }
+    Config cfg = resume_from().empty() ? resolve_config(r, flags.sets) : resumed_config(r, resume_from(), flags.sets);
     LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
     LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
-    const auto env = launch::read_rank_env();
     if (env.source == "levers") return run_as_launched_rank(r, cfg, env, flags.timeout_s);
     if (env.distributed()) return run_as_external_rank(r, cfg, env, flags, argc, argv);
     const int gpus = flags.gpus == -1 ? r.default_gpus() : flags.gpus;

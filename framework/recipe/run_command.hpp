@@ -4,6 +4,7 @@
 
 #include "framework/recipe/recipe.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct RunFlags {
     std::string out;  // the run directory (default: runs/NAME/<time>)
     double timeout_s = 120;
     bool wait = true;  // for cards
+    std::optional<std::string> resume;  // --resume PATH|latest
 };
 
 // Applies --set name=value flags to the recipe's defaults.

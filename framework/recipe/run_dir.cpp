@@ -58,6 +58,13 @@ void set_run_dir(const fs::path& dir) {
     ::setenv("LEVERS_RUN_DIR", dir.c_str(), 1);
 }
 
+fs::path resume_from() {
+    const char* r = std::getenv("LEVERS_RESUME");
+    return r && *r ? fs::path(r) : fs::path();
+}
+
+void set_resume_from(const fs::path& checkpoint) { ::setenv("LEVERS_RESUME", checkpoint.c_str(), 1); }
+
 void write_json_file(const fs::path& path, const nlohmann::json& j) {
     const fs::path tmp = path.string() + fmt::format(".tmp{}", ::getpid());
     {

@@ -23,6 +23,11 @@ std::filesystem::path make_run_dir(const std::string& recipe, const std::string&
 std::filesystem::path run_dir();
 void set_run_dir(const std::filesystem::path& dir);  // also exports LEVERS_RUN_DIR
 
+// The checkpoint this run resumes from (empty: none); launched ranks find it
+// in LEVERS_RESUME.
+std::filesystem::path resume_from();
+void set_resume_from(const std::filesystem::path& checkpoint);  // also exports LEVERS_RESUME
+
 // Writes JSON atomically (temporary file, then rename): readers never see half of it.
 void write_json_file(const std::filesystem::path& path, const nlohmann::json& j);
 

@@ -1,12 +1,16 @@
 // The training loop every recipe uses: gradient accumulation, global-norm
-// clipping, the learning-rate schedule, AdamW, periodic evaluation and
-// progress lines. The model-specific work is a callback that runs forward and
-// backward for one micro-batch.
+// clipping, the learning-rate schedule, AdamW, periodic evaluation, early
+// stopping, progress lines and the metrics files, and resuming where a saved
+// LoopState left off. The model-specific work is a callback that runs forward
+// and backward for one micro-batch.
 #pragma once
 
 #include "framework/core/params.hpp"
 #include "framework/train/lr_schedule.hpp"
+#include "framework/train/optimizer.hpp"
 #include "kernels/adamw.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <map>
@@ -26,6 +30,25 @@ struct EarlyStopping {
     double min_delta = 0;  // smaller changes are not improvements
 };
 
+// Where a run is, beside its parameters and optimizer moments: what the loop
+// needs to continue a run exactly where it stopped.
+struct LoopState {
+    long step = 0;             // optimizer steps done
+    std::int64_t items = 0;    // tokens or samples trained on, all ranks
+    double window_loss = 0;    // the open progress window: loss sum and steps
+    long window_steps = 0;
+    bool have_best = false;    // early stopping's and the best checkpoint's record
+    double best_metric = 0;
+    long best_step = 0;
+    long evals_without_gain = 0;
+    double train_seconds = 0;  // training time so far, earlier processes included
+};
+nlohmann::json to_json(const LoopState& s);
+// Throws levers::Error naming `file` if a field is missing or of the wrong type.
+LoopState loop_state_from_json(const nlohmann::json& j, const std::string& file);
+
+class MetricsLog;
+
 struct LoopOptions {
     long steps = 100;
     long grad_accum = 1;  // micro-batches per optimizer step
@@ -38,7 +61,15 @@ struct LoopOptions {
     std::string unit = "tok";  // what MicroResult::items counts, for the throughput column
     std::int64_t bucket_bytes = std::int64_t{25} << 20;  // gradient buckets averaged during backward (DDP's default)
     EarlyStopping early_stop;
-    std::function<void(long steps_done)> after_step;  // every rank, after the step's evaluation (checkpoints)
+
+    LoopState start;  // resume from here (default: the beginning)
+    // Loads saved moments into the optimizer before the first step (resuming).
+    std::function<void(AdamW<float>&)> restore_optimizer;
+    // Every rank, after each step and its evaluation (checkpoints); `eval` is
+    // that step's evaluation or null.
+    std::function<void(const LoopState&, const AdamW<float>&, const Metrics* eval)> after_step;
+    MetricsLog* metrics = nullptr;  // rank 0 writes a row per step and evaluation (may be null)
+    bool live_progress = false;     // redraw a progress line in place (stdout is a terminal)
 
     void validate() const;  // throws levers::Error naming the bad option
 };
@@ -58,6 +89,7 @@ struct LoopResult {
     bool stopped_early = false;
     long best_step = 0;         // with early stopping: the evaluation that scored best
     double best_metric = 0;
+    LoopState end;              // where the run stopped
     // Where this rank's training time went (evaluation excluded; the three add
     // up to it): computing, communication that backward did not hide, and
     // waiting at barriers for slower ranks. Plus the communication that ran

@@ -1,5 +1,7 @@
 #include "framework/train/optimizer.hpp"
 
+#include "framework/core/error.hpp"
+
 namespace levers::train {
 
 template <class T>
@@ -19,6 +21,16 @@ template <class T> void AdamW<T>::step(double lr) {
                                  v_.data<T>() + e.offset, params_.grads().template data<T>() + e.offset,
                                  e.shape.numel(), h, step_);
     }
+}
+
+template <class T> void AdamW<T>::load(const Tensor& m, const Tensor& v, long steps) {
+    LEVERS_CHECK(m.shape() == m_.shape() && v.shape() == v_.shape() && m.dtype() == m_.dtype() &&
+                     v.dtype() == v_.dtype(),
+                 "AdamW moments of shape {} do not fit {} parameters", m.shape().str(), params_.size());
+    LEVERS_CHECK(steps >= 0, "AdamW step count must be >= 0, got {}", steps);
+    m_.copy_from(m);
+    v_.copy_from(v);
+    step_ = steps;
 }
 
 template class AdamW<float>;

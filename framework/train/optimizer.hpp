@@ -18,6 +18,9 @@ public:
 
     const Tensor& first_moment() const { return m_; }
     const Tensor& second_moment() const { return v_; }
+    // Continues from saved moments after `steps` updates (resuming a run);
+    // throws levers::Error if their sizes do not match the parameters.
+    void load(const Tensor& m, const Tensor& v, long steps);
 
 private:
     ParamSet<T>& params_;

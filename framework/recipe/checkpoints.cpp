@@ -1,0 +1,76 @@
+#include "framework/recipe/checkpoints.hpp"
+
+#include "framework/core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace levers {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// step-*.ckpt files of a checkpoints directory, oldest first (the names sort by step).
+std::vector<fs::path> step_files(const fs::path& dir) {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.starts_with("step-") && name.ends_with(".ckpt")) out.push_back(e.path());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::optional<fs::path> newest_in_run(const fs::path& run) {
+    auto files = step_files(run / "checkpoints");
+    if (files.empty()) files = step_files(run);  // the checkpoints directory itself
+    if (files.empty()) return std::nullopt;
+    return files.back();
+}
+
+}  // namespace
+
+CheckpointKeeper::CheckpointKeeper(fs::path run_dir, int keep_last, std::string best_metric, bool maximize)
+    : dir_(run_dir / "checkpoints"), keep_last_(keep_last), best_metric_(std::move(best_metric)), maximize_(maximize) {
+    fs::create_directories(dir_);
+}
+
+void CheckpointKeeper::save(long step, std::optional<double> metric,
+                            const std::function<void(const fs::path&)>& write) {
+    write(dir_ / fmt::format("step-{:08}.ckpt", step));
+    auto files = step_files(dir_);
+    for (std::size_t i = 0; i + static_cast<std::size_t>(keep_last_) < files.size(); ++i) fs::remove(files[i]);
+    if (!best_metric_.empty() && metric &&
+        (!best_ || (maximize_ ? *metric > *best_ : *metric < *best_))) {
+        best_ = metric;
+        write(dir_ / "best.ckpt");
+    }
+}
+
+fs::path find_checkpoint(const std::string& what, const std::string& recipe) {
+    if (what != "latest") {
+        const fs::path p = what;
+        LEVERS_CHECK(fs::exists(p), "--resume {}: no such file or directory", what);
+        if (fs::is_regular_file(p)) return p;
+        auto newest = newest_in_run(p);
+        LEVERS_CHECK(newest.has_value(), "--resume {}: the directory holds no checkpoints (checkpoints/step-*.ckpt)",
+                     what);
+        return *newest;
+    }
+    const fs::path runs = fs::path("runs") / recipe;
+    std::vector<fs::path> dirs;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(runs, ec))
+        if (e.is_directory() && !e.is_symlink()) dirs.push_back(e.path());
+    std::sort(dirs.rbegin(), dirs.rend());  // newest first: the names are times
+    for (const auto& d : dirs)
+        if (auto newest = newest_in_run(d)) return *newest;
+    LEVERS_FAIL("--resume latest: no run under {} has a checkpoint (the recipe writes them with checkpoint_every)",
+                runs.string());
+}
+
+}  // namespace levers

@@ -1,0 +1,32 @@
+// The metrics files of a run directory, written by rank 0 as training goes:
+//
+//   metrics.jsonl  one object per line: {"kind":"train","step":..,"loss":..,...}
+//                  or {"kind":"eval","step":..,"val_loss":..,...}
+//   metrics.csv    step,loss,lr,grad_norm,items_per_second,wall_s (every step)
+//   eval.csv       step,wall_s,<each evaluation metric>
+//
+// Every row is flushed at once, so a crashed run keeps its curves.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace levers::train {
+
+class MetricsLog {
+public:
+    explicit MetricsLog(const std::filesystem::path& dir);  // appends when the files exist
+
+    void train(long step, double loss, double lr, double grad_norm, double items_per_second, double wall_s);
+    void eval(long step, const std::map<std::string, double>& metrics, double wall_s);
+
+private:
+    std::filesystem::path dir_;
+    std::ofstream jsonl_, csv_, eval_csv_;
+    std::vector<std::string> eval_columns_;
+};
+
+}  // namespace levers::train

@@ -1,6 +1,7 @@
 #include "models/gpt_train.hpp"
 
 #include "framework/dist/context.hpp"
+#include "framework/dist/sample_means.hpp"
 
 #include <algorithm>
 
@@ -19,20 +20,33 @@ data::TokenBatch rank_batch(const std::vector<std::int32_t>& tokens, std::int64_
 
 double mean_loss(Gpt<float>& model, const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time,
                  long max_batches) {
-    const auto windows = static_cast<std::int64_t>(tokens.size()) / time;
-    const std::int64_t stride = max_batches <= 0 ? 1 : std::max<std::int64_t>(1, windows / (max_batches * batch));
-    data::TokenBatch b;
-    std::vector<double> sums = {0, 0};  // loss total, batches
-    for (long n = dist::rank(); (max_batches <= 0 || n < max_batches) &&
-                                data::sequential_batch(tokens, batch, time, n, b, stride);
-         n += dist::world_size()) {
-        sums[0] += model.forward(b.inputs.data(), b.targets.data(), batch, time);
-        sums[1] += 1;
+    // Non-overlapping windows with a next-token target for each position: all
+    // of them, or max_batches x batch spread evenly.
+    const std::int64_t total = (static_cast<std::int64_t>(tokens.size()) - 1) / time;
+    std::int64_t count = total, stride = 1;
+    if (max_batches > 0 && max_batches * batch < total) {
+        count = max_batches * batch;
+        stride = total / count;
     }
-    dist::all_reduce_sum(sums);
-    LEVERS_CHECK(sums[1] > 0, "the validation split ({} tokens) is shorter than one batch of {}x{}", tokens.size(),
-                 batch, time);
-    return sums[0] / sums[1];
+    LEVERS_CHECK(count > 0, "the validation split ({} tokens) is shorter than one window of {}", tokens.size(), time);
+    // This rank's contiguous share of the windows, in batches (the last may be short).
+    const auto [lo, hi] = dist::ShmBackend::chunk(count, dist::world_size(), dist::rank());
+    dist::SampleMeans loss({"loss"});
+    std::vector<std::int32_t> inputs, targets;
+    for (std::int64_t first = lo; first < hi; first += batch) {
+        const std::int64_t n = std::min(batch, hi - first);
+        inputs.resize(static_cast<std::size_t>(n * time));
+        targets.resize(static_cast<std::size_t>(n * time));
+        for (std::int64_t w = 0; w < n; ++w) {
+            const auto start = tokens.begin() + (first + w) * stride * time;
+            std::copy(start, start + time, inputs.begin() + w * time);
+            std::copy(start + 1, start + time + 1, targets.begin() + w * time);
+        }
+        // Windows are equally long, so the mean over windows is the mean over tokens.
+        loss.add("loss", model.forward(inputs.data(), targets.data(), n, time) * static_cast<double>(n),
+                 static_cast<double>(n));
+    }
+    return loss.means().at("loss");
 }
 
 }  // namespace levers::models

@@ -12,9 +12,10 @@ namespace levers::models {
 // b follow exactly the data order of one rank of batch N*b.
 data::TokenBatch rank_batch(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time, Rng& rng);
 
-// Mean loss over `max_batches` batches of windows spread evenly over `tokens`
-// (every window when max_batches <= 0). Collective: rank r evaluates batches
-// r, r + world, ...; the sums are combined, so every batch counts once.
+// Mean loss over the non-overlapping windows of `tokens` (all of them when
+// max_batches <= 0, else max_batches x batch spread evenly). Collective: each
+// rank takes a contiguous share of the windows and the sums are combined, so
+// every window counts exactly once whatever the rank count.
 double mean_loss(Gpt<float>& model, const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time,
                  long max_batches);
 

@@ -5,6 +5,7 @@
 #include "framework/core/rng.hpp"
 #include "framework/data/idx.hpp"
 #include "framework/dist/context.hpp"
+#include "framework/dist/sample_means.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/mlp.hpp"
 
@@ -21,23 +22,25 @@ struct Accuracy {
     double loss = 0, accuracy = 0;
 };
 
-// Collective: each rank scores its contiguous share of the images; sums are
-// combined, so every image counts exactly once whatever the rank count.
+// Collective: each rank scores its contiguous share of the images; the sums
+// are combined, so every image counts exactly once whatever the rank count.
 Accuracy evaluate(models::Mlp<float>& model, const data::ImageDataset& ds, long batch) {
     auto [lo, hi] = dist::ShmBackend::chunk(ds.count, dist::world_size(), dist::rank());
-    std::vector<double> sums = {0, 0};  // loss total, correct
+    dist::SampleMeans means({"loss", "accuracy"});
     for (std::int64_t start = lo; start < hi; start += batch) {
         const std::int64_t n = std::min<std::int64_t>(batch, hi - start);
-        sums[0] += model.forward(ds.images.data() + start * ds.pixels, ds.labels.data() + start, n) *
-                   static_cast<double>(n);
+        const double loss = model.forward(ds.images.data() + start * ds.pixels, ds.labels.data() + start, n);
+        double correct = 0;
         for (std::int64_t i = 0; i < n; ++i) {
             const float* row = model.logits() + i * ds.classes;
             auto best = std::max_element(row, row + ds.classes) - row;
-            sums[1] += best == ds.labels[static_cast<std::size_t>(start + i)];
+            correct += best == ds.labels[static_cast<std::size_t>(start + i)];
         }
+        means.add("loss", loss * static_cast<double>(n), static_cast<double>(n));
+        means.add("accuracy", correct, static_cast<double>(n));
     }
-    dist::all_reduce_sum(sums);
-    return {sums[0] / static_cast<double>(ds.count), sums[1] / static_cast<double>(ds.count)};
+    auto m = means.means();
+    return {m.at("loss"), m.at("accuracy")};
 }
 
 using Mlp = models::Mlp<float>;

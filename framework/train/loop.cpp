@@ -107,9 +107,9 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     float* grads = params.grads().data<float>();
     const auto n = params.size();
     dist::ShmBackend* group = dist::backend();
-    const dist::ShmBackend::Timing before = group ? group->timing() : dist::ShmBackend::Timing{};
     dist::ParamSync ddp(params, options.bucket_bytes);  // every rank starts from rank 0's parameters
     const dist::GradientSync* sync = ddp.buckets();
+    const dist::ShmBackend::Timing before = group ? group->timing() : dist::ShmBackend::Timing{};
     double eval_collectives = 0, eval_waiting = 0;  // evaluation's share, kept out of the split
     MetricsLog* metrics = dist::is_main() ? options.metrics : nullptr;
     Console console(options.live_progress);
@@ -121,6 +121,20 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     auto window_start = start;
     double eval_seconds = 0;
     long window_items = 0, items_here = 0;
+    double lr = 0, norm = 0;
+    // The progress line of the window ending at this step; its mean is the result's loss.
+    auto log_window = [&] {
+        const double mean = st.window_loss / static_cast<double>(st.window_steps);
+        console.line(fmt::format("step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} {}/s", st.step,
+                                 options.steps, mean, lr, norm,
+                                 static_cast<double>(window_items) / seconds_since(window_start), options.unit));
+        result.loss = mean;
+        result.loss_curve.emplace_back(st.step, mean);
+        window_start = Clock::now();
+        st.window_loss = 0;
+        st.window_steps = 0;
+        window_items = 0;
+    };
     // Training time, evaluation excluded, earlier processes of a resumed run included.
     auto wall = [&, before_now = st.train_seconds] { return before_now + seconds_since(start) - eval_seconds; };
 
@@ -160,8 +174,8 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
             const float scale = 1.0f / static_cast<float>(options.grad_accum);
             for (std::int64_t i = 0; i < n; ++i) grads[i] *= scale;
         }
-        const double norm = kernels::cpu::clip_grad_norm(grads, n, options.grad_clip);
-        const double lr = options.lr.at(step);
+        norm = kernels::cpu::clip_grad_norm(grads, n, options.grad_clip);
+        lr = options.lr.at(step);
         optimizer.step(lr);
         st.step = step + 1;
         st.items += step_items;
@@ -174,16 +188,7 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
 
         const bool last = st.step == options.steps;
         if (st.step % options.log_every == 0 || last) {
-            const double mean = st.window_loss / static_cast<double>(st.window_steps);
-            console.line(fmt::format("step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} {}/s",
-                                     st.step, options.steps, mean, lr, norm,
-                                     static_cast<double>(window_items) / seconds_since(window_start), options.unit));
-            result.loss = mean;
-            result.loss_curve.emplace_back(st.step, mean);
-            window_start = Clock::now();
-            st.window_loss = 0;
-            st.window_steps = 0;
-            window_items = 0;
+            log_window();
         } else {
             const double rate = static_cast<double>(items_here) / (seconds_since(start) - eval_seconds);
             const double left = static_cast<double>(options.steps - st.step) * (seconds_since(start) - eval_seconds) /
@@ -227,7 +232,10 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
         }
         st.train_seconds = wall();
         if (options.after_step) options.after_step(st, optimizer, eval.empty() ? nullptr : &eval);
-        if (result.stopped_early) break;
+        if (result.stopped_early) {
+            if (st.window_steps > 0) log_window();
+            break;
+        }
     }
     result.steps = st.step;
     result.best_step = st.best_step;

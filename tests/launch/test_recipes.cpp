@@ -5,6 +5,7 @@
 #include "framework/core/rng.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/dist/data_parallel.hpp"
+#include "framework/dist/sample_means.hpp"
 #include "framework/recipe/cli.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/train/optimizer.hpp"
@@ -159,7 +160,46 @@ Result hold(const Config& cfg) {
     return {{"returned", cfg.get<long>("value")}, {"double", 2 * cfg.get<long>("value")}};
 }
 
+// Seven evaluation samples valued 1..7 over however many ranks, and a metric
+// that never improves: the mean must be exactly 4 over exactly 7 samples, and
+// early stopping must end every rank at the same step.
+struct Points {
+    std::vector<float> x = {-1, -0.5f, 0.5f, 1};
+    std::vector<std::int32_t> y = {0, 0, 1, 1};
+};
+
+Metrics uneven_eval(models::Mlp<float>&, Points&) {
+    auto [lo, hi] = dist::ShmBackend::chunk(7, dist::world_size(), dist::rank());
+    dist::SampleMeans means({"mean_value"});
+    for (std::int64_t i = lo; i < hi; ++i) means.add("mean_value", static_cast<double>(i + 1), 1);
+    std::vector<double> counted = {means.count("mean_value")};
+    dist::all_reduce_sum(counted);
+    Metrics m = means.means();
+    m["samples"] = counted[0];
+    m["plateau"] = 1.0;
+    return m;
+}
+
 }  // namespace
+
+LEVERS_RECIPE(uneven) {
+    return levers::recipe("uneven")
+        .describe("exact metrics over 7 samples on any rank count, and early stopping on a plateau")
+        .param("steps", 100, "steps")
+        .param("lr", 0.01, "learning rate")
+        .param("log_every", 1000, "quiet")
+        .model([](const Config&) {
+            return std::make_unique<models::Mlp<float>>(models::MlpConfig{.inputs = 1, .hidden = {4}, .classes = 2}, 1);
+        })
+        .data([](const Config&) { return Points{}; })
+        .step([](models::Mlp<float>& m, Points& p, const StepInfo&) {
+            const float loss = m.forward(p.x.data(), p.y.data(), 4);
+            m.backward();
+            return MicroResult{loss, 4};
+        })
+        .evaluate_every(2, uneven_eval)
+        .early_stop("plateau", 2);
+}
 
 LEVERS_RECIPE(hold) {
     return levers::recipe("hold")

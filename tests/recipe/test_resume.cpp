@@ -1,0 +1,207 @@
+// Checkpoints, exact resume, metrics files and early stopping, through the real binaries.
+#include "framework/core/checkpoint.hpp"
+#include "tests/launch/process.hpp"
+#include "tests/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace levers::testing;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+    int code = -1;
+    std::string output;
+};
+
+Outcome run(const char* bin, std::vector<std::string> args) {
+    auto b = start_program(bin, args, {});
+    auto status = b.wait(120s);
+    REQUIRE(status.has_value());
+    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), b.output()};
+}
+
+Outcome recipe(std::vector<std::string> args) { return run(std::getenv("LEVERS_RECIPE_BIN"), std::move(args)); }
+
+// A GPT small enough that 8 steps take well under a second.
+std::vector<std::string> tiny_pretrain(const fs::path& out, int gpus) {
+    return {"run", "pretrain", "--gpus", std::to_string(gpus), "--threads", "1", "--out", out.string(),
+            "--set", "steps=8", "--set", "checkpoint_every=4", "--set", "n_layer=1", "--set", "n_embd=16",
+            "--set", "n_head=2", "--set", "block_size=16", "--set", "batch_size=2", "--set", "eval_every=4",
+            "--set", "eval_batches=2", "--set", "sample_tokens=0", "--set", "log_every=3", "--set", "warmup=2"};
+}
+
+std::string read_text(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// metrics.csv rows from step `from` on, wall-clock columns dropped.
+std::vector<std::string> curve(const fs::path& run, long from) {
+    std::istringstream in(read_text(run / "metrics.csv"));
+    std::string line;
+    std::vector<std::string> rows;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+        if (std::stol(line.substr(0, line.find(','))) < from) continue;
+        // step,loss,lr,grad_norm: the rest are timings.
+        std::size_t cut = 0;
+        for (int commas = 0; commas < 4; ++commas) cut = line.find(',', cut) + 1;
+        rows.push_back(line.substr(0, cut - 1));
+    }
+    return rows;
+}
+
+// The tensors that define where training is: parameters and AdamW's moments.
+void check_same_state(const fs::path& a, const fs::path& b) {
+    const auto x = levers::read_checkpoint(a), y = levers::read_checkpoint(b);
+    REQUIRE(x.tensors.size() == y.tensors.size());
+    for (std::size_t i = 0; i < x.tensors.size(); ++i) {
+        CAPTURE(x.tensors[i].name);
+        REQUIRE(x.tensors[i].name == y.tensors[i].name);
+        REQUIRE(x.tensors[i].tensor.bytes() == y.tensors[i].tensor.bytes());
+        CHECK(std::memcmp(x.tensors[i].tensor.raw(), y.tensors[i].tensor.raw(), x.tensors[i].tensor.bytes()) == 0);
+    }
+    CHECK(x.metadata["loop"]["step"] == y.metadata["loop"]["step"]);
+    CHECK(x.metadata["data"] == y.metadata["data"]);
+}
+
+}  // namespace
+
+TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run ends, on 1 and 2 ranks") {
+    TempDir tmp;
+    for (int gpus : {1, 2}) {
+        CAPTURE(gpus);
+        const fs::path full = tmp.path() / ("full" + std::to_string(gpus));
+        const fs::path resumed = tmp.path() / ("resumed" + std::to_string(gpus));
+        auto a = recipe(tiny_pretrain(full, gpus));
+        INFO(a.output);
+        REQUIRE(a.code == 0);
+        const fs::path at4 = full / "checkpoints" / "step-00000004.ckpt";
+        REQUIRE(fs::exists(at4));
+        auto args = tiny_pretrain(resumed, gpus);
+        args.insert(args.end(), {"--resume", at4.string()});
+        auto b = recipe(args);
+        INFO(b.output);
+        REQUIRE(b.code == 0);
+        CHECK(b.output.find("resumed from " + at4.string() + " at step 4") != std::string::npos);
+        check_same_state(full / "checkpoints" / "step-00000008.ckpt", resumed / "checkpoints" / "step-00000008.ckpt");
+        CHECK(curve(full, 5) == curve(resumed, 5));
+        CHECK(curve(resumed, 0).size() == 4);  // steps 5..8 only
+        // The final results agree too (the loss of the last progress window, the validation loss).
+        auto ra = nlohmann::json::parse(last_line(a.output)), rb = nlohmann::json::parse(last_line(b.output));
+        CHECK(ra["loss"] == rb["loss"]);
+        CHECK(ra["val_loss"] == rb["val_loss"]);
+        CHECK(nlohmann::json::parse(read_text(resumed / "config.json"))["resumed_from"] == at4.string());
+    }
+    // On another card count it continues, saying the data is re-sharded.
+    auto other = tiny_pretrain(tmp.path() / "other", 1);
+    other.insert(other.end(), {"--resume", (tmp.path() / "full2").string()});  // a run directory: its newest
+    auto c = recipe(other);
+    CHECK(c.code == 0);
+    CHECK(c.output.find("warning: resuming a 2-rank run on 1 rank") != std::string::npos);
+}
+
+TEST_CASE("a run keeps its metrics, its last checkpoints and the best one") {
+    TempDir tmp;
+    auto a = recipe(tiny_pretrain(tmp.path() / "r", 1));
+    REQUIRE(a.code == 0);
+    CHECK(curve(tmp.path() / "r", 0).size() == 8);
+    CHECK(read_text(tmp.path() / "r" / "eval.csv").starts_with("step,wall_s,val_loss\n4,"));
+    std::istringstream jsonl(read_text(tmp.path() / "r" / "metrics.jsonl"));
+    std::string line;
+    int train = 0, eval = 0;
+    while (std::getline(jsonl, line)) {
+        auto j = nlohmann::json::parse(line);
+        (j["kind"] == "train" ? train : eval) += 1;
+    }
+    CHECK(train == 8);
+    CHECK(eval == 2);
+
+    // keep 3: a longer run keeps only the newest three step files.
+    auto args = tiny_pretrain(tmp.path() / "long", 1);
+    args.insert(args.end(), {"--set", "steps=20", "--set", "checkpoint_every=2"});
+    REQUIRE(recipe(args).code == 0);
+    std::vector<std::string> kept;
+    for (const auto& e : fs::directory_iterator(tmp.path() / "long" / "checkpoints"))
+        kept.push_back(e.path().filename().string());
+    std::sort(kept.begin(), kept.end());
+    CHECK(kept == std::vector<std::string>{"step-00000016.ckpt", "step-00000018.ckpt", "step-00000020.ckpt"});
+}
+
+TEST_CASE("truncated, corrupted, other-version and other-model checkpoints are refused, naming the file") {
+    TempDir tmp;
+    REQUIRE(recipe(tiny_pretrain(tmp.path() / "r", 1)).code == 0);
+    const fs::path good = tmp.path() / "r" / "checkpoints" / "step-00000008.ckpt";
+    const std::string bytes = read_text(good);
+    auto variant = [&](const std::string& name, std::string content) {
+        const fs::path p = tmp.path() / name;
+        std::ofstream(p, std::ios::binary) << content;
+        return p;
+    };
+    std::string flipped_data = bytes, flipped_header = bytes, version = bytes;
+    flipped_data[flipped_data.size() - 100] ^= 0x40;
+    flipped_header[40] ^= 0x01;
+    version[8] = 9;  // the u32 format version after the magic
+    struct Case {
+        fs::path file;
+        const char* message;
+    };
+    const Case cases[] = {
+        {variant("truncated.ckpt", bytes.substr(0, bytes.size() / 2)), "truncated"},
+        {variant("data.ckpt", flipped_data), "corrupted"},
+        {variant("header.ckpt", flipped_header), "corrupted"},
+        {variant("version.ckpt", version), "version 9"},
+        {variant("empty.ckpt", ""), "empty.ckpt"},
+        {tmp.path() / "r" / "model.ckpt", "not a training checkpoint"},
+        {tmp.path() / "none.ckpt", "no such file or directory"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.file);
+        auto args = tiny_pretrain(tmp.path() / ("out-" + c.file.filename().string()), 1);
+        args.insert(args.end(), {"--resume", c.file.string()});
+        auto r = recipe(args);
+        CHECK(r.code == 2);
+        CHECK(r.output.find(c.file.filename().string()) != std::string::npos);
+        CHECK(r.output.find(c.message) != std::string::npos);
+        CHECK_FALSE(fs::exists(tmp.path() / ("out-" + c.file.filename().string())));  // nothing started
+    }
+    // Another model's checkpoint: wider, so its tensors do not fit.
+    auto wider = tiny_pretrain(tmp.path() / "wider", 1);
+    wider.insert(wider.end(), {"--set", "n_embd=32", "--resume", good.string()});
+    auto w = recipe(wider);
+    CHECK(w.code == 1);
+    CHECK(w.output.find("a checkpoint of another model") != std::string::npos);
+    // Another recipe's checkpoint.
+    auto other = run(std::getenv("LEVERS_TEST_RECIPES_BIN"), {"run", "uneven", "--resume", good.string()});
+    CHECK(other.code == 1);
+    CHECK(other.output.find("written by recipe 'pretrain', not 'uneven'") != std::string::npos);
+    CHECK(read_text(good) == bytes);  // nothing overwritten
+}
+
+TEST_CASE("evaluation counts every sample once on uneven shards, and early stopping ends all ranks together") {
+    for (const char* gpus : {"1", "2", "3"}) {
+        CAPTURE(gpus);
+        TempDir tmp;
+        auto r = run(std::getenv("LEVERS_TEST_RECIPES_BIN"),
+                     {"run", "uneven", "--gpus", gpus, "--out", (tmp.path() / "u").string()});
+        INFO(r.output);
+        REQUIRE(r.code == 0);
+        auto j = nlohmann::json::parse(last_line(r.output));
+        CHECK(j["mean_value"] == 4.0);  // (1 + ... + 7) / 7, whatever the shards
+        CHECK(j["samples"] == 7.0);
+        CHECK(j["stopped_early"] == true);
+        CHECK(j["steps"] == 6);  // evaluations at 2 (best), 4 and 6 (no gain twice)
+        CHECK(j["ranks"] == std::stoi(gpus));
+    }
+}

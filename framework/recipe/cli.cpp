@@ -2,6 +2,7 @@
 
 #include "framework/core/error.hpp"
 #include "framework/launch/card_ledger.hpp"
+#include "framework/recipe/plot.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/recipe/run_command.hpp"
 #include "framework/recipe/run_dir.hpp"
@@ -29,10 +30,11 @@ Examples:
   recipe run pretrain --set steps=2000 --set lr=1e-3
   recipe run pretrain --gpus 4                 4 ranks, gradients averaged
   recipe sweep classify --grid lr=1e-3,3e-3 --grid seed=1,2
+  recipe plot runs/pretrain/latest             loss and evaluation curves to a PNG
   recipe status                                cards, who holds them, who waits
   recipe workspace multi-gpu off               refuse jobs of more than one card)";
 
-constexpr const char* kCommands = "list, show, run, sweep, status, workspace";
+constexpr const char* kCommands = "list, show, run, sweep, plot, status, workspace";
 
 int list_recipes() {
     for (const auto& name : recipe_names()) {
@@ -193,6 +195,14 @@ int main(int argc, char** argv) {
     sweep->footer("\nExamples:\n  recipe sweep classify --grid lr=1e-3,3e-3 --grid seed=1,2,3\n"
                   "  recipe sweep fine_tune --cells cells.json --max-parallel 2");
 
+    std::vector<std::string> plot_dirs;
+    std::string plot_out;
+    auto* plot = app.add_subcommand("plot", "Draw loss and evaluation curves of runs (or a sweep's cells) to a PNG");
+    plot->add_option("runs", plot_dirs, "run directories, or a sweep's directory")->required();
+    plot->add_option("--out", plot_out, "the PNG (default: plot.png in the first directory)");
+    plot->footer("\nExamples:\n  recipe plot runs/pretrain/latest\n"
+                 "  recipe plot runs/classify/sweep-latest --out sweep.png");
+
     auto* status = app.add_subcommand("status", "Show the node's cards (CPU slots), their holders and waiting jobs");
     std::vector<std::string> ws_words;
     auto* workspace = app.add_subcommand("workspace", "Show or change what jobs may ask for");
@@ -224,6 +234,13 @@ int main(int argc, char** argv) {
         }
         if (sweep->parsed()) return sweep_recipe(sweep_flags);
         if (status->parsed()) return show_status();
+        if (plot->parsed()) {
+            std::vector<std::filesystem::path> dirs(plot_dirs.begin(), plot_dirs.end());
+            const std::filesystem::path out = plot_out.empty() ? dirs.front() / "plot.png" : std::filesystem::path(plot_out);
+            plot_runs(dirs, out);
+            fmt::print("wrote {}\n", out.string());
+            return 0;
+        }
         if (workspace->parsed()) return workspace_command(ws_words);
     } catch (const Error& e) {
         fmt::print(stderr, "error: {}\n", e.message());

@@ -205,3 +205,21 @@ TEST_CASE("evaluation counts every sample once on uneven shards, and early stopp
         CHECK(j["ranks"] == std::stoi(gpus));
     }
 }
+
+TEST_CASE("recipe plot draws runs' curves to a PNG with gnuplot, and says what is missing") {
+    TempDir tmp;
+    REQUIRE(recipe(tiny_pretrain(tmp.path() / "a", 1)).code == 0);
+    REQUIRE(recipe(tiny_pretrain(tmp.path() / "b", 1)).code == 0);
+    const fs::path png = tmp.path() / "curves.png";
+    auto r = recipe({"plot", (tmp.path() / "a").string(), (tmp.path() / "b").string(), "--out", png.string()});
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK(read_text(png).substr(0, 8) == "\x89PNG\r\n\x1a\n");
+    auto no_metrics = recipe({"plot", tmp.path().string()});
+    CHECK(no_metrics.code == 2);
+    CHECK(no_metrics.output.find("no metrics.csv") != std::string::npos);
+    auto no_gnuplot = run("/usr/bin/env", {"PATH=/nonexistent", std::getenv("LEVERS_RECIPE_BIN"), "plot",
+                                            (tmp.path() / "a").string()});
+    CHECK(no_gnuplot.code == 2);
+    CHECK(no_gnuplot.output.find("apt-get install gnuplot-nox") != std::string::npos);
+}

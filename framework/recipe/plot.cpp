@@ -1,0 +1,102 @@
+#include "framework/recipe/plot.hpp"
+
+#include "framework/core/error.hpp"
+#include "framework/core/read_file.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace levers {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Series {
+    fs::path dir;
+    std::string title;
+};
+
+// gnuplot's single-quoted strings escape a quote by doubling it.
+std::string quoted(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+}
+
+// The runs to draw: each directory, or a sweep's cells (titled by their parameters).
+std::vector<Series> expand(const std::vector<fs::path>& runs) {
+    std::vector<Series> out;
+    for (const auto& run : runs) {
+        if (fs::exists(run / "sweep.json")) {
+            const auto cells = nlohmann::json::parse(read_file(run / "sweep.json"), nullptr, false);
+            LEVERS_CHECK(cells.is_array(), "{}: sweep.json is not a list of cells", run.string());
+            for (const auto& c : cells) {
+                std::vector<std::string> params;
+                const nlohmann::json given = c.value("params", nlohmann::json::object());
+                for (const auto& [k, v] : given.items())
+                    params.push_back(k + "=" + v.get<std::string>());
+                out.push_back({c.value("dir", ""), fmt::format("{}", fmt::join(params, " "))});
+            }
+            continue;
+        }
+        LEVERS_CHECK(fs::exists(run / "metrics.csv"), "{}: no metrics.csv (give run directories, or a sweep's)",
+                     run.string());
+        out.push_back({run, run.filename().string()});
+    }
+    return out;
+}
+
+std::vector<std::string> eval_columns(const fs::path& dir) {
+    std::istringstream in(read_file(dir / "eval.csv"));
+    std::string header, name;
+    std::getline(in, header);
+    std::vector<std::string> names;
+    std::istringstream cols(header);
+    while (std::getline(cols, name, ',')) names.push_back(name);
+    return names;  // step, wall_s, metrics...
+}
+
+}  // namespace
+
+void plot_runs(const std::vector<fs::path>& runs, const fs::path& out) {
+    LEVERS_CHECK(!runs.empty(), "recipe plot needs at least one run directory");
+    const auto series = expand(runs);
+    std::vector<std::string> loss, evals;
+    for (const auto& s : series) {
+        if (!fs::exists(s.dir / "metrics.csv")) continue;  // a cell that failed before training
+        loss.push_back(fmt::format("{} using 1:2 with lines lw 1 title {}", quoted((s.dir / "metrics.csv").string()),
+                                   quoted(s.title)));
+        if (!fs::exists(s.dir / "eval.csv")) continue;
+        const auto cols = eval_columns(s.dir);
+        for (std::size_t c = 2; c < cols.size(); ++c)
+            evals.push_back(fmt::format("{} using 1:{} with linespoints lw 2 title {}",
+                                        quoted((s.dir / "eval.csv").string()), c + 1,
+                                        quoted(series.size() == 1 ? cols[c] : s.title + ": " + cols[c])));
+    }
+    LEVERS_CHECK(!loss.empty(), "none of the runs has recorded a training step yet");
+    std::string script = fmt::format(
+        "set terminal pngcairo size 1400,520 font ',10'\nset output {}\nset datafile separator ','\n"
+        "set termoption noenhanced\nset key top right\nset grid\nset multiplot layout 1,{}\n"
+        "set title 'training loss (every step)'\nset xlabel 'step'\nplot {}\n",
+        quoted(out.string()), evals.empty() ? 1 : 2, fmt::join(loss, ", \\\n     "));
+    if (!evals.empty())
+        script += fmt::format("set title 'evaluation'\nset xlabel 'step'\nplot {}\n", fmt::join(evals, ", \\\n     "));
+    script += "unset multiplot\n";
+
+    FILE* gp = ::popen("gnuplot 2>&1", "w");
+    LEVERS_CHECK(gp != nullptr, "cannot start gnuplot");
+    std::fputs(script.c_str(), gp);
+    const int status = ::pclose(gp);
+    LEVERS_CHECK(WIFEXITED(status) && WEXITSTATUS(status) != 127,
+                 "recipe plot draws with gnuplot, which is not installed: apt-get install gnuplot-nox");
+    LEVERS_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(out),
+                 "gnuplot could not draw {} (its messages are above)", out.string());
+}
+
+}  // namespace levers

@@ -1,12 +1,16 @@
-// fine_tune: a pretrained byte-level GPT adapts to a second text with LoRA
+// fine_tune: a pretrained GPT (a pretrain run's, or GPT-2 weights in
+// safetensors with their BPE tokenizer) adapts to a second text with LoRA
 // adapters on its attention projections (or every weight, with lora_r=0).
 // The framework owns the loop, so `recipe run fine_tune --gpus 8` needs no
-// change here. The adapted model, adapters merged, goes to the run directory.
+// change here. The adapted model, adapters merged, goes to the run directory
+// as model.ckpt and model.safetensors.
 #include "framework/data/files.hpp"
 #include "framework/data/text_corpus.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/recipe/run_dir.hpp"
+#include "models/gpt2_weights.hpp"
+#include "models/gpt_files.hpp"
 #include "models/gpt_io.hpp"
 #include "models/gpt_train.hpp"
 
@@ -33,12 +37,20 @@ struct Text {
     void load_state(const nlohmann::json& j) { rng.set_state(j.at("rng").get<std::string>()); }
 };
 
+// GPT-2 weights (.safetensors) read GPT-2's BPE tokens; levers' byte-level models, bytes.
+int vocabulary(const Config& cfg) {
+    return fs::path(cfg.get<std::string>("base")).extension() == ".safetensors" ? 50257 : 256;
+}
+
 std::unique_ptr<Tuned> load_base(const Config& cfg) {
     const fs::path base = cfg.get<std::string>("base");
     LEVERS_CHECK(fs::exists(base), "fine_tune: base checkpoint {} not found; run `recipe run pretrain` first, or give "
                  "one with --set base=PATH", base.string());
     auto tuned = std::make_unique<Tuned>();
-    tuned->gpt = models::load_gpt(base);
+    tuned->gpt = models::load_any_gpt(base, cfg.get<int>("n_head"));
+    LEVERS_CHECK(tuned->gpt->config().vocab_size == vocabulary(cfg), "fine_tune: {} has a vocabulary of {}; levers "
+                 "reads GPT-2's BPE (50257) from .safetensors files and bytes (256) from model.ckpt files",
+                 base.string(), tuned->gpt->config().vocab_size);
     const long r = cfg.get<long>("lora_r");
     LEVERS_CHECK(r >= 0, "lora_r must be >= 0 (0: full fine-tuning), got {}", r);
     if (r > 0) tuned->gpt->enable_lora(static_cast<int>(r), cfg.get<double>("lora_alpha"),
@@ -52,9 +64,10 @@ std::unique_ptr<Tuned> load_base(const Config& cfg) {
 
 std::unique_ptr<Text> load_text(const Config& cfg) {
     const std::string path = cfg.get<std::string>("corpus");
+    const auto codec = models::codec_for_vocab(vocabulary(cfg), cfg.get<std::string>("base"));
     auto text = std::make_unique<Text>(Text{
-        data::load_byte_corpus(path.empty() ? data::data_dir() / "books" / "Isaac.Newton-Opticks.txt" : fs::path(path),
-                               0.1),
+        data::load_text_corpus(path.empty() ? data::data_dir() / "books" / "Isaac.Newton-Opticks.txt" : fs::path(path),
+                               0.1, codec.encode),
         Rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1),
         dist::per_rank_batch(cfg.get<long>("batch_size"), 0), cfg.get<long>("eval_batches")});
     dist::print0("corpus {:.2f} MB train, {:.2f} MB validation; batch {} per rank\n", text->corpus.train.size() / 1e6,
@@ -80,6 +93,7 @@ Result save_merged(Tuned& m, Text&, const LoopResult& run) {
     Result out = {{"trainable_parameters", m.params().size()}};
     if (dist::is_main() && !run_dir().empty()) {
         models::save_gpt(run_dir() / "model.ckpt", *m.gpt, {{"recipe", "fine_tune"}, {"steps", run.steps}});
+        models::save_gpt2_safetensors(run_dir() / "model.safetensors", *m.gpt);
         out["model"] = (run_dir() / "model.ckpt").string();
     }
     return out;
@@ -90,7 +104,9 @@ Result save_merged(Tuned& m, Text&, const LoopResult& run) {
 LEVERS_RECIPE(fine_tune) {
     return levers::recipe("fine_tune")
         .describe("adapts a pretrained GPT to another text with LoRA; reports validation loss before and after")
-        .param("base", "runs/pretrain/latest/model.ckpt", "the pretrained model (a pretrain run's model.ckpt)")
+        .param("base", "runs/pretrain/latest/model.ckpt",
+               "the pretrained model: a pretrain run's model.ckpt, or GPT-2 weights (.safetensors)")
+        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)")
         .param("corpus", "", "the text to adapt to: a .txt file or directory (default: Newton's Opticks)")
         .param("lora_r", 8, "adapter rank (0: fine-tune every weight)")
         .param("lora_alpha", 16.0, "adapter scale numerator: updates are scaled by lora_alpha / lora_r")

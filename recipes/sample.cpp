@@ -1,10 +1,9 @@
-// sample: text from a GPT checkpoint (one `pretrain --set checkpoint=PATH` saved).
+// sample: text from a GPT (a model.ckpt pretrain or fine_tune saved, or GPT-2
+// weights in safetensors with their BPE tokenizer).
 #include "framework/core/rng.hpp"
-#include "framework/data/bpe_tokenizer.hpp"
-#include "framework/data/byte_tokenizer.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/generate.hpp"
-#include "models/gpt_io.hpp"
+#include "models/gpt_files.hpp"
 
 #include <fmt/format.h>
 
@@ -14,24 +13,16 @@ using namespace levers;
 
 Result sample(const Config& cfg) {
     const std::string path = cfg.get<std::string>("checkpoint");
-    LEVERS_CHECK(!path.empty(), "sample needs --set checkpoint=PATH (a file `recipe run pretrain --set "
-                                "checkpoint=PATH` wrote)");
-    auto model = models::load_gpt(path);
-    const int vocab = model->config().vocab_size;
+    LEVERS_CHECK(!path.empty(), "sample needs --set checkpoint=PATH (a model.ckpt that pretrain or fine_tune saved, "
+                                "or GPT-2 weights in a .safetensors file)");
+    auto model = models::load_any_gpt(path, cfg.get<int>("n_head"));
+    const auto codec = models::codec_for(*model, path);
     const models::SampleOptions options{.max_new_tokens = cfg.get<int>("tokens"),
                                         .temperature = cfg.get<double>("temperature"),
                                         .top_k = cfg.get<int>("top_k")};
     Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")));
-    std::string text;
-    const std::string prompt = cfg.get<std::string>("prompt");
-    if (vocab == data::ByteTokenizer::kVocabSize) {
-        text = data::ByteTokenizer::decode(models::generate(*model, data::ByteTokenizer::encode(prompt), options, rng));
-    } else {
-        const auto bpe = data::BpeTokenizer::gpt2_default();
-        LEVERS_CHECK(vocab == bpe.vocab_size(), "{}: a vocabulary of {} matches neither bytes (256) nor GPT-2 BPE ({})",
-                     path, vocab, bpe.vocab_size());
-        text = bpe.decode(models::generate(*model, bpe.encode(prompt), options, rng));
-    }
+    const std::string text = codec.decode(models::generate(*model, codec.encode(cfg.get<std::string>("prompt")),
+                                                           options, rng));
     fmt::print("{}\n", text);
     return Result{{"text", text}, {"tokens", options.max_new_tokens}};
 }
@@ -40,8 +31,9 @@ Result sample(const Config& cfg) {
 
 LEVERS_RECIPE(sample) {
     return levers::recipe("sample")
-        .describe("text from a GPT checkpoint saved by pretrain")
-        .param("checkpoint", "", "the checkpoint file")
+        .describe("text from a GPT: a checkpoint pretrain or fine_tune saved, or GPT-2 safetensors")
+        .param("checkpoint", "", "a model.ckpt from pretrain or fine_tune, or GPT-2 weights (.safetensors)")
+        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)")
         .param("prompt", "The ", "text to continue")
         .param("tokens", 200, "tokens to generate")
         .param("temperature", 0.8, "sampling temperature")

@@ -65,6 +65,7 @@ BpeTokenizer::BpeTokenizer() : regex_(std::make_unique<Regex>()) {
     regex_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
                                  &err, &offset, nullptr);
     LEVERS_CHECK(regex_->code != nullptr, "GPT-2 pre-tokenisation pattern failed to compile (PCRE2 error {})", err);
+    pcre2_jit_compile(regex_->code, PCRE2_JIT_COMPLETE);  // an optimisation: the interpreter serves if JIT is absent
 }
 
 BpeTokenizer::~BpeTokenizer() = default;
@@ -155,9 +156,13 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) const {
     std::vector<std::int32_t> out;
     pcre2_match_data* match = pcre2_match_data_create_from_pattern(regex_->code, nullptr);
     PCRE2_SIZE start = 0;
+    // PCRE2 checks the whole subject's UTF-8 on every call unless told not to:
+    // check it on the first match only, or encoding is quadratic in the text.
+    std::uint32_t options = 0;
     while (start < text.size()) {
-        int rc = pcre2_match(regex_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), start, 0, match,
-                             nullptr);
+        int rc = pcre2_match(regex_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), start, options,
+                             match, nullptr);
+        options = PCRE2_NO_UTF_CHECK;
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
             pcre2_match_data_free(match);

@@ -7,6 +7,12 @@
 namespace levers::data {
 
 TextCorpus load_byte_corpus(const std::filesystem::path& dir_or_file, double validation_fraction) {
+    return load_text_corpus(dir_or_file, validation_fraction,
+                            [](const std::string& text) { return ByteTokenizer::encode(text); });
+}
+
+TextCorpus load_text_corpus(const std::filesystem::path& dir_or_file, double validation_fraction,
+                            const std::function<std::vector<std::int32_t>(const std::string&)>& encode) {
     LEVERS_CHECK(validation_fraction > 0 && validation_fraction < 1,
                  "validation fraction must be in (0, 1), got {}", validation_fraction);
     std::vector<std::filesystem::path> files;
@@ -21,7 +27,7 @@ TextCorpus load_byte_corpus(const std::filesystem::path& dir_or_file, double val
         auto nul = text.find('\0');
         LEVERS_CHECK(nul == std::string::npos, "{}: has a NUL byte at offset {}; expected plain text", path.string(),
                      nul);
-        auto tokens = ByteTokenizer::encode(text);
+        auto tokens = encode(text);
         auto split = static_cast<std::ptrdiff_t>(static_cast<double>(tokens.size()) * (1 - validation_fraction));
         corpus.train.insert(corpus.train.end(), tokens.begin(), tokens.begin() + split);
         corpus.validation.insert(corpus.validation.end(), tokens.begin() + split, tokens.end());

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 namespace levers::data {
@@ -18,6 +19,9 @@ struct TextCorpus {
 // `validation_fraction` of each file is held out, so validation spans every
 // book. Throws, naming the file, if one is empty or is not text (NUL bytes).
 TextCorpus load_byte_corpus(const std::filesystem::path& dir_or_file, double validation_fraction);
+// The same with any tokenizer (GPT-2's BPE for GPT-2 weights).
+TextCorpus load_text_corpus(const std::filesystem::path& dir_or_file, double validation_fraction,
+                            const std::function<std::vector<std::int32_t>(const std::string&)>& encode);
 
 // Inputs and next-token targets, each [batch, time].
 struct TokenBatch {

@@ -1,0 +1,35 @@
+// Opening a GPT from any file levers reads, with the tokenizer that goes with it.
+#pragma once
+
+#include "models/gpt.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace levers::models {
+
+// A levers checkpoint (model.ckpt, from pretrain or fine_tune) or GPT-2 weights
+// in safetensors (*.safetensors; n_head as load_gpt2_safetensors takes it).
+std::unique_ptr<Gpt<float>> load_any_gpt(const std::filesystem::path& path, int n_head = 0);
+
+// Text to tokens and back for a model: bytes for a vocabulary of 256, else
+// GPT-2's BPE, from the vocab.json and merges.txt beside the weights if they
+// are there, else the GPT-2 files the set-up installs. Throws levers::Error if
+// the vocabulary sizes differ.
+struct TextCodec {
+    std::function<std::vector<std::int32_t>(const std::string&)> encode;
+    std::function<std::string(const std::vector<std::int32_t>&)> decode;
+    std::string name;  // "bytes" or "GPT-2 BPE (<files>)"
+};
+TextCodec codec_for(const Gpt<float>& model, const std::filesystem::path& weights);
+// The same for a vocabulary size (fine_tune tokenizes its corpus before the model is built).
+TextCodec codec_for_vocab(int vocab, const std::filesystem::path& weights);
+
+// Writes `model` by the extension of `path`: .safetensors (Hugging Face's
+// GPT-2 layout) or a levers checkpoint.
+void save_any_gpt(const std::filesystem::path& path, const Gpt<float>& model);
+
+}  // namespace levers::models

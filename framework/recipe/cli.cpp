@@ -1,5 +1,6 @@
 #include "framework/recipe/cli.hpp"
 
+#include "framework/bench/bench_cli.hpp"
 #include "framework/core/error.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/recipe/plot.hpp"
@@ -31,10 +32,11 @@ Examples:
   recipe run pretrain --gpus 4                 4 ranks, gradients averaged
   recipe sweep classify --grid lr=1e-3,3e-3 --grid seed=1,2
   recipe plot runs/pretrain/latest             loss and evaluation curves to a PNG
+  recipe bench scaling pretrain --gpus 1,2     throughput and speedup at each card count
   recipe status                                cards, who holds them, who waits
   recipe workspace multi-gpu off               refuse jobs of more than one card)";
 
-constexpr const char* kCommands = "list, show, run, sweep, plot, status, workspace";
+constexpr const char* kCommands = "list, show, run, sweep, plot, bench, status, workspace";
 
 int list_recipes() {
     for (const auto& name : recipe_names()) {
@@ -203,6 +205,8 @@ int main(int argc, char** argv) {
     plot->footer("\nExamples:\n  recipe plot runs/pretrain/latest\n"
                  "  recipe plot runs/classify/sweep-latest --out sweep.png");
 
+    bench::BenchCli bench_cli(app);
+
     auto* status = app.add_subcommand("status", "Show the node's cards (CPU slots), their holders and waiting jobs");
     std::vector<std::string> ws_words;
     auto* workspace = app.add_subcommand("workspace", "Show or change what jobs may ask for");
@@ -234,6 +238,7 @@ int main(int argc, char** argv) {
         }
         if (sweep->parsed()) return sweep_recipe(sweep_flags);
         if (status->parsed()) return show_status();
+        if (bench_cli.parsed()) return bench_cli.run();
         if (plot->parsed()) {
             std::vector<std::filesystem::path> dirs(plot_dirs.begin(), plot_dirs.end());
             const std::filesystem::path out = plot_out.empty() ? dirs.front() / "plot.png" : std::filesystem::path(plot_out);

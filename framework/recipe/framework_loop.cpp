@@ -9,6 +9,7 @@
 #include "framework/train/train_state.hpp"
 
 #include <optional>
+#include <sys/resource.h>
 
 namespace levers {
 
@@ -98,7 +99,16 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
 
     const LoopResult run = train::train_loop(params, options, step, evaluate);
 
+    // Each rank's peak resident memory, for the benchmarks.
+    std::vector<double> peak_mb(static_cast<std::size_t>(dist::world_size()), 0.0);
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    peak_mb[static_cast<std::size_t>(dist::rank())] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    dist::all_reduce_sum(peak_mb);
+
     Result out = {{"loss", run.loss},
+                  {"trainable_parameters", params.size()},
+                  {"peak_rss_mb", peak_mb},
                   {"steps", run.steps},
                   {"seconds", run.seconds},
                   {"items_per_second", run.items_per_second},

@@ -22,13 +22,6 @@ struct Series {
     std::string title;
 };
 
-// gnuplot's single-quoted strings escape a quote by doubling it.
-std::string quoted(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-    return out + "'";
-}
-
 // The runs to draw: each directory, or a sweep's cells (titled by their parameters).
 std::vector<Series> expand(const std::vector<fs::path>& runs) {
     std::vector<Series> out;
@@ -70,33 +63,44 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out) {
     std::vector<std::string> loss, evals;
     for (const auto& s : series) {
         if (!fs::exists(s.dir / "metrics.csv")) continue;  // a cell that failed before training
-        loss.push_back(fmt::format("{} using 1:2 with lines lw 1 title {}", quoted((s.dir / "metrics.csv").string()),
-                                   quoted(s.title)));
+        loss.push_back(fmt::format("{} using 1:2 with lines lw 1 title {}",
+                                   gnuplot_quoted((s.dir / "metrics.csv").string()), gnuplot_quoted(s.title)));
         if (!fs::exists(s.dir / "eval.csv")) continue;
         const auto cols = eval_columns(s.dir);
         for (std::size_t c = 2; c < cols.size(); ++c)
             evals.push_back(fmt::format("{} using 1:{} with linespoints lw 2 title {}",
-                                        quoted((s.dir / "eval.csv").string()), c + 1,
-                                        quoted(series.size() == 1 ? cols[c] : s.title + ": " + cols[c])));
+                                        gnuplot_quoted((s.dir / "eval.csv").string()), c + 1,
+                                        gnuplot_quoted(series.size() == 1 ? cols[c] : s.title + ": " + cols[c])));
     }
     LEVERS_CHECK(!loss.empty(), "none of the runs has recorded a training step yet");
     std::string script = fmt::format(
         "set terminal pngcairo size 1400,520 font ',10'\nset output {}\nset datafile separator ','\n"
         "set termoption noenhanced\nset key top right\nset grid\nset multiplot layout 1,{}\n"
         "set title 'training loss (every step)'\nset xlabel 'step'\nplot {}\n",
-        quoted(out.string()), evals.empty() ? 1 : 2, fmt::join(loss, ", \\\n     "));
+        gnuplot_quoted(out.string()), evals.empty() ? 1 : 2, fmt::join(loss, ", \\\n     "));
     if (!evals.empty())
-        script += fmt::format("set title 'evaluation'\nset xlabel 'step'\nplot {}\n", fmt::join(evals, ", \\\n     "));
+        script += fmt::format("set title 'evaluation'\nset key center right\nset xlabel 'step'\nplot {}\n",
+                              fmt::join(evals, ", \\\n     "));
     script += "unset multiplot\n";
 
+    run_gnuplot(script, out);
+}
+
+void run_gnuplot(const std::string& script, const fs::path& out) {
     FILE* gp = ::popen("gnuplot 2>&1", "w");
     LEVERS_CHECK(gp != nullptr, "cannot start gnuplot");
     std::fputs(script.c_str(), gp);
     const int status = ::pclose(gp);
     LEVERS_CHECK(WIFEXITED(status) && WEXITSTATUS(status) != 127,
-                 "recipe plot draws with gnuplot, which is not installed: apt-get install gnuplot-nox");
+                 "drawing takes gnuplot, which is not installed: apt-get install gnuplot-nox");
     LEVERS_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(out),
                  "gnuplot could not draw {} (its messages are above)", out.string());
+}
+
+std::string gnuplot_quoted(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
 }
 
 }  // namespace levers

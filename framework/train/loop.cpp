@@ -183,8 +183,9 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
         ++st.window_steps;
         window_items += step_items;
         items_here += step_items;
-        if (metrics) metrics->train(st.step, loss, lr, norm, static_cast<double>(step_items) / seconds_since(step_start),
-                                    wall());
+        if (metrics)
+            metrics->train(st.step, loss, lr, norm, st.items, static_cast<double>(step_items) / seconds_since(step_start),
+                           wall());
 
         const bool last = st.step == options.steps;
         if (st.step % options.log_every == 0 || last) {

@@ -24,15 +24,16 @@ MetricsLog::MetricsLog(const fs::path& dir) : dir_(dir) {
     const bool fresh = !fs::exists(dir / "metrics.csv");
     jsonl_ = open_append(dir / "metrics.jsonl");
     csv_ = open_append(dir / "metrics.csv");
-    if (fresh) csv_ << "step,loss,lr,grad_norm,items_per_second,wall_s\n" << std::flush;
+    if (fresh) csv_ << "step,loss,lr,grad_norm,items,items_per_second,wall_s\n" << std::flush;
 }
 
-void MetricsLog::train(long step, double loss, double lr, double grad_norm, double items_per_second, double wall_s) {
-    nlohmann::json j = {{"kind", "train"},     {"step", step},      {"loss", loss},
-                        {"lr", lr},            {"grad_norm", grad_norm}, {"items_per_second", items_per_second},
-                        {"wall_s", wall_s}};
+void MetricsLog::train(long step, double loss, double lr, double grad_norm, std::int64_t items,
+                       double items_per_second, double wall_s) {
+    nlohmann::json j = {{"kind", "train"}, {"step", step},   {"loss", loss},
+                        {"lr", lr},        {"grad_norm", grad_norm}, {"items", items},
+                        {"items_per_second", items_per_second}, {"wall_s", wall_s}};
     jsonl_ << j.dump() << '\n' << std::flush;
-    csv_ << fmt::format("{},{},{},{},{},{}\n", step, exact(loss), exact(lr), exact(grad_norm),
+    csv_ << fmt::format("{},{},{},{},{},{},{}\n", step, exact(loss), exact(lr), exact(grad_norm), items,
                         exact(items_per_second), exact(wall_s))
          << std::flush;
 }

@@ -2,13 +2,15 @@
 //
 //   metrics.jsonl  one object per line: {"kind":"train","step":..,"loss":..,...}
 //                  or {"kind":"eval","step":..,"val_loss":..,...}
-//   metrics.csv    step,loss,lr,grad_norm,items_per_second,wall_s (every step)
+//   metrics.csv    step,loss,lr,grad_norm,items,items_per_second,wall_s (every
+//                  step; items: tokens or samples trained on so far, all ranks)
 //   eval.csv       step,wall_s,<each evaluation metric>
 //
 // Every row is flushed at once, so a crashed run keeps its curves.
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <string>
@@ -20,7 +22,8 @@ class MetricsLog {
 public:
     explicit MetricsLog(const std::filesystem::path& dir);  // appends when the files exist
 
-    void train(long step, double loss, double lr, double grad_norm, double items_per_second, double wall_s);
+    void train(long step, double loss, double lr, double grad_norm, std::int64_t items, double items_per_second,
+               double wall_s);
     void eval(long step, const std::map<std::string, double>& metrics, double wall_s);
 
 private:

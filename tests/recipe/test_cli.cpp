@@ -69,7 +69,7 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         {"run pretrain --set steps", "--set expects name=value, got 'steps'"},
         {"run classify --set hidden=16,x", "parameter 'hidden': '16,x' is not a comma-separated list"},
         {"run pretrain --threads -1", "--threads must be >= 0"},
-        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, sweep, status, workspace"},
+        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, sweep, plot, bench, status, workspace"},
         {"run pretrain --gpus 0", "--gpus must be >= 1, got 0"},
         {"run pretrain --gpus -2", "--gpus must be >= 1, got -2"},
         {"sweep classify --grid lr=", "--grid lr=: no values (give lr=v1,v2,...)"},

@@ -54,7 +54,7 @@ std::vector<std::string> curve(const fs::path& run, long from) {
     std::getline(in, line);  // header
     while (std::getline(in, line)) {
         if (std::stol(line.substr(0, line.find(','))) < from) continue;
-        // step,loss,lr,grad_norm: the rest are timings.
+        // step,loss,lr,grad_norm: then items and timings.
         std::size_t cut = 0;
         for (int commas = 0; commas < 4; ++commas) cut = line.find(',', cut) + 1;
         rows.push_back(line.substr(0, cut - 1));

@@ -1,0 +1,24 @@
+// The `recipe bench` subcommands on the command line (CLI11).
+#pragma once
+
+#include "framework/bench/bench_commands.hpp"
+
+#include <CLI/CLI.hpp>
+
+namespace levers::bench {
+
+class BenchCli {
+public:
+    explicit BenchCli(CLI::App& app);  // adds `bench scaling|shapes|predict`
+    bool parsed() const;
+    int run() const;  // throws levers::Error for bad input
+
+private:
+    CLI::App *bench_ = nullptr, *scaling_ = nullptr, *shapes_ = nullptr, *predict_ = nullptr;
+    ScalingFlags scaling_flags_;
+    ShapesFlags shapes_flags_;
+    PredictFlags predict_flags_;
+    bool seeds_ = false;
+};
+
+}  // namespace levers::bench

@@ -1,0 +1,118 @@
+// `recipe bench scaling|shapes|predict` on small settings, through the real binary.
+#include "tests/launch/process.hpp"
+#include "tests/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+using namespace levers::testing;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::pair<int, std::string> recipe(std::vector<std::string> args) {
+    auto b = start_recipe(args);
+    auto status = b.wait(180s);
+    REQUIRE(status.has_value());
+    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), b.output()};
+}
+
+std::vector<std::string> lines_of(const fs::path& p) {
+    std::ifstream in(p);
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+const std::vector<std::string> kTiny = {"--set", "n_layer=1", "--set", "n_embd=16", "--set", "n_head=2",
+                                        "--set", "block_size=16", "--set", "batch_size=2", "--set", "eval_batches=2"};
+
+std::vector<std::string> with_tiny(std::vector<std::string> args) {
+    args.insert(args.end(), kTiny.begin(), kTiny.end());
+    return args;
+}
+
+}  // namespace
+
+TEST_CASE("bench scaling measures each card count and writes the table, CSV, Markdown and a plot") {
+    TempDir tmp;
+    auto [code, out] = recipe(with_tiny({"bench", "scaling", "pretrain", "--gpus", "1,2", "--steps", "12", "--warmup",
+                                         "2", "--price", "0.68", "--out", (tmp.path() / "s").string()}));
+    INFO(out);
+    REQUIRE(code == 0);
+    const auto csv = lines_of(tmp.path() / "s" / "scaling.csv");
+    REQUIRE(csv.size() == 3);
+    CHECK(csv[0] == "cards,tok/s,speedup,efficiency,step_ms,compute_ms,exposed_comm_ms,waiting_ms,hidden_comm_ms,"
+                    "peak_mb_per_rank,hours,cost");
+    CHECK(csv[1].starts_with("1,"));
+    CHECK(csv[1].find(",1.00x,100%,") != std::string::npos);
+    CHECK(csv[2].starts_with("2,"));
+    CHECK(lines_of(tmp.path() / "s" / "scaling.md")[1].starts_with("|---|"));
+    std::ifstream png(tmp.path() / "s" / "scaling.png", std::ios::binary);
+    std::string magic(8, '\0');
+    png.read(magic.data(), 8);
+    CHECK(magic == "\x89PNG\r\n\x1a\n");
+}
+
+TEST_CASE("bench shapes runs K cells as a sweep and one K-card run of the same work") {
+    TempDir tmp;
+    auto [code, out] = recipe(with_tiny({"bench", "shapes", "pretrain", "--cells", "2", "--steps", "6", "--out",
+                                         (tmp.path() / "h").string()}));
+    INFO(out);
+    REQUIRE(code == 0);
+    const auto csv = lines_of(tmp.path() / "h" / "shapes.csv");
+    REQUIRE(csv.size() == 4);
+    CHECK(csv[1].starts_with("one cell alone,"));
+    CHECK(csv[2].starts_with("2 cells as a sweep,"));
+    CHECK(csv[3].starts_with("one 2-card run,"));
+}
+
+TEST_CASE("bench predict: given figures, measured ones, and the seeds' check") {
+    TempDir tmp;
+    auto [code, out] = recipe({"bench", "predict", "pretrain", "--profile", "nvlink-h100", "--gpus", "2,4", "--step-ms",
+                               "100", "--grad-mb", "100", "--overlap", "0.5", "--out", (tmp.path() / "p").string()});
+    INFO(out);
+    REQUIRE(code == 0);
+    const auto csv = lines_of(tmp.path() / "p" / "predict.csv");
+    REQUIRE(csv.size() == 3);
+    // 2 cards: 100 MiB over 360 GB/s once (2(n-1)/n = 1) plus 2 hops of 3 us = 0.297 ms, half of it exposed.
+    CHECK(csv[1] == "2,0.30,0.15,100.15,2.00x,100%");
+
+    auto measured = recipe(with_tiny({"bench", "predict", "pretrain", "--gpus", "2,4,8", "--out",
+                                      (tmp.path() / "m").string()}));
+    INFO(measured.second);
+    CHECK(measured.first == 0);
+    CHECK(lines_of(tmp.path() / "m" / "predict.csv").size() == 4);
+
+    auto seeds = recipe({"bench", "predict", "--seeds"});
+    CHECK(seeds.first == 0);
+    CHECK(seeds.second.find("| 4 | 79 min (3.16x) | 79 min | 3.16x |") != std::string::npos);
+}
+
+TEST_CASE("bench refuses bad input with exit 2 before running anything") {
+    struct Case {
+        std::vector<std::string> args;
+        const char* message;
+    };
+    const Case cases[] = {
+        {{"bench", "scaling", "pretrain", "--gpus", "0"}, "--gpus: 0 is not a card count >= 1"},
+        {{"bench", "scaling", "pretrain", "--steps", "5", "--warmup", "5"}, "--steps (5) must exceed --warmup (5)"},
+        {{"bench", "scaling", "pretrian"}, "did you mean 'pretrain'"},
+        {{"bench", "scaling", "fine_tune", "--global-batch", "8"}, "declares no global_batch parameter"},
+        {{"bench", "shapes", "pretrain", "--cells", "1"}, "--cells must be >= 2"},
+        {{"bench", "predict", "pretrain", "--profile", "infiniband"}, "unknown interconnect profile 'infiniband'"},
+        {{"bench", "predict"}, "needs a recipe name (or --seeds)"},
+        {{"bench"}, "A subcommand is required"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.message);
+        auto [code, out] = recipe(c.args);
+        CHECK(code == 2);
+        CHECK(out.find(c.message) != std::string::npos);
+        CHECK(out.find("bench scaling pretrain:") == std::string::npos);
+    }
+}

@@ -8,12 +8,8 @@
 # Installs Debian's Open MPI if missing (the peer only; levers does not use it).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-    echo "[bench] installing Open MPI"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libopenmpi-dev openmpi-bin >/dev/null
-fi
+. "$root/bench/install_peers.sh"
+install_peers libopenmpi-dev openmpi-bin
 bash "$root/scripts/setup.sh" build
 build=${LEVERS_BUILD:-$root/build}
 out=$(mktemp -d)

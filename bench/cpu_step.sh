@@ -13,17 +13,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=${1:-3}
-sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-
-need=()
-for p in python3-torch libopenblas0-pthread libopenblas0-openmp; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-    echo "[bench] installing ${need[*]}"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. "$root/bench/install_peers.sh"
+install_peers python3-torch libopenblas0-pthread libopenblas0-openmp
 bash "$root/scripts/setup.sh" build
 build=${LEVERS_BUILD:-$root/build}
 

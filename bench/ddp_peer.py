@@ -11,19 +11,14 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from gpt_step import Gpt
+from gpt_step import Gpt, add_model_args
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--warmup", type=int, default=10)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--block", type=int, default=128)
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--embd", type=int, default=128)
-    p.add_argument("--vocab", type=int, default=256)
+    add_model_args(p)
     a = p.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     dist.init_process_group("gloo")

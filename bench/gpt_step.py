@@ -60,17 +60,22 @@ def matmul_gflops():
     return 10 * 2 * 1024**3 / (time.perf_counter() - start) / 1e9
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
+def add_model_args(p):
+    """The GPT's shape and batch, as levers' pretrain defaults have them."""
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--block", type=int, default=128)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--embd", type=int, default=128)
     p.add_argument("--vocab", type=int, default=256)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    add_model_args(p)
     p.add_argument("--blas", default="system", help="label for the BLAS build in use")
     a = p.parse_args()
     torch.set_num_threads(a.threads)

@@ -8,12 +8,8 @@
 #   bash bench/launch.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
-    echo "[bench] installing python3-torch"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-torch >/dev/null
-fi
+. "$root/bench/install_peers.sh"
+install_peers python3-torch
 bash "$root/scripts/setup.sh" build
 build=${LEVERS_BUILD:-$root/build}
 /usr/bin/python3 - "$build/bench/bench_launch" "$root/bench/launch_worker.py" <<'PY'

@@ -30,7 +30,7 @@ double mean_loss(Gpt<float>& model, const std::vector<std::int32_t>& tokens, std
     }
     LEVERS_CHECK(count > 0, "the validation split ({} tokens) is shorter than one window of {}", tokens.size(), time);
     // This rank's contiguous share of the windows, in batches (the last may be short).
-    const auto [lo, hi] = dist::ShmBackend::chunk(count, dist::world_size(), dist::rank());
+    const auto [lo, hi] = dist::Backend::chunk(count, dist::world_size(), dist::rank());
     dist::SampleMeans loss({"loss"});
     std::vector<std::int32_t> inputs, targets;
     for (std::int64_t first = lo; first < hi; first += batch) {

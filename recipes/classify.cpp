@@ -25,7 +25,7 @@ struct Accuracy {
 // Collective: each rank scores its contiguous share of the images; the sums
 // are combined, so every image counts exactly once whatever the rank count.
 Accuracy evaluate(models::Mlp<float>& model, const data::ImageDataset& ds, long batch) {
-    auto [lo, hi] = dist::ShmBackend::chunk(ds.count, dist::world_size(), dist::rank());
+    auto [lo, hi] = dist::Backend::chunk(ds.count, dist::world_size(), dist::rank());
     dist::SampleMeans means({"loss", "accuracy"});
     for (std::int64_t start = lo; start < hi; start += batch) {
         const std::int64_t n = std::min<std::int64_t>(batch, hi - start);

@@ -10,7 +10,7 @@ namespace levers::dist {
 namespace {
 struct Context {
     Placement placement;
-    std::unique_ptr<ShmBackend> backend;
+    std::unique_ptr<Backend> backend;
 };
 Context& context() {
     static Context c;
@@ -18,7 +18,7 @@ Context& context() {
 }
 }  // namespace
 
-void join(Placement placement, std::unique_ptr<ShmBackend> backend) {
+void join(Placement placement, std::unique_ptr<Backend> backend) {
     LEVERS_CHECK(placement.world_size == 1 || (backend && backend->world_size() == placement.world_size),
                  "a world of {} ranks needs a process group of that size", placement.world_size);
     context() = Context{placement, std::move(backend)};
@@ -31,7 +31,7 @@ int world_size() { return context().placement.world_size; }
 int local_rank() { return context().placement.local_rank; }
 int local_world_size() { return context().placement.local_world_size; }
 bool is_main() { return rank() == 0; }
-ShmBackend* backend() { return context().backend.get(); }
+Backend* backend() { return context().backend.get(); }
 
 Device device() { return Device::cpu(); }
 
@@ -59,7 +59,7 @@ void all_reduce_sum(std::vector<double>& values) {
 }
 
 std::vector<std::string> all_gather_text(const std::string& text) {
-    ShmBackend* group = backend();
+    Backend* group = backend();
     if (!group) return {text};
     // Lengths first, then every text padded to the longest, moved as raw 8-byte words.
     std::vector<double> lengths(static_cast<std::size_t>(world_size()), 0.0);

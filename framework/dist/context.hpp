@@ -4,7 +4,7 @@
 #pragma once
 
 #include "framework/core/device.hpp"
-#include "framework/dist/shm_backend.hpp"
+#include "framework/dist/backend.hpp"
 
 #include <fmt/format.h>
 
@@ -21,7 +21,7 @@ struct Placement {
 };
 
 // Makes `backend` this process's group (the launcher's worker mode calls it once).
-void join(Placement placement, std::unique_ptr<ShmBackend> backend);
+void join(Placement placement, std::unique_ptr<Backend> backend);
 // Back to a world of one (tests).
 void leave();
 
@@ -31,7 +31,7 @@ int local_rank();
 int local_world_size();
 bool is_main();  // rank 0
 // The group, or nullptr in a world of one.
-ShmBackend* backend();
+Backend* backend();
 
 // Collective: every rank must call it.
 void barrier();
@@ -55,7 +55,7 @@ std::int64_t per_rank_batch(std::int64_t batch, std::int64_t global_batch);
 
 // This rank's contiguous share of `rows` (world nearly equal parts, every row once).
 template <class T> std::vector<T> shard(const std::vector<T>& rows) {
-    auto [lo, hi] = ShmBackend::chunk(static_cast<std::int64_t>(rows.size()), world_size(), rank());
+    auto [lo, hi] = Backend::chunk(static_cast<std::int64_t>(rows.size()), world_size(), rank());
     return std::vector<T>(rows.begin() + lo, rows.begin() + hi);
 }
 

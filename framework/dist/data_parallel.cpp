@@ -7,7 +7,7 @@
 namespace levers::dist {
 
 ParamSync::ParamSync(ParamSet<float>& params, std::int64_t bucket_bytes) : params_(params) {
-    ShmBackend* group = backend();
+    Backend* group = backend();
     if (!group) return;
     group->broadcast(params.params().data<float>(), static_cast<std::size_t>(params.size()) * sizeof(float), 0);
     sync_ = std::make_unique<GradientSync>(*group, params.grads().data<float>(), params.size(),

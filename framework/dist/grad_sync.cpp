@@ -12,7 +12,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-GradientSync::GradientSync(ShmBackend& group, float* grads, std::int64_t n, std::int64_t bucket_elems)
+GradientSync::GradientSync(Backend& group, float* grads, std::int64_t n, std::int64_t bucket_elems)
     : group_(group), grads_(grads), n_(n), bucket_(std::max<std::int64_t>(1, bucket_elems)), next_end_(n) {
     worker_ = std::thread([this] { run(); });
 }

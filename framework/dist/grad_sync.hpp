@@ -9,7 +9,7 @@
 // so the collectives match.
 #pragma once
 
-#include "framework/dist/shm_backend.hpp"
+#include "framework/dist/backend.hpp"
 
 #include <condition_variable>
 #include <cstdint>
@@ -23,7 +23,7 @@ namespace levers::dist {
 
 class GradientSync {
 public:
-    GradientSync(ShmBackend& group, float* grads, std::int64_t n, std::int64_t bucket_elems);
+    GradientSync(Backend& group, float* grads, std::int64_t n, std::int64_t bucket_elems);
     ~GradientSync();
     GradientSync(const GradientSync&) = delete;
     GradientSync& operator=(const GradientSync&) = delete;
@@ -45,7 +45,7 @@ private:
     void enqueue_until(std::int64_t from);
     void run();
 
-    ShmBackend& group_;
+    Backend& group_;
     float* grads_;
     std::int64_t n_, bucket_;
     std::int64_t next_end_;  // buckets [.., next_end_) are not queued yet

@@ -200,11 +200,11 @@ void ShmBackend::barrier() {
     enter(Op::barrier, 0);
 }
 
-std::pair<std::int64_t, std::int64_t> ShmBackend::chunk(std::int64_t n, int world, int rank) {
+std::pair<std::int64_t, std::int64_t> Backend::chunk(std::int64_t n, int world, int rank) {
     return {n * rank / world, n * (rank + 1) / world};
 }
 
-template <class T> void ShmBackend::all_reduce(T* data, std::int64_t n, ReduceOp op) {
+template <class T> void ShmBackend::all_reduce_typed(T* data, std::int64_t n, ReduceOp op) {
     LEVERS_CHECK(n >= 0, "all_reduce of {} elements", n);
     ScopedSeconds timed{timing_.in_collectives};
     if (n == 0) return enter(Op::all_reduce, 0);
@@ -249,7 +249,7 @@ void ShmBackend::broadcast(void* data, std::size_t bytes, int root) {
     }
 }
 
-template <class T> void ShmBackend::all_gather(T* out, const T* in, std::int64_t n) {
+template <class T> void ShmBackend::all_gather_typed(T* out, const T* in, std::int64_t n) {
     LEVERS_CHECK(n >= 0, "all_gather of {} elements", n);
     ScopedSeconds timed{timing_.in_collectives};
     enter(Op::all_gather, static_cast<std::uint64_t>(n));
@@ -264,7 +264,7 @@ template <class T> void ShmBackend::all_gather(T* out, const T* in, std::int64_t
     }
 }
 
-template <class T> void ShmBackend::reduce_scatter(T* out, const T* in, std::int64_t n, ReduceOp op) {
+template <class T> void ShmBackend::reduce_scatter_typed(T* out, const T* in, std::int64_t n, ReduceOp op) {
     LEVERS_CHECK(n >= 0, "reduce_scatter of {} elements", n);
     ScopedSeconds timed{timing_.in_collectives};
     enter(Op::reduce_scatter, static_cast<std::uint64_t>(n));
@@ -287,11 +287,30 @@ template <class T> void ShmBackend::reduce_scatter(T* out, const T* in, std::int
     }
 }
 
-template void ShmBackend::all_reduce<float>(float*, std::int64_t, ReduceOp);
-template void ShmBackend::all_reduce<double>(double*, std::int64_t, ReduceOp);
-template void ShmBackend::all_gather<float>(float*, const float*, std::int64_t);
-template void ShmBackend::all_gather<double>(double*, const double*, std::int64_t);
-template void ShmBackend::reduce_scatter<float>(float*, const float*, std::int64_t, ReduceOp);
-template void ShmBackend::reduce_scatter<double>(double*, const double*, std::int64_t, ReduceOp);
+namespace {
+[[noreturn]] void unsupported(const char* what, DType dtype) {
+    LEVERS_FAIL("{} of {}: the shared-memory backend reduces f32 and f64", what, name_of(dtype));
+}
+}  // namespace
+
+void ShmBackend::all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) {
+    if (dtype == DType::f32) return all_reduce_typed(static_cast<float*>(data), n, op);
+    if (dtype == DType::f64) return all_reduce_typed(static_cast<double*>(data), n, op);
+    unsupported("all_reduce", dtype);
+}
+
+void ShmBackend::all_gather(void* out, const void* in, std::int64_t n, DType dtype) {
+    if (dtype == DType::f32) return all_gather_typed(static_cast<float*>(out), static_cast<const float*>(in), n);
+    if (dtype == DType::f64) return all_gather_typed(static_cast<double*>(out), static_cast<const double*>(in), n);
+    unsupported("all_gather", dtype);
+}
+
+void ShmBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) {
+    if (dtype == DType::f32)
+        return reduce_scatter_typed(static_cast<float*>(out), static_cast<const float*>(in), n, op);
+    if (dtype == DType::f64)
+        return reduce_scatter_typed(static_cast<double*>(out), static_cast<const double*>(in), n, op);
+    unsupported("reduce_scatter", dtype);
+}
 
 }  // namespace levers::dist

@@ -15,6 +15,7 @@
 // call the same ones in the same order (a mismatch is detected and reported).
 #pragma once
 
+#include "framework/dist/backend.hpp"
 #include "framework/dist/shm_store.hpp"
 
 #include <chrono>
@@ -25,9 +26,7 @@
 
 namespace levers::dist {
 
-enum class ReduceOp { sum, mean };
-
-class ShmBackend {
+class ShmBackend final : public Backend {
 public:
     static constexpr int kMaxRanks = 64;
 
@@ -40,42 +39,37 @@ public:
     // Joins the group laid out in `memory` as `rank`. `timeout` bounds every wait.
     ShmBackend(void* memory, std::size_t bytes, int rank, std::chrono::milliseconds timeout);
 
-    int rank() const { return rank_; }
-    int world_size() const { return world_; }
+    int rank() const override { return rank_; }
+    int world_size() const override { return world_; }
+    std::string name() const override { return "shared memory"; }
 
-    void barrier();
-    // In place; f32 and f64.
-    template <class T> void all_reduce(T* data, std::int64_t n, ReduceOp op);
-    // `bytes` from root's `data` into everyone's.
-    void broadcast(void* data, std::size_t bytes, int root);
-    // out[world * n] = every rank's in[n], in rank order.
-    template <class T> void all_gather(T* out, const T* in, std::int64_t n);
-    // Reduces in[n] across ranks; this rank receives chunk(n, world, rank) of it in `out`.
-    template <class T> void reduce_scatter(T* out, const T* in, std::int64_t n, ReduceOp op);
-
-    // The [begin, end) of n elements that `rank` owns: world nearly equal parts.
-    static std::pair<std::int64_t, std::int64_t> chunk(std::int64_t n, int world, int rank);
+    using Backend::all_gather;
+    using Backend::all_reduce;
+    using Backend::reduce_scatter;
+    void barrier() override;
+    void all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) override;
+    void broadcast(void* data, std::size_t bytes, int root) override;
+    void all_gather(void* out, const void* in, std::int64_t n, DType dtype) override;
+    void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) override;
 
     // Fails every rank's current and later collectives, naming this rank and `why`.
-    void abort(const std::string& why);
+    void abort(const std::string& why) override;
     // The same from outside the group (the launcher), on a laid-out segment.
     static void abort_group(void* memory, const std::string& why);
     // The group's key-value store (not collective: any rank, any time).
     ShmStore store() const { return ShmStore(layout_, timeout_); }
 
 
-    // Seconds this rank spent inside collectives, and the part of it spent
-    // waiting at their barriers for other ranks (the rest moved data).
-    struct Timing {
-        double in_collectives = 0, waiting = 0;
-    };
-    Timing timing() const { return timing_; }
+    Timing timing() const override { return timing_; }
 
     struct Layout;  // in shm_layout.hpp
 
 private:
     enum class Op : std::uint32_t { barrier = 1, all_reduce, broadcast, all_gather, reduce_scatter };
 
+    template <class T> void all_reduce_typed(T* data, std::int64_t n, ReduceOp op);
+    template <class T> void all_gather_typed(T* out, const T* in, std::int64_t n);
+    template <class T> void reduce_scatter_typed(T* out, const T* in, std::int64_t n, ReduceOp op);
     void record(Op op, std::uint64_t count);  // publishes (op, count) as this rank's next collective
     void enter(Op op, std::uint64_t count);   // records, then checks the others match
     void wait_all(Op op);                    // the barrier inside every collective, timed

@@ -91,7 +91,7 @@ void write_config(const fs::path& dir, const Plan& r, const Config& cfg, int ran
 
 // Runs the recipe as one rank of `group` (none: a world of one) with `threads`
 // CPU threads; `publish` receives rank 0's result.
-int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::ShmBackend> group,
+int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::Backend> group,
                  int threads, const std::function<void(const Result&)>& publish) {
     try {
         dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size}, std::move(group));

@@ -106,10 +106,10 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     if (options.restore_optimizer) options.restore_optimizer(optimizer);
     float* grads = params.grads().data<float>();
     const auto n = params.size();
-    dist::ShmBackend* group = dist::backend();
+    dist::Backend* group = dist::backend();
     dist::ParamSync ddp(params, options.bucket_bytes);  // every rank starts from rank 0's parameters
     const dist::GradientSync* sync = ddp.buckets();
-    const dist::ShmBackend::Timing before = group ? group->timing() : dist::ShmBackend::Timing{};
+    const dist::Backend::Timing before = group ? group->timing() : dist::Backend::Timing{};
     double eval_collectives = 0, eval_waiting = 0;  // evaluation's share, kept out of the split
     MetricsLog* metrics = dist::is_main() ? options.metrics : nullptr;
     Console console(options.live_progress);
@@ -140,7 +140,7 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
 
     auto run_evaluation = [&](long step) {
         const auto eval_start = Clock::now();
-        const dist::ShmBackend::Timing eval_before = group ? group->timing() : dist::ShmBackend::Timing{};
+        const dist::Backend::Timing eval_before = group ? group->timing() : dist::Backend::Timing{};
         Metrics m = evaluate(step);
         if (group) {
             eval_collectives += group->timing().in_collectives - eval_before.in_collectives;

@@ -6,6 +6,7 @@
 #include "framework/dist/context.hpp"
 #include "framework/dist/data_parallel.hpp"
 #include "framework/dist/sample_means.hpp"
+#include "framework/dist/shm_backend.hpp"
 #include "framework/recipe/cli.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/train/optimizer.hpp"
@@ -37,7 +38,7 @@ Result collectives(const Config&) {
     // in private memory, so the backend's world-of-one paths run too.
     std::unique_ptr<void, decltype(&std::free)> solo(nullptr, &std::free);
     std::unique_ptr<dist::ShmBackend> own;
-    dist::ShmBackend* group = dist::backend();
+    dist::Backend* group = dist::backend();
     if (!group) {
         const std::size_t bytes = dist::ShmBackend::segment_bytes(1, std::size_t{2} << 20);
         solo.reset(std::aligned_alloc(64, bytes));
@@ -62,7 +63,7 @@ Result collectives(const Config&) {
         b.all_gather(gathered.data(), in.data(), n);
         for (int r = 0; r < world; ++r)
             for (std::int64_t i = 0; i < n; ++i) ok &= gathered[r * n + i] == static_cast<float>(value(r, i));
-        auto [lo, hi] = dist::ShmBackend::chunk(n, world, rank);
+        auto [lo, hi] = dist::Backend::chunk(n, world, rank);
         std::vector<double> src(static_cast<std::size_t>(n)), part(static_cast<std::size_t>(hi - lo));
         for (std::int64_t i = 0; i < n; ++i) src[i] = value(rank, i);
         b.reduce_scatter(part.data(), src.data(), n, ReduceOp::mean);
@@ -79,7 +80,7 @@ Result collectives(const Config&) {
     std::vector<int> rows(11);
     for (int i = 0; i < 11; ++i) rows[i] = i;
     const auto mine = dist::shard(rows);
-    auto [lo, hi] = dist::ShmBackend::chunk(11, dist::world_size(), dist::rank());
+    auto [lo, hi] = dist::Backend::chunk(11, dist::world_size(), dist::rank());
     ok &= static_cast<std::int64_t>(mine.size()) == hi - lo && (mine.empty() || mine.front() == lo);
     std::vector<double> total = {static_cast<double>(mine.size())};
     dist::all_reduce_sum(total);
@@ -103,7 +104,9 @@ Result fds(const Config&) {
 }
 
 Result store(const Config&) {
-    auto s = dist::backend()->store();
+    auto* shm = dynamic_cast<dist::ShmBackend*>(dist::backend());
+    LEVERS_CHECK(shm != nullptr, "the store recipe runs on the shared-memory backend");
+    auto s = shm->store();
     const int rank = dist::rank(), world = dist::world_size();
     s.set("rank" + std::to_string(rank), "hello from " + std::to_string(rank));
     const std::int64_t count = s.add("arrived", 1);
@@ -169,7 +172,7 @@ struct Points {
 };
 
 Metrics uneven_eval(models::Mlp<float>&, Points&) {
-    auto [lo, hi] = dist::ShmBackend::chunk(7, dist::world_size(), dist::rank());
+    auto [lo, hi] = dist::Backend::chunk(7, dist::world_size(), dist::rank());
     dist::SampleMeans means({"mean_value"});
     for (std::int64_t i = lo; i < hi; ++i) means.add("mean_value", static_cast<double>(i + 1), 1);
     std::vector<double> counted = {means.count("mean_value")};

@@ -1,0 +1,63 @@
+// The collectives a process group offers, whatever carries them: shared
+// memory between the processes of one node (ShmBackend) or, with CUDA, NCCL
+// between cards. The training loop, gradient averaging and the rank helpers
+// see only this interface.
+//
+// Every collective is collective: every rank calls the same ones in the same
+// order. Buffers live where the backend computes (host memory for the
+// shared-memory backend, the card's memory for NCCL).
+#pragma once
+
+#include "framework/core/dtype.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace levers::dist {
+
+enum class ReduceOp { sum, mean };
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual int rank() const = 0;
+    virtual int world_size() const = 0;
+    virtual std::string name() const = 0;  // for messages: "shared memory", "NCCL"
+
+    virtual void barrier() = 0;
+    // In place, n elements of `dtype` (f32 or f64).
+    virtual void all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) = 0;
+    // `bytes` from root's `data` into everyone's.
+    virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+    // out[world * n] = every rank's in[n], in rank order.
+    virtual void all_gather(void* out, const void* in, std::int64_t n, DType dtype) = 0;
+    // Reduces in[n] across ranks; this rank receives chunk(n, world, rank) of it in `out`.
+    virtual void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) = 0;
+    // Fails every rank's current and later collectives, naming this rank and `why`.
+    virtual void abort(const std::string& why) = 0;
+
+    // Seconds this rank spent inside collectives, and the part of it spent
+    // waiting for other ranks (the rest moved data).
+    struct Timing {
+        double in_collectives = 0, waiting = 0;
+    };
+    virtual Timing timing() const = 0;
+
+    template <class T> void all_reduce(T* data, std::int64_t n, ReduceOp op) {
+        all_reduce(static_cast<void*>(data), n, dtype_of<T>(), op);
+    }
+    template <class T> void all_gather(T* out, const T* in, std::int64_t n) {
+        all_gather(static_cast<void*>(out), static_cast<const void*>(in), n, dtype_of<T>());
+    }
+    template <class T> void reduce_scatter(T* out, const T* in, std::int64_t n, ReduceOp op) {
+        reduce_scatter(static_cast<void*>(out), static_cast<const void*>(in), n, dtype_of<T>(), op);
+    }
+
+    // The [begin, end) of n elements that `rank` owns: world nearly equal parts.
+    static std::pair<std::int64_t, std::int64_t> chunk(std::int64_t n, int world, int rank);
+};
+
+}  // namespace levers::dist

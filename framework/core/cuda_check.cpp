@@ -1,0 +1,15 @@
+#include "framework/core/cuda_check.hpp"
+
+#include "framework/core/error.hpp"
+
+#include <cstdlib>
+
+namespace levers::detail {
+
+void cuda_failed(const char* call, cudaError_t status, const char* file, int line) {
+    const char* rank = std::getenv("RANK");
+    throw_error(file, line, fmt::format("rank {}: {} failed: {} ({})", rank ? rank : "0", call,
+                                        cudaGetErrorString(status), cudaGetErrorName(status)));
+}
+
+}  // namespace levers::detail

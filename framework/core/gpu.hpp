@@ -1,0 +1,24 @@
+// The node's NVIDIA cards as the CUDA runtime sees them. Without a CUDA build,
+// or where the runtime reports no usable card (no driver: error 35, no device:
+// error 100), the node has none: callers fall back to the CPU, and GPU tests
+// skip. Every CUDA call is checked with LEVERS_CUDA_CHECK, which names the
+// call, the error and this process's rank.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace levers {
+
+// Cards this process may use (CUDA_VISIBLE_DEVICES applies); 0 without any.
+int gpu_count();
+// Their names ("NVIDIA H200"), in index order.
+std::vector<std::string> gpu_names();
+// Makes card `index` this process's current device: call before any other
+// CUDA call so no context lands on card 0 by accident. Throws levers::Error
+// naming the index and the count if it is out of range.
+void use_gpu(int index);
+// Whether this build has the CUDA backend.
+bool built_with_cuda();
+
+}  // namespace levers

@@ -1,0 +1,121 @@
+// Every CUDA op against its CPU version on the same inputs: f64 to 1e-10, f32
+// to 1e-5 (relative to the values' scale). Skipped, and counted as skipped,
+// where no card is present.
+#include "framework/core/error.hpp"
+#include "framework/core/gpu.hpp"
+#include "framework/core/rng.hpp"
+#include "kernels/adamw.hpp"
+#include "kernels/cross_entropy.hpp"
+#include "kernels/cuda/ops.hpp"
+#include "kernels/gelu.hpp"
+#include "kernels/layernorm.hpp"
+#include "kernels/residual.hpp"
+#include "tests/cuda/device_vector.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+using namespace levers;
+using levers::testing::DeviceVector;
+using levers::kernels::index_t;
+namespace cpu = levers::kernels::cpu;
+namespace gpu = levers::kernels::cuda;
+
+namespace {
+
+const bool kNoGpu = gpu_count() == 0;
+
+template <class T> std::vector<T> random(std::size_t n, std::uint64_t seed, double scale = 1.0) {
+    Rng rng(seed);
+    std::vector<T> v(n);
+    for (auto& x : v) x = static_cast<T>(rng.normal() * scale);
+    return v;
+}
+
+template <class T> double tolerance() { return sizeof(T) == 8 ? 1e-10 : 1e-5; }
+
+template <class T> void check_close(const char* what, const std::vector<T>& cpu_out, const std::vector<T>& gpu_out) {
+    REQUIRE(cpu_out.size() == gpu_out.size());
+    double scale = 1e-3, worst = 0;
+    for (std::size_t i = 0; i < cpu_out.size(); ++i) {
+        scale = std::max(scale, std::abs(static_cast<double>(cpu_out[i])));
+        worst = std::max(worst, std::abs(static_cast<double>(cpu_out[i]) - static_cast<double>(gpu_out[i])));
+    }
+    INFO(what << ": worst difference " << worst << " at scale " << scale);
+    CHECK(worst <= tolerance<T>() * scale);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("CUDA element-wise ops match the CPU: GELU, residual, AdamW" * doctest::skip(kNoGpu), T, float,
+                   double) {
+    const std::size_t n = 10007;  // not a multiple of a block
+    auto x = random<T>(n, 1), g = random<T>(n, 2);
+    std::vector<T> out(n), d(n);
+    cpu::gelu_forward(out.data(), x.data(), static_cast<index_t>(n));
+    cpu::gelu_backward(d.data(), g.data(), x.data(), static_cast<index_t>(n));
+    DeviceVector<T> dx(x), dg(g), dout(n), dd(n);
+    gpu::gelu_forward(dout.get(), dx.get(), static_cast<index_t>(n), nullptr);
+    gpu::gelu_backward(dd.get(), dg.get(), dx.get(), static_cast<index_t>(n), nullptr);
+    check_close("gelu forward", out, dout.host());
+    check_close("gelu backward", d, dd.host());
+
+    cpu::residual_forward(out.data(), x.data(), g.data(), static_cast<index_t>(n));
+    gpu::residual_forward(dout.get(), dx.get(), dg.get(), static_cast<index_t>(n), nullptr);
+    check_close("residual", out, dout.host());
+
+    auto p = random<T>(n, 3), m = random<T>(n, 4, 0.1), v = random<T>(n, 5, 0.1);
+    for (auto& e : v) e = e * e;  // second moments are non-negative
+    DeviceVector<T> dp(p), dm(m), dv(v);
+    const kernels::AdamWHyper h{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+    cpu::adamw_step(p.data(), m.data(), v.data(), g.data(), static_cast<index_t>(n), h, 7);
+    gpu::adamw_step(dp.get(), dm.get(), dv.get(), dg.get(), static_cast<index_t>(n), h, 7, nullptr);
+    check_close("adamw parameters", p, dp.host());
+    check_close("adamw first moments", m, dm.host());
+    check_close("adamw second moments", v, dv.host());
+}
+
+TEST_CASE_TEMPLATE("CUDA layernorm matches the CPU, forward and backward" * doctest::skip(kNoGpu), T, float, double) {
+    const index_t rows = 37, c = 96;
+    auto x = random<T>(rows * c, 6), w = random<T>(c, 7), b = random<T>(c, 8), dy = random<T>(rows * c, 9);
+    std::vector<T> out(rows * c), mean(rows), rstd(rows), dx(rows * c), dw(c, T(1)), db(c, T(2));
+    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, c);
+    cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), mean.data(), rstd.data(), w.data(),
+                            rows, c);
+    DeviceVector<T> gx(x), gw(w), gb(b), gdy(dy), gout(rows * c), gmean(rows), grstd(rows), gdx(rows * c),
+        gdw(std::vector<T>(c, T(1))), gdb(std::vector<T>(c, T(2)));
+    gpu::layernorm_forward(gout.get(), gmean.get(), grstd.get(), gx.get(), gw.get(), gb.get(), rows, c, nullptr);
+    gpu::layernorm_backward(gdx.get(), gdw.get(), gdb.get(), gdy.get(), gx.get(), gmean.get(), grstd.get(), gw.get(),
+                            rows, c, nullptr);
+    check_close("layernorm out", out, gout.host());
+    check_close("layernorm rstd", rstd, grstd.host());
+    check_close("layernorm d_x", dx, gdx.host());
+    check_close("layernorm d_weight (added)", dw, gdw.host());
+    check_close("layernorm d_bias (added)", db, gdb.host());
+}
+
+TEST_CASE_TEMPLATE("CUDA cross-entropy matches the CPU, with ignored rows" * doctest::skip(kNoGpu), T, float, double) {
+    const index_t rows = 29, vocab = 1000;
+    auto logits = random<T>(rows * vocab, 10, 3.0);
+    std::vector<std::int32_t> targets(rows);
+    for (index_t r = 0; r < rows; ++r) targets[r] = r % 5 == 0 ? -100 : static_cast<std::int32_t>((r * 37) % vocab);
+    std::vector<T> lse(rows), d(rows * vocab);
+    const T loss = cpu::cross_entropy_forward(lse.data(), logits.data(), targets.data(), rows, vocab);
+    cpu::cross_entropy_backward(d.data(), lse.data(), logits.data(), targets.data(), T(1), rows, vocab);
+    DeviceVector<T> glogits(logits), glse(rows), gloss(1), gd(rows * vocab);
+    DeviceVector<std::int32_t> gtargets(targets);
+    gpu::cross_entropy_forward(gloss.get(), glse.get(), glogits.get(), gtargets.get(), rows, vocab, nullptr);
+    gpu::cross_entropy_backward(gd.get(), glse.get(), glogits.get(), gtargets.get(), T(1), rows, vocab, nullptr);
+    check_close("cross-entropy loss", std::vector<T>{loss}, gloss.host());
+    check_close("cross-entropy lse", lse, glse.host());
+    check_close("cross-entropy d_logits", d, gd.host());
+}
+
+TEST_CASE("without a card, levers says so instead of crashing") {
+    if (!kNoGpu) return;  // this machine has one: nothing to check here
+    CHECK(gpu_count() == 0);
+    CHECK(gpu_names().empty());
+    CHECK_THROWS_WITH_AS(use_gpu(0), doctest::Contains("card 0 asked for, but this process sees 0 cards"), Error);
+}

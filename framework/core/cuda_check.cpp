@@ -12,4 +12,9 @@ void cuda_failed(const char* call, cudaError_t status, const char* file, int lin
                                         cudaGetErrorString(status), cudaGetErrorName(status)));
 }
 
+void cublas_failed(const char* call, int status, const char* file, int line) {
+    const char* rank = std::getenv("RANK");
+    throw_error(file, line, fmt::format("rank {}: {} failed: cuBLAS status {}", rank ? rank : "0", call, status));
+}
+
 }  // namespace levers::detail

@@ -1,5 +1,6 @@
-// LEVERS_CUDA_CHECK(call): throws levers::Error naming the call, CUDA's error
-// and this process's rank when a CUDA runtime call fails. CUDA builds only.
+// LEVERS_CUDA_CHECK(call) and LEVERS_CUBLAS_CHECK(call): throw levers::Error
+// naming the call, the error and this process's rank when a CUDA runtime or
+// cuBLAS call fails. CUDA builds only.
 // (No fmt here: .cu files include it, and nvcc cannot compile fmt 9.)
 #pragma once
 
@@ -7,6 +8,8 @@
 
 namespace levers::detail {
 [[noreturn]] void cuda_failed(const char* call, cudaError_t status, const char* file, int line);
+// cuBLAS statuses (an int here, so this header needs no cuBLAS include).
+[[noreturn]] void cublas_failed(const char* call, int status, const char* file, int line);
 }  // namespace levers::detail
 
 #define LEVERS_CUDA_CHECK(call)                                                                   \
@@ -14,4 +17,11 @@ namespace levers::detail {
         const cudaError_t levers_cuda_status = (call);                                            \
         if (levers_cuda_status != cudaSuccess)                                                    \
             ::levers::detail::cuda_failed(#call, levers_cuda_status, __FILE__, __LINE__);         \
+    } while (0)
+
+#define LEVERS_CUBLAS_CHECK(call)                                                                 \
+    do {                                                                                          \
+        const int levers_cublas_status = static_cast<int>(call);                                  \
+        if (levers_cublas_status != 0)                                                            \
+            ::levers::detail::cublas_failed(#call, levers_cublas_status, __FILE__, __LINE__);     \
     } while (0)

@@ -21,6 +21,36 @@ template <class T> void residual_forward(T* out, const T* a, const T* b, index_t
 template <class T>
 void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper& h, long step, cudaStream_t stream);
 
+// Through cuBLAS (the calling thread's handle, on `stream`); the layouts of
+// kernels/linear.hpp: weight [out_dim, in_dim], d_weight and d_bias added to,
+// d_in written, each skipped if null.
+template <class T>
+void linear_forward(T* out, const T* in, const T* weight, const T* bias, index_t n, index_t in_dim, index_t out_dim,
+                    cudaStream_t stream);
+template <class T>
+void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, index_t n,
+                     index_t in_dim, index_t out_dim, cudaStream_t stream);
+
+// Attention as batched GEMMs per batch row (heads strided) and a causal
+// softmax kernel; the layouts of kernels/attention.hpp.
+template <class T>
+void attention_forward(T* y, T* att, const T* qkv, index_t batch, index_t time, index_t channels, index_t heads,
+                       cudaStream_t stream);
+template <class T>
+void attention_backward(T* d_qkv, const T* d_y, const T* att, const T* qkv, index_t batch, index_t time,
+                        index_t channels, index_t heads, cudaStream_t stream);
+
+// Token ids are not checked on the card: callers validate them on the host.
+template <class T>
+void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, index_t batch, index_t time,
+                       index_t channels, cudaStream_t stream);
+template <class T>
+void embedding_backward(T* d_wte, T* d_wpe, const T* d_out, const std::int32_t* tokens, index_t batch, index_t time,
+                        index_t channels, cudaStream_t stream);
+
+// Global-norm clipping; returns the norm before clipping (waits for the stream).
+template <class T> double clip_grad_norm(T* grad, index_t n, double max_norm, cudaStream_t stream);
+
 // One thread block per row.
 template <class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, const T* bias, index_t rows,

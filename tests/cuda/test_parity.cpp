@@ -5,6 +5,10 @@
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
 #include "kernels/adamw.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/embedding.hpp"
+#include "kernels/grad_clip.hpp"
+#include "kernels/linear.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "kernels/gelu.hpp"
@@ -111,6 +115,63 @@ TEST_CASE_TEMPLATE("CUDA cross-entropy matches the CPU, with ignored rows" * doc
     check_close("cross-entropy loss", std::vector<T>{loss}, gloss.host());
     check_close("cross-entropy lse", lse, glse.host());
     check_close("cross-entropy d_logits", d, gd.host());
+}
+
+TEST_CASE_TEMPLATE("CUDA linear (cuBLAS) matches the CPU, forward and backward" * doctest::skip(kNoGpu), T, float,
+                   double) {
+    const index_t n = 33, in = 48, out = 80;
+    auto x = random<T>(n * in, 11), w = random<T>(out * in, 12), b = random<T>(out, 13), dy = random<T>(n * out, 14);
+    std::vector<T> y(n * out), dx(n * in), dw(out * in, T(0.5)), db(out, T(0.25));
+    cpu::linear_forward(y.data(), x.data(), w.data(), b.data(), n, in, out);
+    cpu::linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), n, in, out);
+    DeviceVector<T> gx(x), gw(w), gb(b), gdy(dy), gy(n * out), gdx(n * in), gdw(std::vector<T>(out * in, T(0.5))),
+        gdb(std::vector<T>(out, T(0.25)));
+    gpu::linear_forward(gy.get(), gx.get(), gw.get(), gb.get(), n, in, out, nullptr);
+    gpu::linear_backward(gdx.get(), gdw.get(), gdb.get(), gdy.get(), gx.get(), gw.get(), n, in, out, nullptr);
+    check_close("linear out", y, gy.host());
+    check_close("linear d_in", dx, gdx.host());
+    check_close("linear d_weight (added)", dw, gdw.host());
+    check_close("linear d_bias (added)", db, gdb.host());
+}
+
+TEST_CASE_TEMPLATE("CUDA attention matches the CPU, forward and backward" * doctest::skip(kNoGpu), T, float, double) {
+    const index_t batch = 2, time = 19, channels = 24, heads = 3;
+    auto qkv = random<T>(batch * time * 3 * channels, 15), dy = random<T>(batch * time * channels, 16);
+    std::vector<T> y(batch * time * channels), att(batch * heads * time * time), dqkv(qkv.size());
+    cpu::attention_forward(y.data(), att.data(), qkv.data(), batch, time, channels, heads);
+    cpu::attention_backward(dqkv.data(), dy.data(), att.data(), qkv.data(), batch, time, channels, heads);
+    DeviceVector<T> gqkv(qkv), gdy(dy), gy(y.size()), gatt(att.size()), gdqkv(qkv.size());
+    gpu::attention_forward(gy.get(), gatt.get(), gqkv.get(), batch, time, channels, heads, nullptr);
+    gpu::attention_backward(gdqkv.get(), gdy.get(), gatt.get(), gqkv.get(), batch, time, channels, heads, nullptr);
+    check_close("attention y", y, gy.host());
+    check_close("attention probabilities", att, gatt.host());
+    check_close("attention d_qkv", dqkv, gdqkv.host());
+}
+
+TEST_CASE_TEMPLATE("CUDA embedding and gradient clipping match the CPU" * doctest::skip(kNoGpu), T, float, double) {
+    const index_t batch = 3, time = 7, channels = 16, vocab = 50;
+    std::vector<std::int32_t> tokens(batch * time);
+    for (index_t i = 0; i < batch * time; ++i) tokens[i] = static_cast<std::int32_t>((i * 13) % vocab);
+    tokens[5] = tokens[9];  // a repeated token: its gradient rows add up
+    auto wte = random<T>(vocab * channels, 17), wpe = random<T>(time * channels, 18);
+    auto dy = random<T>(batch * time * channels, 19);
+    std::vector<T> out(batch * time * channels), dwte(vocab * channels), dwpe(time * channels);
+    cpu::embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), batch, time, channels, vocab);
+    cpu::embedding_backward(dwte.data(), dwpe.data(), dy.data(), tokens.data(), batch, time, channels);
+    DeviceVector<std::int32_t> gtok(tokens);
+    DeviceVector<T> gwte(wte), gwpe(wpe), gdy(dy), gout(out.size()), gdwte(dwte.size()), gdwpe(dwpe.size());
+    gpu::embedding_forward(gout.get(), gtok.get(), gwte.get(), gwpe.get(), batch, time, channels, nullptr);
+    gpu::embedding_backward(gdwte.get(), gdwpe.get(), gdy.get(), gtok.get(), batch, time, channels, nullptr);
+    check_close("embedding out", out, gout.host());
+    check_close("embedding d_wte", dwte, gdwte.host());
+    check_close("embedding d_wpe", dwpe, gdwpe.host());
+
+    auto g = random<T>(5000, 20);
+    DeviceVector<T> gg(g);
+    const double norm = cpu::clip_grad_norm(g.data(), 5000, 1.0);
+    const double gnorm = gpu::clip_grad_norm(gg.get(), 5000, 1.0, nullptr);
+    CHECK(gnorm == doctest::Approx(norm).epsilon(tolerance<T>()));
+    check_close("clipped gradients", g, gg.host());
 }
 
 TEST_CASE("without a card, levers says so instead of crashing") {

@@ -1,0 +1,162 @@
+#include "framework/dist/nccl_backend.hpp"
+
+#include "framework/core/cuda_check.hpp"
+#include "framework/core/error.hpp"
+#include "framework/core/gpu.hpp"
+#include "framework/launch/card_quirks.hpp"
+
+#include <nccl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace levers::dist {
+
+namespace {
+
+void nccl_check(ncclResult_t r, const char* call, int rank) {
+    LEVERS_CHECK(r == ncclSuccess || r == ncclInProgress, "rank {}: {} failed: {}", rank, call, ncclGetErrorString(r));
+}
+#define LEVERS_NCCL_CHECK(call) nccl_check((call), #call, rank_)
+
+ncclDataType_t nccl_type(DType t) {
+    switch (t) {
+        case DType::f32: return ncclFloat32;
+        case DType::f64: return ncclFloat64;
+        case DType::bf16: return ncclBfloat16;
+        case DType::i32: return ncclInt32;
+    }
+    LEVERS_FAIL("NCCL cannot carry dtype {}", name_of(t));
+}
+
+std::size_t width(DType t) { return size_of(t); }
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+struct NcclBackend::State {
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;
+    bool aborted = false;
+};
+
+NcclBackend::NcclBackend(int rank, int world, int device, const StoreAccess& store, std::chrono::milliseconds timeout)
+    : state_(std::make_unique<State>()), rank_(rank), world_(world), timeout_(timeout) {
+    use_gpu(device);
+    int version = 0;
+    LEVERS_NCCL_CHECK(ncclGetVersion(&version));
+    launch::apply_quirks(launch::plan_quirks(gpu_names(), version, [](const char* v) { return std::getenv(v); }));
+    const auto id_bytes = share_id(
+        rank, store, "levers/nccl_id",
+        [] {
+            ncclUniqueId id;
+            nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId", 0);
+            return std::vector<unsigned char>(reinterpret_cast<unsigned char*>(&id),
+                                              reinterpret_cast<unsigned char*>(&id) + sizeof(id));
+        },
+        sizeof(ncclUniqueId));
+    ncclUniqueId id;
+    std::memcpy(&id, id_bytes.data(), sizeof(id));
+    LEVERS_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
+    // Non-blocking communicator: initialisation and collectives can be waited
+    // on with a deadline and aborted.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    LEVERS_NCCL_CHECK(ncclCommInitRankConfig(&state_->comm, world, id, rank, &config));
+    const auto start = Clock::now();
+    for (ncclResult_t async = ncclInProgress; async == ncclInProgress;) {
+        LEVERS_NCCL_CHECK(ncclCommGetAsyncError(state_->comm, &async));
+        LEVERS_CHECK(async == ncclSuccess || async == ncclInProgress, "rank {}: joining the NCCL communicator "
+                     "failed: {}", rank, ncclGetErrorString(async));
+        if (async == ncclInProgress && Clock::now() - start > timeout_) {
+            ncclCommAbort(state_->comm);
+            state_->comm = nullptr;
+            LEVERS_FAIL("rank {}: the NCCL communicator of {} ranks did not form within {} ms", rank, world,
+                        timeout_.count());
+        }
+        std::this_thread::yield();
+    }
+}
+
+NcclBackend::~NcclBackend() {
+    if (state_->comm) state_->aborted ? ncclCommAbort(state_->comm) : ncclCommDestroy(state_->comm);
+    if (state_->stream) cudaStreamDestroy(state_->stream);
+}
+
+void NcclBackend::wait(const char* what) {
+    const auto start = Clock::now();
+    for (;;) {
+        const cudaError_t done = cudaStreamQuery(state_->stream);
+        if (done == cudaSuccess) break;
+        LEVERS_CHECK(done == cudaErrorNotReady, "rank {}: {} failed on the card: {}", rank_, what,
+                     cudaGetErrorString(done));
+        ncclResult_t async = ncclSuccess;
+        LEVERS_NCCL_CHECK(ncclCommGetAsyncError(state_->comm, &async));
+        if (async != ncclSuccess && async != ncclInProgress) {
+            abort(what);
+            LEVERS_FAIL("rank {}: NCCL {} failed: {}", rank_, what, ncclGetErrorString(async));
+        }
+        if (Clock::now() - start > timeout_) {
+            abort(what);
+            LEVERS_FAIL("rank {}: NCCL {} did not finish within {} ms (a rank is missing or stuck); the communicator "
+                        "was aborted", rank_, what, timeout_.count());
+        }
+        std::this_thread::yield();
+    }
+    timing_.in_collectives += seconds_since(start);
+}
+
+void NcclBackend::barrier() {
+    float* one = nullptr;
+    LEVERS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&one), sizeof(float), state_->stream));
+    LEVERS_CUDA_CHECK(cudaMemsetAsync(one, 0, sizeof(float), state_->stream));
+    LEVERS_NCCL_CHECK(ncclAllReduce(one, one, 1, ncclFloat32, ncclSum, state_->comm, state_->stream));
+    LEVERS_CUDA_CHECK(cudaFreeAsync(one, state_->stream));
+    wait("barrier");
+}
+
+void NcclBackend::all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) {
+    LEVERS_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
+                                    op == ReduceOp::mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
+    wait("all_reduce");
+}
+
+void NcclBackend::broadcast(void* data, std::size_t bytes, int root) {
+    LEVERS_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream));
+    wait("broadcast");
+}
+
+void NcclBackend::all_gather(void* out, const void* in, std::int64_t n, DType dtype) {
+    LEVERS_NCCL_CHECK(ncclAllGather(in, out, static_cast<std::size_t>(n), nccl_type(dtype), state_->comm,
+                                    state_->stream));
+    wait("all_gather");
+}
+
+void NcclBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) {
+    // NCCL scatters equal parts; levers' chunks may differ by one element, so
+    // reduce everything into scratch and keep this rank's chunk.
+    const auto [lo, hi] = chunk(n, world_, rank_);
+    void* scratch = nullptr;
+    const std::size_t w = width(dtype);
+    LEVERS_CUDA_CHECK(cudaMallocAsync(&scratch, static_cast<std::size_t>(n) * w, state_->stream));
+    LEVERS_NCCL_CHECK(ncclAllReduce(in, scratch, static_cast<std::size_t>(n), nccl_type(dtype),
+                                    op == ReduceOp::mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
+    LEVERS_CUDA_CHECK(cudaMemcpyAsync(out, static_cast<char*>(scratch) + static_cast<std::size_t>(lo) * w,
+                                      static_cast<std::size_t>(hi - lo) * w, cudaMemcpyDeviceToDevice, state_->stream));
+    LEVERS_CUDA_CHECK(cudaFreeAsync(scratch, state_->stream));
+    wait("reduce_scatter");
+}
+
+void NcclBackend::abort(const std::string& why) {
+    if (state_->comm && !state_->aborted) {
+        state_->aborted = true;
+        ncclCommAbort(state_->comm);
+        state_->comm = nullptr;
+    }
+    (void)why;  // the caller reports it; NCCL's abort takes no reason
+}
+
+}  // namespace levers::dist

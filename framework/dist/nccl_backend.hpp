@@ -1,0 +1,50 @@
+// Collectives between cards through NCCL, behind the same Backend interface as
+// the shared-memory one. One communicator per job: rank 0's unique id reaches
+// every rank through the job's Store (nccl_id.hpp). Buffers are device memory;
+// every collective runs on the backend's own stream, and waits for it with the
+// job's timeout, aborting the communicator (ncclCommAbort) if it expires, so a
+// hung peer ends the job instead of hanging it. CUDA builds only.
+#pragma once
+
+#include "framework/dist/backend.hpp"
+#include "framework/dist/nccl_id.hpp"
+
+#include <chrono>
+#include <memory>
+
+namespace levers::dist {
+
+class NcclBackend final : public Backend {
+public:
+    // Selects card `device` (before any other CUDA call), applies the card
+    // quirks, and joins the communicator of `world` ranks.
+    NcclBackend(int rank, int world, int device, const StoreAccess& store, std::chrono::milliseconds timeout);
+    ~NcclBackend() override;
+    NcclBackend(const NcclBackend&) = delete;
+    NcclBackend& operator=(const NcclBackend&) = delete;
+
+    int rank() const override { return rank_; }
+    int world_size() const override { return world_; }
+    std::string name() const override { return "NCCL"; }
+
+    using Backend::all_gather;
+    using Backend::all_reduce;
+    using Backend::reduce_scatter;
+    void barrier() override;
+    void all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) override;
+    void broadcast(void* data, std::size_t bytes, int root) override;
+    void all_gather(void* out, const void* in, std::int64_t n, DType dtype) override;
+    void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) override;
+    void abort(const std::string& why) override;
+    Timing timing() const override { return timing_; }
+
+private:
+    struct State;
+    void wait(const char* what);  // for the stream, within the timeout
+    std::unique_ptr<State> state_;
+    int rank_, world_;
+    std::chrono::milliseconds timeout_;
+    Timing timing_;
+};
+
+}  // namespace levers::dist

@@ -216,6 +216,33 @@ void embedding_backward(T* d_wte, T* d_wpe, const T* d_out, const std::int32_t* 
     LEVERS_CUDA_CHECK(cudaGetLastError());
 }
 
+template <class T>
+void lora_forward(T* out, T* u, const T* in, const T* a, const T* b, index_t n, index_t in_dim, index_t out_dim,
+                  index_t rank, T scale, cudaStream_t stream) {
+    // u[n, r] = in · Aᵀ (A [r, in]); out[n, out] += scale · u · Bᵀ (B [out, r]): linear_forward's pattern.
+    gemm<T>(stream, CUBLAS_OP_T, CUBLAS_OP_N, rank, n, in_dim, T(1), a, in_dim, 0, in, in_dim, 0, T(0), u, rank, 0, 1);
+    gemm<T>(stream, CUBLAS_OP_T, CUBLAS_OP_N, out_dim, n, rank, scale, b, rank, 0, u, rank, 0, T(1), out, out_dim, 0,
+            1);
+}
+
+template <class T>
+void lora_backward(T* d_in, T* d_a, T* d_b, T* du, const T* d_out, const T* in, const T* u, const T* a, const T* b,
+                   index_t n, index_t in_dim, index_t out_dim, index_t rank, T scale, cudaStream_t stream) {
+    // d_b[out, r] += scale · d_outᵀ · u.
+    gemm<T>(stream, CUBLAS_OP_N, CUBLAS_OP_T, rank, out_dim, n, scale, u, rank, 0, d_out, out_dim, 0, T(1), d_b, rank,
+            0, 1);
+    // du[n, r] = scale · d_out · B.
+    gemm<T>(stream, CUBLAS_OP_N, CUBLAS_OP_N, rank, n, out_dim, scale, b, rank, 0, d_out, out_dim, 0, T(0), du, rank,
+            0, 1);
+    // d_a[r, in] += duᵀ · in.
+    gemm<T>(stream, CUBLAS_OP_N, CUBLAS_OP_T, in_dim, rank, n, T(1), in, in_dim, 0, du, rank, 0, T(1), d_a, in_dim, 0,
+            1);
+    // d_in[n, in] += du · A.
+    if (d_in)
+        gemm<T>(stream, CUBLAS_OP_N, CUBLAS_OP_N, in_dim, n, rank, T(1), a, in_dim, 0, du, rank, 0, T(1), d_in, in_dim,
+                0, 1);
+}
+
 template <class T> double clip_grad_norm(T* grad, index_t n, double max_norm, cudaStream_t stream) {
     double* sum = nullptr;
     LEVERS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&sum), sizeof(double), stream));
@@ -244,7 +271,11 @@ template <class T> double clip_grad_norm(T* grad, index_t n, double max_norm, cu
                                        cudaStream_t);                                                            \
     template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, index_t, index_t, index_t,         \
                                         cudaStream_t);                                                           \
-    template double clip_grad_norm<T>(T*, index_t, double, cudaStream_t);
+    template double clip_grad_norm<T>(T*, index_t, double, cudaStream_t);                                        \
+    template void lora_forward<T>(T*, T*, const T*, const T*, const T*, index_t, index_t, index_t, index_t, T,     \
+                                  cudaStream_t);                                                                 \
+    template void lora_backward<T>(T*, T*, T*, T*, const T*, const T*, const T*, const T*, const T*, index_t,     \
+                                   index_t, index_t, index_t, T, cudaStream_t);
 LEVERS_MATMUL(float)
 LEVERS_MATMUL(double)
 

@@ -48,6 +48,15 @@ template <class T>
 void embedding_backward(T* d_wte, T* d_wpe, const T* d_out, const std::int32_t* tokens, index_t batch, index_t time,
                         index_t channels, cudaStream_t stream);
 
+// LoRA (kernels/lora.hpp): u = in·Aᵀ, out += scale·u·Bᵀ; backward adds into
+// d_a, d_b and d_in (skipped if null), du is scratch [n, rank].
+template <class T>
+void lora_forward(T* out, T* u, const T* in, const T* a, const T* b, index_t n, index_t in_dim, index_t out_dim,
+                  index_t rank, T scale, cudaStream_t stream);
+template <class T>
+void lora_backward(T* d_in, T* d_a, T* d_b, T* du, const T* d_out, const T* in, const T* u, const T* a, const T* b,
+                   index_t n, index_t in_dim, index_t out_dim, index_t rank, T scale, cudaStream_t stream);
+
 // Global-norm clipping; returns the norm before clipping (waits for the stream).
 template <class T> double clip_grad_norm(T* grad, index_t n, double max_norm, cudaStream_t stream);
 

@@ -9,6 +9,7 @@
 #include "kernels/embedding.hpp"
 #include "kernels/grad_clip.hpp"
 #include "kernels/linear.hpp"
+#include "kernels/lora.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "kernels/gelu.hpp"
@@ -172,6 +173,27 @@ TEST_CASE_TEMPLATE("CUDA embedding and gradient clipping match the CPU" * doctes
     const double gnorm = gpu::clip_grad_norm(gg.get(), 5000, 1.0, nullptr);
     CHECK(gnorm == doctest::Approx(norm).epsilon(tolerance<T>()));
     check_close("clipped gradients", g, gg.host());
+}
+
+TEST_CASE_TEMPLATE("CUDA LoRA matches the CPU, forward and backward" * doctest::skip(kNoGpu), T, float, double) {
+    const index_t n = 21, in = 32, out = 40, r = 4;
+    const T scale = T(2);
+    auto x = random<T>(n * in, 21), a = random<T>(r * in, 22), b = random<T>(out * r, 23), dy = random<T>(n * out, 24);
+    auto y = random<T>(n * out, 25), dx = random<T>(n * in, 26);  // out and d_in are added to
+    std::vector<T> u(n * r), du(n * r), da(r * in, T(0.5)), db(out * r, T(0.5));
+    DeviceVector<T> gx(x), ga(a), gb(b), gdy(dy), gy(y), gdx(dx), gu(n * r), gdu(n * r),
+        gda(std::vector<T>(r * in, T(0.5))), gdb(std::vector<T>(out * r, T(0.5)));
+    cpu::lora_forward(y.data(), u.data(), x.data(), a.data(), b.data(), n, in, out, r, scale);
+    cpu::lora_backward(dx.data(), da.data(), db.data(), du.data(), dy.data(), x.data(), u.data(), a.data(), b.data(),
+                       n, in, out, r, scale);
+    gpu::lora_forward(gy.get(), gu.get(), gx.get(), ga.get(), gb.get(), n, in, out, r, scale, nullptr);
+    gpu::lora_backward(gdx.get(), gda.get(), gdb.get(), gdu.get(), gdy.get(), gx.get(), gu.get(), ga.get(), gb.get(),
+                       n, in, out, r, scale, nullptr);
+    check_close("lora out (added)", y, gy.host());
+    check_close("lora u", u, gu.host());
+    check_close("lora d_in (added)", dx, gdx.host());
+    check_close("lora d_a (added)", da, gda.host());
+    check_close("lora d_b (added)", db, gdb.host());
 }
 
 TEST_CASE("without a card, levers says so instead of crashing") {

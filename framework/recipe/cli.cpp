@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
     app.footer(kExamples);
 
     auto* list = app.add_subcommand("list", "Show every registered recipe with its description and parameters");
+    list->footer("\nExample:\n  recipe list");
     std::string show_name;
     auto* show = app.add_subcommand("show", "Show one recipe's parameters, types, defaults and help");
     show->add_option("name", show_name, "recipe name")->required();
@@ -208,6 +209,7 @@ int main(int argc, char** argv) {
     bench::BenchCli bench_cli(app);
 
     auto* status = app.add_subcommand("status", "Show the node's cards (CPU slots), their holders and waiting jobs");
+    status->footer("\nExamples:\n  recipe status\n  LEVERS_LEDGER_DIR=/run/lock/levers-cards recipe status");
     std::vector<std::string> ws_words;
     auto* workspace = app.add_subcommand("workspace", "Show or change what jobs may ask for");
     workspace->add_option("setting", ws_words, "multi-gpu on|off, or max-gpus N");

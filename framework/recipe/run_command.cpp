@@ -213,7 +213,8 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     if (env.distributed()) return run_as_external_rank(r, cfg, env, flags, argc, argv);
     const int gpus = flags.gpus == -1 ? r.default_gpus() : flags.gpus;
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
-    LEVERS_CHECK(flags.device != "cuda", "--device cuda: this build has no CUDA backend yet; use --device cpu");
+    LEVERS_CHECK(flags.device != "cuda", "--device cuda: levers' models and training loop do not run on CUDA yet "
+                 "(the CUDA ops exist, see README's Status); use --device cpu");
     load_workspace().check(gpus);
 
     if (!flags.out.empty())  // refused before anything waits or runs

@@ -26,7 +26,7 @@ class Block(nn.Module):
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
-        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         return self.c_proj((att @ v).transpose(1, 2).reshape(b, t, c))
 
@@ -44,7 +44,7 @@ class Gpt(nn.Module):
 
     def forward(self, idx, targets):
         t = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(t))
+        x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
         for block in self.blocks:
             x = block(x)
         logits = self.ln_f(x) @ self.wte.weight.t()  # tied output projection
@@ -77,24 +77,28 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     add_model_args(p)
     p.add_argument("--blas", default="system", help="label for the BLAS build in use")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU comparison in gpu_check.sh")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    model = Gpt(a.vocab, a.block, a.layers, a.heads, a.embd)
+    model = Gpt(a.vocab, a.block, a.layers, a.heads, a.embd).to(a.device)
     decay = [w for w in model.parameters() if w.dim() >= 2]
     no_decay = [w for w in model.parameters() if w.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
-    x = torch.randint(0, a.vocab, (a.batch, a.block))
-    y = torch.randint(0, a.vocab, (a.batch, a.block))
+    x = torch.randint(0, a.vocab, (a.batch, a.block), device=a.device)
+    y = torch.randint(0, a.vocab, (a.batch, a.block), device=a.device)
+    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     times = []
     for step in range(a.warmup + a.steps):
+        sync()
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sync()
         if step >= a.warmup:
             times.append(time.perf_counter() - start)
     times.sort()

@@ -4,6 +4,7 @@
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
+#include "framework/train/optimizer.hpp"
 #include "kernels/adamw.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
@@ -15,6 +16,8 @@
 #include "kernels/gelu.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/residual.hpp"
+#include "models/gpt.hpp"
+#include "models/gpt_cuda.hpp"
 #include "tests/cuda/device_vector.hpp"
 
 #include <doctest/doctest.h>
@@ -194,6 +197,36 @@ TEST_CASE_TEMPLATE("CUDA LoRA matches the CPU, forward and backward" * doctest::
     check_close("lora d_in (added)", dx, gdx.host());
     check_close("lora d_a (added)", da, gda.host());
     check_close("lora d_b (added)", db, gdb.host());
+}
+
+TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, and one AdamW step" *
+          doctest::skip(kNoGpu)) {
+    models::GptConfig config{.vocab_size = 97, .block_size = 16, .n_layer = 2, .n_head = 4, .n_embd = 32};
+    models::Gpt<float> cpu_model(config, 31);
+    models::GptCuda gpu_model(cpu_model);
+    std::vector<std::int32_t> tokens(3 * 16), targets(3 * 16);
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        tokens[i] = static_cast<std::int32_t>((i * 7 + 3) % 97);
+        targets[i] = static_cast<std::int32_t>((i * 11 + 5) % 97);
+    }
+    targets[4] = -100;  // an ignored position
+    const float cpu_loss = cpu_model.forward(tokens.data(), targets.data(), 3, 16);
+    const float gpu_loss = gpu_model.forward(tokens.data(), targets.data(), 3, 16);
+    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-5));
+    cpu_model.params().zero_grad();
+    gpu_model.zero_grad();
+    cpu_model.backward();
+    gpu_model.backward();
+    const float* g = cpu_model.params().grads().data<float>();
+    check_close("GPT gradients", std::vector<float>(g, g + cpu_model.params().size()), gpu_model.gradients());
+
+    const kernels::AdamWHyper h{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+    train::AdamW<float> opt(cpu_model.params(), h);
+    opt.step(1e-3);
+    gpu_model.adamw_step(h, 1e-3);
+    const float* p = cpu_model.params().params().data<float>();
+    check_close("GPT parameters after a step", std::vector<float>(p, p + cpu_model.params().size()),
+                gpu_model.parameters());
 }
 
 TEST_CASE("without a card, levers says so instead of crashing") {

@@ -1,0 +1,81 @@
+// GPT training throughput on one NVIDIA card (bench/gpu_check.sh runs it):
+// GPT-2 124M by default, random tokens, forward + backward + clipping + AdamW
+// per step, tokens/s over the steps after a warm-up, and MFU: 6N + 6LCT FLOPs
+// per token against the card's peak for the precision used (f32 here: levers'
+// bf16 path does not exist yet). Prints one JSON object.
+#include "framework/core/gpu.hpp"
+#include "framework/core/rng.hpp"
+#include "models/gpt.hpp"
+#include "models/gpt_cuda.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+namespace {
+// Dense peak FLOP/s per card for f32 (no tensor cores) by name; 0 when unknown.
+double f32_peak(const std::string& name) {
+    if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos) return 67e12;  // SXM
+    if (name.find("A100") != std::string::npos) return 19.5e12;
+    return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app("GPT training throughput on one card");
+    int layers = 12, heads = 12, embd = 768, block = 1024, vocab = 50257, batch = 8, steps = 10, warmup = 3;
+    app.add_option("--layers", layers);
+    app.add_option("--heads", heads);
+    app.add_option("--embd", embd);
+    app.add_option("--block", block);
+    app.add_option("--vocab", vocab);
+    app.add_option("--batch", batch);
+    app.add_option("--steps", steps);
+    app.add_option("--warmup", warmup);
+    CLI11_PARSE(app, argc, argv);
+    if (levers::gpu_count() == 0) {
+        fmt::print(stderr, "bench_gpt_cuda: no CUDA card is visible\n");
+        return 1;
+    }
+    levers::use_gpu(0);
+    const levers::models::GptConfig config{.vocab_size = vocab, .block_size = block, .n_layer = layers,
+                                           .n_head = heads, .n_embd = embd};
+    levers::models::Gpt<float> host(config, 1);
+    levers::models::GptCuda model(host);
+    levers::Rng rng(2);
+    std::vector<std::int32_t> x(static_cast<std::size_t>(batch * block)), y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        x[i] = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(vocab)));
+        y[i] = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(vocab)));
+    }
+    const levers::kernels::AdamWHyper h{.lr = 6e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+    std::chrono::steady_clock::time_point start;
+    float loss = 0;
+    for (int step = 0; step < warmup + steps; ++step) {
+        if (step == warmup) {
+            model.synchronize();
+            start = std::chrono::steady_clock::now();
+        }
+        model.zero_grad();
+        loss = model.forward(x.data(), y.data(), batch, block);
+        model.backward();
+        model.clip_grad_norm(1.0);
+        model.adamw_step(h, 6e-4);
+    }
+    model.synchronize();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double tokens_per_s = static_cast<double>(steps) * batch * block / seconds;
+    const double n = static_cast<double>(config.parameter_count());
+    const double flops_per_token = 6 * n + 6.0 * layers * embd * block;
+    const std::string card = levers::gpu_names().front();
+    const double peak = f32_peak(card);
+    nlohmann::json out = {{"card", card},           {"precision", "f32"},     {"parameters", n},
+                          {"batch", batch},         {"block", block},         {"tokens_per_second", tokens_per_s},
+                          {"ms_per_step", 1000 * seconds / steps}, {"loss", loss},
+                          {"flops_per_token", flops_per_token}};
+    if (peak > 0) out["mfu_vs_f32_peak"] = flops_per_token * tokens_per_s / peak;
+    fmt::print("{}\n", out.dump());
+    return 0;
+}

@@ -165,9 +165,9 @@ TEST_CASE("fine_tune adapts a pretrained model on 1 and 2 ranks; lora_sweep maps
 
     const std::string tiny = " --threads 1 --set steps=4 --set batch_size=2 --set eval_every=4 --set eval_batches=4"
                              " --set base=" + base;
-    for (const char* gpus : {"1", "2"}) {
+    for (const char* gpus : {"1", "2", "8"}) {  // 8: the issue's `--gpus 8`, as 8 CPU ranks here
         CAPTURE(gpus);
-        auto tuned = recipe(std::string("run fine_tune --gpus ") + gpus + tiny + " --out " +
+        auto tuned = recipe(std::string("run fine_tune --output rank0 --gpus ") + gpus + tiny + " --out " +
                             (tmp.path() / (std::string("ft") + gpus)).string());
         INFO(tuned.output);
         REQUIRE(tuned.code == 0);

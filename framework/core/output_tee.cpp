@@ -1,10 +1,13 @@
 #include "framework/core/output_tee.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/core/live_progress.hpp"
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <fcntl.h>
 #include <iostream>
 #include <poll.h>
@@ -34,6 +37,12 @@ int redirect_to_pipe(int fd) {
 }
 
 }  // namespace
+
+LiveProgress live_progress_mode() {
+    if (console_is_terminal()) return LiveProgress::terminal;
+    const char* asked = std::getenv("LEVERS_LIVE_PROGRESS");
+    return asked && std::string(asked) == "1" ? LiveProgress::launcher : LiveProgress::off;
+}
 
 bool console_is_terminal() {
     static const bool terminal = ::isatty(1) == 1;  // first asked before stdout is redirected

@@ -2,6 +2,7 @@
 #include "framework/launch/launcher.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/core/live_progress.hpp"
 #include "framework/dist/shm_backend.hpp"
 #include "framework/dist/shm_segment.hpp"
 #include "framework/launch/job_segment.hpp"
@@ -99,6 +100,7 @@ private:
         env["LEVERS_THREADS"] = std::to_string(options_.threads_per_rank);
         env["LEVERS_TIMEOUT_MS"] = std::to_string(options_.timeout.count());
         env["OMP_NUM_THREADS"] = std::to_string(options_.threads_per_rank);
+        env["LEVERS_LIVE_PROGRESS"] = options_.live_progress ? "1" : "0";
         if (!options_.log_dir.empty()) {
             rank->log.open(options_.log_dir / fmt::format("rank{}.log", r), std::ios::app);
             LEVERS_CHECK(rank->log.is_open(), "cannot open the log of rank {} in {}", r, options_.log_dir.string());
@@ -131,6 +133,18 @@ private:
     }
 
     void emit(Rank& r, const std::string& line) {
+        if (!line.empty() && line[0] == kProgressMark) {  // rank 0's live line: drawn in place, not kept
+            if (options_.live_progress && r.index == 0) {
+                fmt::print("\r\x1b[K[rank 0] {}", line.substr(1));
+                std::fflush(stdout);
+                live_shown_ = true;
+            }
+            return;
+        }
+        if (live_shown_) {
+            fmt::print("\r\x1b[K");  // the next progress update redraws it below
+            live_shown_ = false;
+        }
         r.last_lines.push_back(line);
         if (r.last_lines.size() > kLastLines) r.last_lines.pop_front();
         if (r.log.is_open()) r.log << line << '\n' << std::flush;
@@ -185,6 +199,8 @@ private:
     void maybe_finish() {
         for (auto& r : ranks_)
             if (!r->exited || !r->drained) return;
+        if (live_shown_) fmt::print("\r\x1b[K");
+        live_shown_ = false;
         signals_.cancel();
         grace_timer_.cancel();
     }
@@ -213,6 +229,7 @@ private:
     std::optional<int> failed_rank_;
     int interrupted_ = 0;
     bool stopping_ = false;
+    bool live_shown_ = false;  // a progress line is on the console, without its newline
 };
 
 }  // namespace

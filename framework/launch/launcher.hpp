@@ -27,6 +27,7 @@ struct LaunchOptions {
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // for every collective
     std::chrono::milliseconds grace{1000};  // between SIGTERM and SIGKILL when stopping
     bool all_output = true;          // false: rank 0's lines only
+    bool live_progress = false;      // our stdout is a terminal: draw rank 0's progress line in place
     std::filesystem::path log_dir;   // if set: each rank's output also goes to rank<N>.log there
     std::size_t slot_bytes = std::size_t{2} << 20;  // fits L2: measured fastest (bench/allreduce.sh)
 };

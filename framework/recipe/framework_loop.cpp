@@ -1,6 +1,6 @@
 #include "framework/recipe/framework_loop.hpp"
 
-#include "framework/core/output_tee.hpp"
+#include "framework/core/live_progress.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/checkpoints.hpp"
 #include "framework/recipe/loop_params.hpp"
@@ -60,7 +60,7 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     options.eval_every = spec.eval_every.resolve(cfg);
     options.early_stop = spec.early_stop;
     options.eval_at_start = spec.eval_at_start;
-    options.live_progress = console_is_terminal();
+    options.live_progress = live_progress_mode();
     if (spec.optimizer) spec.optimizer(cfg, options);
 
     const std::filesystem::path dir = run_dir();

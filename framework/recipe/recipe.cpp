@@ -171,6 +171,11 @@ Plan Recipe::build() const {
 
 Recipe::operator Plan() const { return build(); }
 
+std::vector<Result> Recipe::map(const std::vector<std::map<std::string, std::string>>& cells,
+                                const std::map<std::string, std::string>& every_cell) const {
+    return build().map(cells, every_cell);
+}
+
 Result Plan::run(const Config& cfg) const {
     return framework_loop() ? run_framework_loop(name(), r_->loop_, cfg) : r_->body_(cfg);
 }

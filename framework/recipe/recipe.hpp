@@ -136,6 +136,9 @@ public:
 
     // Checks the whole and freezes it; throws levers::Error naming what is wrong.
     Plan build() const;
+    // build().map(cells, every_cell): the recipe must also be registered under its name.
+    std::vector<Result> map(const std::vector<std::map<std::string, std::string>>& cells,
+                            const std::map<std::string, std::string>& every_cell = {}) const;
     operator Plan() const;  // NOLINT: LEVERS_RECIPE bodies may return the builder
 
 private:

@@ -253,6 +253,7 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     options.timeout = std::chrono::milliseconds(static_cast<long>(flags.timeout_s * 1000));
     options.all_output = flags.output == "all";
     options.log_dir = dir;
+    options.live_progress = console_is_terminal();
     auto outcome = launch::launch(options);
     if (outcome.exit_code == 0 && outcome.result) publish(Result::parse(*outcome.result));
     return outcome.exit_code;

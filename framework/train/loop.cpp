@@ -29,26 +29,30 @@ std::string duration(double s) {
     return t >= 3600 ? fmt::format("{}h{:02}m", t / 3600, t % 3600 / 60) : fmt::format("{}m{:02}s", t / 60, t % 60);
 }
 
-// Rank 0's console: permanent lines, and on a terminal one line redrawn in
-// place between them (step, loss, throughput, time left).
+// Rank 0's console: permanent lines, and one line redrawn in place between
+// them (step, loss, throughput, time left): directly on a terminal, or as
+// marked lines the launcher draws (live_progress.hpp).
 class Console {
 public:
-    explicit Console(bool live) : live_(live && dist::is_main()) {}
+    explicit Console(LiveProgress mode) : mode_(dist::is_main() ? mode : LiveProgress::off) {}
 
     void line(const std::string& text) {
         if (!dist::is_main()) return;
-        fmt::print("{}{}\n", live_ ? "\r\x1b[K" : "", text);
+        fmt::print("{}{}\n", mode_ == LiveProgress::terminal ? "\r\x1b[K" : "", text);
         std::fflush(stdout);
     }
     void redraw(const std::string& text) {
-        if (!live_ || seconds_since(last_) < 0.25) return;
+        if (mode_ == LiveProgress::off || seconds_since(last_) < 0.25) return;
         last_ = Clock::now();
-        fmt::print("\r\x1b[K{}", text);
+        if (mode_ == LiveProgress::terminal)
+            fmt::print("\r\x1b[K{}", text);
+        else
+            fmt::print("{}{}\n", kProgressMark, text);
         std::fflush(stdout);
     }
 
 private:
-    bool live_;
+    LiveProgress mode_;
     Clock::time_point last_ = Clock::now();
 };
 }  // namespace

@@ -5,6 +5,7 @@
 // and backward for one micro-batch.
 #pragma once
 
+#include "framework/core/live_progress.hpp"
 #include "framework/core/params.hpp"
 #include "framework/train/lr_schedule.hpp"
 #include "framework/train/optimizer.hpp"
@@ -69,7 +70,7 @@ struct LoopOptions {
     // that step's evaluation or null.
     std::function<void(const LoopState&, const AdamW<float>&, const Metrics* eval)> after_step;
     MetricsLog* metrics = nullptr;  // rank 0 writes a row per step and evaluation (may be null)
-    bool live_progress = false;     // redraw a progress line in place (stdout is a terminal)
+    LiveProgress live_progress = LiveProgress::off;  // redraw a progress line in place, and how
 
     void validate() const;  // throws levers::Error naming the bad option
 };

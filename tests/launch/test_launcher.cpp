@@ -39,7 +39,8 @@ Background start_long_job(int gpus, std::vector<std::string> extra = {}) {
     args.insert(args.end(), extra.begin(), extra.end());
     auto b = start_recipe(args);
     const auto until = std::chrono::steady_clock::now() + 30s;
-    while (b.output().find("step") == std::string::npos && std::chrono::steady_clock::now() < until)
+    // A progress line ("[rank 0] step ..."): every rank has joined and is training.
+    while (b.output().find("] step ") == std::string::npos && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(20ms);
     return b;
 }

@@ -223,3 +223,25 @@ TEST_CASE("recipe plot draws runs' curves to a PNG with gnuplot, and says what i
     CHECK(no_gnuplot.code == 2);
     CHECK(no_gnuplot.output.find("apt-get install gnuplot-nox") != std::string::npos);
 }
+
+TEST_CASE("on a terminal the progress line is redrawn in place, by the rank or by the launcher for rank 0") {
+    TempDir tmp;
+    // `script` gives the run a terminal (util-linux, on every Debian system).
+    auto on_terminal = [&](const std::string& args) {
+        return run("/usr/bin/script", {"-qfec", std::string(std::getenv("LEVERS_RECIPE_BIN")) + " " + args, "/dev/null"});
+    };
+    auto one = on_terminal("run classify --set steps=1500 --set log_every=1500 --out " + (tmp.path() / "one").string());
+    REQUIRE(one.code == 0);
+    CHECK(one.output.find("\r\x1b[Kstep ") != std::string::npos);
+    CHECK(one.output.find(" left") != std::string::npos);
+    auto two = on_terminal("run classify --gpus 2 --set steps=1500 --set log_every=1500 --out " +
+                           (tmp.path() / "two").string());
+    REQUIRE(two.code == 0);
+    CHECK(two.output.find("\r\x1b[K[rank 0] step ") != std::string::npos);
+    CHECK(read_text(tmp.path() / "two" / "rank0.log").find('\x1e') == std::string::npos);  // not in the log
+    // Without a terminal: plain lines only.
+    auto plain = recipe({"run", "classify", "--set", "steps=300", "--out", (tmp.path() / "plain").string()});
+    REQUIRE(plain.code == 0);
+    CHECK(plain.output.find('\r') == std::string::npos);
+    CHECK(plain.output.find(" left") == std::string::npos);
+}

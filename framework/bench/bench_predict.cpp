@@ -40,7 +40,8 @@ int bench_predict(const PredictFlags& f) {
     w.grad_bytes = f.grad_mb * (1 << 20);
     w.overlap = f.overlap;
     std::vector<std::string> quiet = quiet_sets(r);
-    for (const auto& s : f.sets) quiet.insert(quiet.end(), {"--set", s});
+    quiet.insert(quiet.end(), f.sets.begin(), f.sets.end());
+    quiet = as_set_flags(quiet);
     if (w.step_seconds <= 0 || w.grad_bytes <= 0) {
         // One card's step and the gradients it averages, from a short run.
         auto args = quiet;

@@ -57,8 +57,8 @@ int bench_scaling(const ScalingFlags& f) {
         std::vector<std::string> args = {"--gpus", std::to_string(g), "--threads", std::to_string(f.threads),
                                          "--output", "rank0", "--set", fmt::format("steps={}", f.steps)};
         if (f.global_batch > 0) args.insert(args.end(), {"--set", fmt::format("global_batch={}", f.global_batch)});
-        for (const auto& s : quiet_sets(r)) args.push_back(s);
-        for (const auto& s : f.sets) args.insert(args.end(), {"--set", s});
+        for (const auto& flag : as_set_flags(quiet_sets(r))) args.push_back(flag);
+        for (const auto& flag : as_set_flags(f.sets)) args.push_back(flag);
         auto run = run_child(r.name(), args, dir / fmt::format("cards{}", g));
         rows.push_back({g, steady_throughput(run.dir, f.warmup), run.result});
         fmt::print("  {} card{}: {:.0f} {}\n", g, g == 1 ? "" : "s", rows.back().throughput, unit_of(run.result));
@@ -71,9 +71,7 @@ int bench_scaling(const ScalingFlags& f) {
                                                     "hidden_comm_ms", "peak_mb_per_rank"}};
     if (f.price > 0) table[0].insert(table[0].end(), {"hours", "cost"});
     // Items in the priced work: `total` steps at the smallest count's items per step.
-    const Result& first = rows.front().result;
-    const double work_items = static_cast<double>(total) * first.at("items_per_second").get<double>() *
-                              first.at("seconds").get<double>() / first.at("steps").get<double>();
+    const double work_items = static_cast<double>(total) * items_per_step(dir / fmt::format("cards{}", rows.front().cards));
     std::ofstream plot_data(dir / "speedup.dat");
     for (const auto& row : rows) {
         // Speedup against one card's rate (the smallest count's, per card).

@@ -22,11 +22,11 @@ int bench_shapes(const ShapesFlags& f) {
     fmt::print("bench shapes {}: {} one-card cells as a sweep against one {}-card run of the same total work, "
                "{} steps; results in {}\n", r.name(), f.cells, f.cells, f.steps, dir.string());
     std::fflush(stdout);
-    std::vector<std::string> common = {fmt::format("steps={}", f.steps)};
-    for (std::size_t i = 1; i < quiet_sets(r).size(); i += 2) common.push_back(quiet_sets(r)[i]);
+    std::vector<std::string> common = quiet_sets(r);
+    common.push_back(fmt::format("steps={}", f.steps));
     common.insert(common.end(), f.sets.begin(), f.sets.end());
     std::vector<std::string> one_args = {"--threads", "1"};
-    for (const auto& s : common) one_args.insert(one_args.end(), {"--set", s});
+    for (const auto& flag : as_set_flags(common)) one_args.push_back(flag);
 
     auto one = run_child(r.name(), one_args, dir / "one_cell");
     fmt::print("  one cell alone: {:.2f} s\n", one.wall_seconds);

@@ -2,12 +2,12 @@
 
 #include "framework/core/error.hpp"
 #include "framework/core/read_file.hpp"
+#include "framework/recipe/sweep.hpp"
 
 #include <boost/process.hpp>
 #include <fmt/format.h>
 
 #include <chrono>
-#include <fstream>
 #include <sstream>
 #include <sys/wait.h>
 
@@ -27,14 +27,9 @@ ChildRun run_child(const std::string& recipe, const std::vector<std::string>& ar
     ChildRun run;
     run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run.dir = dir;
-    if (child.exit_code() != 0 || !fs::exists(dir / "result.json")) {
-        std::ifstream in(log);
-        std::string line, error = "(no output)";
-        while (std::getline(in, line))
-            if (line.find("error") != std::string::npos) error = line;
+    if (child.exit_code() != 0 || !fs::exists(dir / "result.json"))
         LEVERS_FAIL("the benchmark run `{}` failed (exit {}): {}; its log: {}", fmt::join(all, " "),
-                    child.exit_code(), error, log.string());
-    }
+                    child.exit_code(), last_error_line(log), log.string());
     run.result = nlohmann::json::parse(read_file(dir / "result.json"));
     return run;
 }
@@ -68,8 +63,27 @@ std::vector<std::string> quiet_sets(const Plan& recipe) {
     std::vector<std::string> sets;
     for (const auto& p : recipe.params())
         if (p.name == "checkpoint_every" || p.name == "eval_every" || p.name == "sample_tokens")
-            sets.insert(sets.end(), {"--set", p.name + "=0"});
+            sets.push_back(p.name + "=0");
     return sets;
+}
+
+std::vector<std::string> as_set_flags(const std::vector<std::string>& sets) {
+    std::vector<std::string> flags;
+    for (const auto& s : sets) flags.insert(flags.end(), {"--set", s});
+    return flags;
+}
+
+double items_per_step(const fs::path& run_dir) {
+    std::istringstream in(read_file(run_dir / "metrics.csv"));
+    std::string line, last;
+    std::getline(in, line);  // header
+    while (std::getline(in, line))
+        if (!line.empty()) last = line;
+    LEVERS_CHECK(!last.empty(), "{}: no training step recorded", (run_dir / "metrics.csv").string());
+    std::vector<double> v;
+    std::istringstream cells(last);
+    for (std::string cell; std::getline(cells, cell, ',');) v.push_back(std::stod(cell));
+    return v.at(4) / v.at(0);  // items so far / steps so far
 }
 
 }  // namespace levers::bench

@@ -24,8 +24,14 @@ ChildRun run_child(const std::string& recipe, const std::vector<std::string>& ar
 // items trained per second of training (evaluation excluded).
 double steady_throughput(const std::filesystem::path& run_dir, long warmup);
 
-// "--set name=0" for each of these the recipe declares: the benchmark measures
-// training, not evaluation, checkpoints or samples.
+// Items (tokens or samples) a step of the run trained on, all ranks: from its metrics.csv.
+double items_per_step(const std::filesystem::path& run_dir);
+
+// "name=0" for each of these the recipe declares, to pass with --set: the
+// benchmark measures training, not evaluation, checkpoints or samples.
 std::vector<std::string> quiet_sets(const Plan& recipe);
+
+// {"--set", s} for each s: the arguments of `recipe run`.
+std::vector<std::string> as_set_flags(const std::vector<std::string>& sets);
 
 }  // namespace levers::bench

@@ -32,8 +32,7 @@ namespace levers {
 
 namespace fs = std::filesystem;
 
-Config resolve_config(const Plan& r, const std::vector<std::string>& sets) {
-    Config cfg = r.defaults();
+Config apply_sets(Config cfg, const std::vector<std::string>& sets) {
     for (const auto& kv : sets) {
         auto eq = kv.find('=');
         LEVERS_CHECK(eq != std::string::npos && eq > 0, "--set expects name=value, got '{}'", kv);
@@ -42,9 +41,13 @@ Config resolve_config(const Plan& r, const std::vector<std::string>& sets) {
     return cfg;
 }
 
+Config resolve_config(const Plan& r, const std::vector<std::string>& sets) { return apply_sets(r.defaults(), sets); }
+
 namespace {
 
-// A resumed run's config: the checkpoint's, then the --set flags on top.
+// A resumed run's config: the checkpoint's, then the --set flags on top. The
+// whole file is read (and checked) here, so a corrupted checkpoint is refused
+// before anything starts, not by the ranks.
 Config resumed_config(const Plan& r, const fs::path& checkpoint, const std::vector<std::string>& sets) {
     const auto state = train::read_train_state(checkpoint);
     Config cfg = r.defaults();
@@ -64,12 +67,7 @@ Config resumed_config(const Plan& r, const fs::path& checkpoint, const std::vect
         }
         cfg.set(name, text);
     }
-    for (const auto& kv : sets) {
-        auto eq = kv.find('=');
-        LEVERS_CHECK(eq != std::string::npos && eq > 0, "--set expects name=value, got '{}'", kv);
-        cfg.set(kv.substr(0, eq), kv.substr(eq + 1));
-    }
-    return cfg;
+    return apply_sets(std::move(cfg), sets);
 }
 
 std::string result_text(const Result& result) {

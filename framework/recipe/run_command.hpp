@@ -23,7 +23,8 @@ struct RunFlags {
     std::optional<std::string> resume;  // --resume PATH|latest
 };
 
-// Applies --set name=value flags to the recipe's defaults.
+// Applies --set name=value flags to `cfg`, or to the recipe's defaults.
+Config apply_sets(Config cfg, const std::vector<std::string>& sets);
 Config resolve_config(const Plan& r, const std::vector<std::string>& sets);
 
 // Returns the exit code; throws levers::Error for bad input (exit 2).

@@ -104,18 +104,6 @@ std::string describe_cell(const Cell& c) {
     return parts.empty() ? "(defaults)" : fmt::format("{}", fmt::join(parts, " "));
 }
 
-// The last line of a cell's console that starts with "error:" (else its last line).
-std::string last_error(const fs::path& log) {
-    std::ifstream in(log);
-    std::string line, error, last;
-    while (std::getline(in, line)) {
-        if (line.empty()) continue;
-        last = line;
-        if (line.find("error:") != std::string::npos) error = line;
-    }
-    return error.empty() ? last : error;
-}
-
 class SweepRunner {
 public:
     explicit SweepRunner(const SweepOptions& o)
@@ -230,7 +218,7 @@ private:
             out.ok = !out.result.is_discarded();
             out.error.clear();
         }
-        if (!out.ok) out.error = out.exit_code == 0 ? "finished without a result" : last_error(out.log);
+        if (!out.ok) out.error = out.exit_code == 0 ? "finished without a result" : last_error_line(out.log);
         cell.lease.release();
         if (out.ok)
             fmt::print("sweep: cell {:02} finished in {:.1f} s\n", i, out.seconds);
@@ -257,6 +245,17 @@ private:
 };
 
 }  // namespace
+
+std::string last_error_line(const fs::path& log) {
+    std::ifstream in(log);
+    std::string line, error, last;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        last = line;
+        if (line.find("error:") != std::string::npos) error = line;
+    }
+    return error.empty() ? last : error;
+}
 
 std::vector<CellOutcome> run_sweep(const SweepOptions& options) {
     LEVERS_CHECK(!options.cells.empty(), "the sweep has no cells");

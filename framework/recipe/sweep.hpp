@@ -49,6 +49,9 @@ struct CellOutcome {
     Result to_json() const;
 };
 
+// The last line of a run's console log that holds "error:" (else its last line).
+std::string last_error_line(const std::filesystem::path& log);
+
 // Runs every cell; blocks until all have ended.
 std::vector<CellOutcome> run_sweep(const SweepOptions& options);
 

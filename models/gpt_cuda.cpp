@@ -102,8 +102,7 @@ void GptCuda::ensure_activations(std::int64_t batch, std::int64_t time) {
         d_fc_ = take(BT * 4 * C);
         if (pass == 0) {
             if (block_) LEVERS_CUDA_CHECK(cudaFree(block_));
-            block_bytes_ = used_;
-            LEVERS_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&block_), block_bytes_));
+            LEVERS_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&block_), used_));
         }
     }
     batch_ = batch;
@@ -199,20 +198,15 @@ void GptCuda::adamw_step(const kernels::AdamWHyper& hyper, double lr) {
 
 void GptCuda::synchronize() const { LEVERS_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream_))); }
 
-std::vector<float> GptCuda::parameters() const {
+std::vector<float> GptCuda::to_host(const float* device) const {
     std::vector<float> out(static_cast<std::size_t>(size_));
-    LEVERS_CUDA_CHECK(cudaMemcpyAsync(out.data(), params_, out.size() * sizeof(float), cudaMemcpyDeviceToHost,
+    LEVERS_CUDA_CHECK(cudaMemcpyAsync(out.data(), device, out.size() * sizeof(float), cudaMemcpyDeviceToHost,
                                       as_stream(stream_)));
     synchronize();
     return out;
 }
 
-std::vector<float> GptCuda::gradients() const {
-    std::vector<float> out(static_cast<std::size_t>(size_));
-    LEVERS_CUDA_CHECK(cudaMemcpyAsync(out.data(), grads_, out.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                      as_stream(stream_)));
-    synchronize();
-    return out;
-}
+std::vector<float> GptCuda::parameters() const { return to_host(params_); }
+std::vector<float> GptCuda::gradients() const { return to_host(grads_); }
 
 }  // namespace levers::models

@@ -39,6 +39,7 @@ private:
     float* G(int id) const;
     void ensure_activations(std::int64_t batch, std::int64_t time);
     float* take(std::int64_t elems);
+    std::vector<float> to_host(const float* device) const;  // size() floats, waiting for the stream
 
     GptConfig config_;
     std::vector<ParamSet<float>::Entry> entries_;
@@ -51,7 +52,7 @@ private:
 
     // Activations: one device block carved per batch shape.
     char* block_ = nullptr;
-    std::size_t block_bytes_ = 0, used_ = 0;
+    std::size_t used_ = 0;  // bytes carved so far
     std::int64_t batch_ = 0, time_ = 0;
     std::int32_t *tokens_ = nullptr, *targets_ = nullptr;
     struct Acts {

@@ -2,6 +2,7 @@
 
 #include "framework/core/error.hpp"
 #include "framework/core/read_file.hpp"
+#include "framework/launch/child_setup.hpp"
 #include "framework/recipe/sweep.hpp"
 
 #include <boost/process.hpp>
@@ -22,7 +23,8 @@ ChildRun run_child(const std::string& recipe, const std::vector<std::string>& ar
     const fs::path log = dir.string() + ".log";
     const auto start = std::chrono::steady_clock::now();
     bp::child child(bp::exe = fs::read_symlink("/proc/self/exe").string(), bp::args = all, bp::std_in < bp::null,
-                    (bp::std_out & bp::std_err) > log.string());
+                    (bp::std_out & bp::std_err) > log.string(),
+                    launch::DieWithParent{{}, getpid(), SIGTERM});
     child.wait();
     ChildRun run;
     run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -5,11 +5,11 @@
 #include "framework/core/live_progress.hpp"
 #include "framework/dist/shm_backend.hpp"
 #include "framework/dist/shm_segment.hpp"
+#include "framework/launch/child_setup.hpp"
 #include "framework/launch/job_segment.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/process.hpp>
-#include <boost/process/extend.hpp>
 #include <fmt/format.h>
 
 #include <csignal>
@@ -17,9 +17,6 @@
 #include <deque>
 #include <fstream>
 #include <fcntl.h>
-#include <linux/close_range.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,23 +28,6 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr std::size_t kLastLines = 20;
-
-// Marks every descriptor from 3 up close-on-exec (in the child, after fork).
-void close_inherited_on_exec() {
-    if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0) return;
-    for (int fd = 3; fd < 4096; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);  // kernels before 5.11
-}
-
-// In the child between fork and exec: die with the launcher, and take none of
-// its files along (other ranks' pipes, the launcher's own descriptors).
-struct RankSetup : bp::extend::handler {
-    pid_t parent;
-    template <class Executor> void on_exec_setup(Executor&) const {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(1);  // the launcher died before prctl took effect
-        close_inherited_on_exec();
-    }
-};
 
 void close_on_exec(int fd) { fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC); }
 
@@ -108,7 +88,7 @@ private:
         Rank* raw = rank.get();
         rank->child = bp::child(
             bp::exe = options_.program, bp::args = options_.args, env, bp::std_in < bp::null,
-            (bp::std_out & bp::std_err) > *rank->out, RankSetup{{}, getpid()}, io_,
+            (bp::std_out & bp::std_err) > *rank->out, DieWithParent{{}, getpid(), SIGKILL}, io_,
             bp::on_exit([this, raw](int, const std::error_code&) { on_exit(*raw); }));
         ranks_.push_back(std::move(rank));
         read_lines(*raw);

@@ -3,11 +3,11 @@
 #include "framework/core/error.hpp"
 #include "framework/core/read_file.hpp"
 #include "framework/launch/card_ledger.hpp"
+#include "framework/launch/child_setup.hpp"
 #include "framework/recipe/run_dir.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/process.hpp>
-#include <boost/process/extend.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -18,7 +18,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,15 +87,6 @@ Result CellOutcome::to_json() const {
 }
 
 namespace {
-
-// Cells die with the sweep (SIGTERM, so a multi-rank cell's launcher cleans up).
-struct CellSetup : bp::extend::handler {
-    pid_t parent;
-    template <class Executor> void on_exec_setup(Executor&) const {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent) _exit(1);
-    }
-};
 
 std::string describe_cell(const Cell& c) {
     std::vector<std::string> parts;
@@ -197,7 +187,7 @@ private:
         cell->lease = std::move(lease);
         cell->start = std::chrono::steady_clock::now();
         cell->child = bp::child(bp::exe = o_.program, bp::args = args, env, bp::std_in < bp::null,
-                                (bp::std_out & bp::std_err) > out.log.string(), CellSetup{{}, getpid()}, io_,
+                                (bp::std_out & bp::std_err) > out.log.string(), launch::DieWithParent{{}, getpid(), SIGTERM}  /* a multi-rank cell's launcher cleans up */, io_,
                                 bp::on_exit([this, i](int, const std::error_code&) { finished(i); }));
         running_[i] = std::move(cell);
     }

@@ -41,8 +41,9 @@ public:
         fmt::print("{}{}\n", mode_ == LiveProgress::terminal ? "\r\x1b[K" : "", text);
         std::fflush(stdout);
     }
+    // Whether a redraw is due (at most four a second, and never without a live line).
+    bool due() const { return mode_ != LiveProgress::off && seconds_since(last_) >= 0.25; }
     void redraw(const std::string& text) {
-        if (mode_ == LiveProgress::off || seconds_since(last_) < 0.25) return;
         last_ = Clock::now();
         if (mode_ == LiveProgress::terminal)
             fmt::print("\r\x1b[K{}", text);
@@ -194,7 +195,7 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
         const bool last = st.step == options.steps;
         if (st.step % options.log_every == 0 || last) {
             log_window();
-        } else {
+        } else if (console.due()) {  // formatting only when something is drawn: this is every step
             const double rate = static_cast<double>(items_here) / (seconds_since(start) - eval_seconds);
             const double left = static_cast<double>(options.steps - st.step) * (seconds_since(start) - eval_seconds) /
                                 static_cast<double>(st.step - options.start.step);

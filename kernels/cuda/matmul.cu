@@ -3,6 +3,7 @@
 // embedding and global-norm clipping.
 #include "framework/core/cuda_check.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/cuda/block_sum.cuh"
 #include "kernels/cuda/ops.hpp"
 
 #include <cublas_v2.h>
@@ -91,16 +92,10 @@ __global__ void embedding_backward_kernel(T* d_wte, T* d_wpe, const T* d_out, co
 
 // One block: Σ g² in double.
 template <class T> __global__ void sum_squares_kernel(double* out, const T* g, index_t n) {
-    __shared__ double partial[kThreads];
     double s = 0;
     for (index_t i = threadIdx.x; i < n; i += blockDim.x) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-    partial[threadIdx.x] = s;
-    __syncthreads();
-    for (int half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) *out = partial[0];
+    const double total = block_sum<kThreads>(s);
+    if (threadIdx.x == 0) *out = total;
 }
 
 template <class T> __global__ void scale_kernel(T* g, index_t n, T s) {

@@ -4,6 +4,7 @@
 // one thread per channel in row order, so results do not depend on timing.
 #include "kernels/cross_entropy.hpp"
 #include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/block_sum.cuh"
 #include "kernels/cuda/ops.hpp"
 #include "kernels/layernorm.hpp"
 
@@ -57,8 +58,6 @@ __global__ void lse_kernel(T* lse, const T* logits, index_t rows, index_t vocab)
 template <class T>
 __global__ void mean_loss_kernel(T* loss, const T* lse, const T* logits, const std::int32_t* targets, index_t rows,
                                  index_t vocab, std::int32_t ignore_index) {
-    __shared__ double sums[kThreads];
-    __shared__ double counts[kThreads];
     double s = 0, c = 0;
     for (index_t r = threadIdx.x; r < rows; r += blockDim.x) {
         const std::int32_t t = targets[r];
@@ -66,30 +65,15 @@ __global__ void mean_loss_kernel(T* loss, const T* lse, const T* logits, const s
         s += static_cast<double>(lse[r]) - static_cast<double>(logits[r * vocab + t]);
         c += 1;
     }
-    sums[threadIdx.x] = s;
-    counts[threadIdx.x] = c;
-    __syncthreads();
-    for (int half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) {
-            sums[threadIdx.x] += sums[threadIdx.x + half];
-            counts[threadIdx.x] += counts[threadIdx.x + half];
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) *loss = counts[0] > 0 ? static_cast<T>(sums[0] / counts[0]) : T(0);
+    const double total = block_sum<kThreads>(s), counted = block_sum<kThreads>(c);
+    if (threadIdx.x == 0) *loss = counted > 0 ? static_cast<T>(total / counted) : T(0);
 }
 
 __global__ void count_kernel(int* counted, const std::int32_t* targets, index_t rows, std::int32_t ignore_index) {
-    __shared__ int counts[kThreads];
     int c = 0;
     for (index_t r = threadIdx.x; r < rows; r += blockDim.x) c += targets[r] != ignore_index;
-    counts[threadIdx.x] = c;
-    __syncthreads();
-    for (int half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) counts[threadIdx.x] += counts[threadIdx.x + half];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) *counted = counts[0];
+    const int total = block_sum<kThreads>(c);
+    if (threadIdx.x == 0) *counted = total;
 }
 
 template <class T>

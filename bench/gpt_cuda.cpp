@@ -5,8 +5,12 @@
 // bf16 path does not exist yet). Prints one JSON object.
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
+#include "framework/core/device_memory.hpp"
+#include "framework/train/optimizer.hpp"
+#include "framework/train/param_kernels.hpp"
 #include "models/gpt.hpp"
-#include "models/gpt_cuda.hpp"
+
+#include <cuda_runtime.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -42,8 +46,8 @@ int main(int argc, char** argv) {
     levers::use_gpu(0);
     const levers::models::GptConfig config{.vocab_size = vocab, .block_size = block, .n_layer = layers,
                                            .n_head = heads, .n_embd = embd};
-    levers::models::Gpt<float> host(config, 1);
-    levers::models::GptCuda model(host);
+    levers::models::Gpt<float> model(config, 1);
+    model.to_device(levers::Device::cuda(0));
     levers::Rng rng(2);
     std::vector<std::int32_t> x(static_cast<std::size_t>(batch * block)), y(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -51,20 +55,23 @@ int main(int argc, char** argv) {
         y[i] = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(vocab)));
     }
     const levers::kernels::AdamWHyper h{.lr = 6e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+    levers::train::AdamW<float> optimizer(model.params(), h);
+    auto synchronize = [] { cudaStreamSynchronize(static_cast<cudaStream_t>(levers::compute_stream())); };
     std::chrono::steady_clock::time_point start;
     float loss = 0;
     for (int step = 0; step < warmup + steps; ++step) {
         if (step == warmup) {
-            model.synchronize();
+            synchronize();
             start = std::chrono::steady_clock::now();
         }
-        model.zero_grad();
+        // What the training loop does per step on a card.
+        model.params().zero_grad();
         loss = model.forward(x.data(), y.data(), batch, block);
         model.backward();
-        model.clip_grad_norm(1.0);
-        model.adamw_step(h, 6e-4);
+        levers::train::clip_grad_norm(model.params(), 1.0);
+        optimizer.step(6e-4);
     }
-    model.synchronize();
+    synchronize();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double tokens_per_s = static_cast<double>(steps) * batch * block / seconds;
     const double n = static_cast<double>(config.parameter_count());

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA card: build levers with CUDA, run every GPU test
-# (each CUDA op against its CPU version, f32 and f64) and print a summary.
+# (each CUDA op against its CPU version, f32 and f64; the whole GPT and MLP),
+# train the shipped recipes on the card through `recipe run --device cuda`,
+# and print a summary.
 #
 #   bash bench/gpu_check.sh
 #
@@ -28,6 +30,18 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     exit 0
 fi
 
+# The recipes on the card, as users run them (a few steps each).
+runs=$(mktemp -d)
+trap 'rm -rf "$runs"' EXIT
+for job in "pretrain --set steps=30 --set sample_tokens=40" "classify --set steps=200"; do
+    name=${job%% *}
+    if "$build/recipe" run $job --device cuda --out "$runs/$name" >"$runs/$name.out" 2>&1; then
+        echo "gpu_check: recipe run $name --device cuda: $(tail -n 1 "$runs/$name.out" | cut -c1-200)"
+    else
+        echo "gpu_check: recipe run $name --device cuda FAILED:"; tail -n 20 "$runs/$name.out"; status=1
+    fi
+done
+
 # GPT-2 124M (12 x 768, context 1024, batch 8) training throughput, f32: levers,
 # then PyTorch eager with the same model, batch and precision where it has CUDA.
 gpt2=(--layers 12 --heads 12 --embd 768 --block 1024 --vocab 50257 --batch 8 --steps 10 --warmup 3)
@@ -41,3 +55,4 @@ else
     echo "pytorch: not measured (no PyTorch with CUDA for /usr/bin/python3 on this machine)"
 fi
 echo "gpu_check: bf16 (the issue's target precision) is not built yet: these figures are f32"
+exit "$status"

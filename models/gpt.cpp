@@ -9,9 +9,14 @@
 #include "kernels/lora.hpp"
 #include "kernels/residual.hpp"
 
+#if defined(LEVERS_CUDA)
+#include "models/gpt_cuda.hpp"
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 namespace levers::models {
 
@@ -118,8 +123,52 @@ template <class T> void Gpt<T>::ensure_activations(std::int64_t batch, std::int6
     d_lora_u_ = lora_rank_ ? scratch(BT * lora_rank_) : nullptr;
 }
 
+template <class T> void Gpt<T>::to_device(Device device) {
+    if (device == params_.device()) return;
+    LEVERS_CHECK(params_.device().is_cpu() && !device.is_cpu(), "a GPT on {} cannot move to {}",
+                 params_.device().str(), device.str());
+#if defined(LEVERS_CUDA)
+    if constexpr (std::is_same_v<T, float>) {
+        params_.to_device(device);
+        GptCuda::Lora lora;
+        if (lora_rank_ > 0) {
+            lora_.to_device(device);
+            lora = {&lora_, {}, lora_rank_, lora_scale_};
+            for (const LoraIds& l : lora_ids_) lora.ids.push_back({l.qkv_a, l.qkv_b, l.proj_a, l.proj_b});
+        }
+        cuda_ = std::make_shared<GptCuda>(config_, params_, std::move(lora));
+        arena_ = Arena();  // the CPU activations are not used any more
+        batch_ = time_ = 0;
+        return;
+    }
+    LEVERS_FAIL("a GPT of {} runs on the CPU only; cards run f32", name_of(dtype_of<T>()));
+#else
+    LEVERS_FAIL("GPT on {}: this build of levers has no CUDA backend (nvcc was not found when it was configured)",
+                device.str());
+#endif
+}
+
+template <class T> const T* Gpt<T>::logits() const {
+#if defined(LEVERS_CUDA)
+    if constexpr (std::is_same_v<T, float>)
+        if (cuda_) return cuda_->host_logits();
+#endif
+    return logits_;
+}
+
+template <class T> std::size_t Gpt<T>::activation_bytes() const {
+#if defined(LEVERS_CUDA)
+    if (cuda_) return cuda_->activation_bytes();
+#endif
+    return arena_.capacity_bytes();
+}
+
 template <class T>
 T Gpt<T>::forward(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t batch, std::int64_t time) {
+#if defined(LEVERS_CUDA)
+    if constexpr (std::is_same_v<T, float>)
+        if (cuda_) return cuda_->forward(tokens, targets, batch, time);
+#endif
     LEVERS_CHECK(batch >= 1 && time >= 1 && time <= config_.block_size,
                  "GPT forward needs batch >= 1 and 1 <= time <= block_size ({}), got batch {} time {}",
                  config_.block_size, batch, time);
@@ -166,6 +215,10 @@ T Gpt<T>::forward(const std::int32_t* tokens, const std::int32_t* targets, std::
 }
 
 template <class T> void Gpt<T>::backward() {
+#if defined(LEVERS_CUDA)
+    if constexpr (std::is_same_v<T, float>)
+        if (cuda_) return cuda_->backward();
+#endif
     LEVERS_CHECK(has_targets_, "GPT backward() needs a forward() with targets first");
     has_targets_ = false;  // the logits are overwritten by their gradient below
     const std::int64_t B = batch_, Tm = time_, BT = B * Tm, C = config_.n_embd, H = config_.n_head;
@@ -224,6 +277,8 @@ template <class T> void Gpt<T>::enable_lora(int rank, double alpha, std::uint64_
                  rank);
     LEVERS_CHECK(alpha > 0, "lora alpha must be positive, got {}", alpha);
     LEVERS_CHECK(lora_rank_ == 0, "this GPT already has LoRA adapters");
+    LEVERS_CHECK(params_.device().is_cpu(), "enable_lora() on a GPT on {}: add adapters before to_device()",
+                 params_.device().str());
     const std::int64_t C = config_.n_embd, R = rank;
     for (int l = 0; l < config_.n_layer; ++l) {
         auto name = [l](const char* what) { return "h." + std::to_string(l) + "." + what; };
@@ -249,16 +304,19 @@ template <class T> void Gpt<T>::enable_lora(int rank, double alpha, std::uint64_
 template <class T> void Gpt<T>::merge_lora() {
     LEVERS_CHECK(lora_rank_ > 0, "merge_lora(): this GPT has no LoRA adapters");
     const std::int64_t C = config_.n_embd;
+    // W += scale · B·A on the host (once per run: a copy there and back is
+    // cheap next to training, wherever the weights live).
+    auto merge = [&](int w, int a, int b, std::int64_t out) {
+        Tensor hw = params_.param_tensor(w).to(Device::cpu());
+        const Tensor ha = lora_.param_tensor(a).to(Device::cpu()), hb = lora_.param_tensor(b).to(Device::cpu());
+        k::lora_merge(hw.data<T>(), ha.data<T>(), hb.data<T>(), C, out, lora_rank_, lora_scale_);
+        params_.param_tensor(w).copy_from(hw);
+        lora_.param_tensor(b).zero();
+    };
     for (std::size_t l = 0; l < lora_ids_.size(); ++l) {
         const LoraIds& lid = lora_ids_[l];
-        k::lora_merge(params_.param(layer_ids_[l].qkv_w), lora_.param(lid.qkv_a), lora_.param(lid.qkv_b), C, 3 * C,
-                      lora_rank_, lora_scale_);
-        k::lora_merge(params_.param(layer_ids_[l].proj_w), lora_.param(lid.proj_a), lora_.param(lid.proj_b), C, C,
-                      lora_rank_, lora_scale_);
-        for (int b : {lid.qkv_b, lid.proj_b}) {
-            const auto& e = lora_.entries()[static_cast<std::size_t>(b)];
-            std::fill_n(lora_.param(b), e.shape.numel(), T(0));
-        }
+        merge(layer_ids_[l].qkv_w, lid.qkv_a, lid.qkv_b, 3 * C);
+        merge(layer_ids_[l].proj_w, lid.proj_a, lid.proj_b, C);
     }
 }
 

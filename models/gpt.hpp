@@ -10,9 +10,12 @@
 #include "framework/core/rng.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace levers::models {
+
+class GptCuda;
 
 struct GptConfig {
     int vocab_size = 256;
@@ -48,12 +51,19 @@ public:
     // same function without them) and zeroes them.
     void merge_lora();
 
-    const T* logits() const { return logits_; }  // valid until the next forward/backward
+    // Moves the parameters (and LoRA adapters) to `device`; on a card,
+    // forward and backward run there (models/gpt_cuda) and params() holds
+    // card memory. f32 only.
+    void to_device(Device device);
+    Device device() const { return params_.device(); }
+
+    // On the host wherever the model runs; valid until the next forward/backward.
+    const T* logits() const;
     ParamSet<T>& params() { return params_; }
     const ParamSet<T>& params() const { return params_; }
     const GptConfig& config() const { return config_; }
     // Bytes of activations and scratch held for the current batch shape.
-    std::size_t activation_bytes() const { return arena_.capacity_bytes(); }
+    std::size_t activation_bytes() const;
 
 private:
     struct LayerIds {
@@ -88,6 +98,7 @@ private:
     T *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr, *logits_ = nullptr, *lse_ = nullptr;
     T *d_res_ = nullptr, *d_a_ = nullptr, *d_b_ = nullptr, *d_qkv_ = nullptr, *d_fc_ = nullptr, *d_lora_u_ = nullptr;
     bool has_targets_ = false;
+    std::shared_ptr<GptCuda> cuda_;  // set by to_device(a card)
 };
 
 extern template class Gpt<float>;

@@ -98,7 +98,7 @@ void save_gpt2_safetensors(const fs::path& path, const Gpt<float>& model) {
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (std::size_t i = 0; i < model.params().entries().size(); ++i) {
         const std::string name = hf_name(model.params().entries()[i].name);
-        const Tensor t = model.params().param_tensor(static_cast<int>(i));
+        const Tensor t = model.params().param_tensor(static_cast<int>(i)).to(Device::cpu());
         tensors.emplace_back(name, is_conv1d(name) ? transposed(t) : t);
     }
     const GptConfig& c = model.config();

@@ -1,6 +1,7 @@
 #include "models/gpt_cuda.hpp"
 
 #include "framework/core/cuda_check.hpp"
+#include "framework/core/device_memory.hpp"
 #include "framework/core/error.hpp"
 #include "kernels/cuda/ops.hpp"
 
@@ -11,19 +12,23 @@ namespace levers::models {
 namespace cu = kernels::cuda;
 
 namespace {
-cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+cudaStream_t stream() { return static_cast<cudaStream_t>(compute_stream()); }
 // The 12 parameter names of a block, in the CPU model's order.
 const char* kLayerParams[] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
                               "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
                               "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
 enum { LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC_W, FC_B, FCP_W, FCP_B };
+enum { QKV_A, QKV_LB, PROJ_A, PROJ_LB };  // a layer's LoRA ids, as Gpt keeps them
 }  // namespace
 
-GptCuda::GptCuda(const Gpt<float>& host) : config_(host.config()), entries_(host.params().entries()) {
-    size_ = host.params().size();
+GptCuda::GptCuda(const GptConfig& config, ParamSet<float>& params, Lora lora)
+    : config_(config), params_(params), lora_(std::move(lora)) {
+    LEVERS_CHECK(!params.device().is_cpu() && (!lora_.params || !lora_.params->device().is_cpu()),
+                 "GptCuda needs the parameters on a card");
+    const auto& entries = params.entries();
     auto id_of = [&](const std::string& name) {
-        for (std::size_t i = 0; i < entries_.size(); ++i)
-            if (entries_[i].name == name) return static_cast<int>(i);
+        for (std::size_t i = 0; i < entries.size(); ++i)
+            if (entries[i].name == name) return static_cast<int>(i);
         LEVERS_FAIL("GPT parameter '{}' is missing", name);
     };
     wte_ = id_of("wte");
@@ -35,32 +40,12 @@ GptCuda::GptCuda(const Gpt<float>& host) : config_(host.config()), entries_(host
         for (const char* p : kLayerParams) ids.push_back(id_of("h." + std::to_string(l) + "." + p));
         layer_ids_.push_back(ids);
     }
-    cudaStream_t s = nullptr;
-    LEVERS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    stream_ = s;
-    const std::size_t bytes = static_cast<std::size_t>(size_) * sizeof(float);
-    for (float** buf : {&params_, &grads_, &m_, &v_}) {
-        LEVERS_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(buf), bytes));
-        LEVERS_CUDA_CHECK(cudaMemsetAsync(*buf, 0, bytes, s));
-    }
-    LEVERS_CUDA_CHECK(cudaMemcpyAsync(params_, host.params().params().data<float>(), bytes, cudaMemcpyHostToDevice, s));
-    LEVERS_CUDA_CHECK(cudaStreamSynchronize(s));
 }
-
-GptCuda::~GptCuda() {
-    for (void* p : {static_cast<void*>(params_), static_cast<void*>(grads_), static_cast<void*>(m_),
-                    static_cast<void*>(v_), static_cast<void*>(block_)})
-        if (p) cudaFree(p);
-    if (stream_) cudaStreamDestroy(as_stream(stream_));
-}
-
-float* GptCuda::P(int id) const { return params_ + entries_[static_cast<std::size_t>(id)].offset; }
-float* GptCuda::G(int id) const { return grads_ + entries_[static_cast<std::size_t>(id)].offset; }
 
 float* GptCuda::take(std::int64_t elems) {
     // 256-byte aligned pieces of the block (sized by a first, counting pass).
     const std::size_t bytes = (static_cast<std::size_t>(elems) * sizeof(float) + 255) / 256 * 256;
-    float* p = block_ ? reinterpret_cast<float*>(block_ + used_) : nullptr;
+    float* p = block_ ? reinterpret_cast<float*>(block_.get() + used_) : nullptr;
     used_ += bytes;
     return p;
 }
@@ -88,6 +73,8 @@ void GptCuda::ensure_activations(std::int64_t batch, std::int64_t time) {
             a.fc = take(BT * 4 * C);
             a.fc_gelu = take(BT * 4 * C);
             a.x_out = take(BT * C);
+            a.lora_u_qkv = lora_.rank ? take(BT * lora_.rank) : nullptr;
+            a.lora_u_proj = lora_.rank ? take(BT * lora_.rank) : nullptr;
         }
         lnf_ = take(BT * C);
         lnf_mean_ = take(BT);
@@ -100,9 +87,10 @@ void GptCuda::ensure_activations(std::int64_t batch, std::int64_t time) {
         d_b_ = take(BT * C);
         d_qkv_ = take(BT * 3 * C);
         d_fc_ = take(BT * 4 * C);
+        d_lora_u_ = lora_.rank ? take(BT * lora_.rank) : nullptr;
         if (pass == 0) {
-            if (block_) LEVERS_CUDA_CHECK(cudaFree(block_));
-            LEVERS_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&block_), used_));
+            block_.reset();  // back to the cache first, so a same-sized block is reused
+            block_ = device_alloc(used_);
         }
     }
     batch_ = batch;
@@ -118,11 +106,13 @@ float GptCuda::forward(const std::int32_t* tokens, const std::int32_t* targets, 
         LEVERS_CHECK(tokens[i] >= 0 && tokens[i] < config_.vocab_size, "token {} at {} is outside the vocabulary",
                      tokens[i], i);
     ensure_activations(batch, time);
-    const auto s = as_stream(stream_);
+    const auto s = stream();
     const std::int64_t B = batch, Tm = time, BT = B * Tm, C = config_.n_embd, H = config_.n_head,
                        V = config_.vocab_size;
     LEVERS_CUDA_CHECK(cudaMemcpyAsync(tokens_, tokens, BT * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
-    LEVERS_CUDA_CHECK(cudaMemcpyAsync(targets_, targets, BT * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
+    has_targets_ = targets != nullptr;
+    if (has_targets_)
+        LEVERS_CUDA_CHECK(cudaMemcpyAsync(targets_, targets, BT * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
     cu::embedding_forward(x0_, tokens_, P(wte_), P(wpe_), B, Tm, C, s);
     const float* x = x0_;
     for (std::size_t l = 0; l < acts_.size(); ++l) {
@@ -130,8 +120,14 @@ float GptCuda::forward(const std::int32_t* tokens, const std::int32_t* targets, 
         Acts& a = acts_[l];
         cu::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, P(id[LN1_W]), P(id[LN1_B]), BT, C, s);
         cu::linear_forward(a.qkv, a.ln1, P(id[QKV_W]), P(id[QKV_B]), BT, C, 3 * C, s);
+        if (lora_.rank)
+            cu::lora_forward(a.qkv, a.lora_u_qkv, a.ln1, LP(l, QKV_A), LP(l, QKV_LB), BT, C, 3 * C, lora_.rank,
+                             lora_.scale, s);
         cu::attention_forward(a.atty, a.att, a.qkv, B, Tm, C, H, s);
         cu::linear_forward(a.x_mid, a.atty, P(id[PROJ_W]), P(id[PROJ_B]), BT, C, C, s);
+        if (lora_.rank)
+            cu::lora_forward(a.x_mid, a.lora_u_proj, a.atty, LP(l, PROJ_A), LP(l, PROJ_LB), BT, C, C, lora_.rank,
+                             lora_.scale, s);
         cu::residual_forward(a.x_mid, x, a.x_mid, BT * C, s);
         cu::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid, P(id[LN2_W]), P(id[LN2_B]), BT, C, s);
         cu::linear_forward(a.fc, a.ln2, P(id[FC_W]), P(id[FC_B]), BT, C, 4 * C, s);
@@ -142,19 +138,22 @@ float GptCuda::forward(const std::int32_t* tokens, const std::int32_t* targets, 
     }
     cu::layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x, P(lnf_w_), P(lnf_b_), BT, C, s);
     cu::linear_forward(logits_, lnf_, P(wte_), static_cast<const float*>(nullptr), BT, C, V, s);  // tied output
+    if (!has_targets_) return 0;  // sampling: host_logits() fetches them
     cu::cross_entropy_forward(loss_, lse_, logits_, targets_, BT, V, s);
     float loss = 0;
-    LEVERS_CUDA_CHECK(cudaMemcpyAsync(&loss, loss_, sizeof(float), cudaMemcpyDeviceToHost, s));
-    LEVERS_CUDA_CHECK(cudaStreamSynchronize(s));
+    device_copy(&loss, loss_, sizeof loss);  // waits for the stream
     return loss;
 }
 
 void GptCuda::backward() {
-    LEVERS_CHECK(batch_ > 0, "GPT backward() needs a forward() first");
-    const auto s = as_stream(stream_);
+    LEVERS_CHECK(batch_ > 0 && has_targets_, "GPT backward() needs a forward() with targets first");
+    has_targets_ = false;  // the logits are overwritten by their gradient below
+    const auto s = stream();
     const std::int64_t B = batch_, Tm = time_, BT = B * Tm, C = config_.n_embd, H = config_.n_head,
                        V = config_.vocab_size;
     float* d_logits = logits_;  // in place
+    const bool frozen = lora_.rank > 0;  // with LoRA only the adapters learn
+    auto G = [&](int id) { return frozen ? static_cast<float*>(nullptr) : params_.grad(id); };
     cu::cross_entropy_backward(d_logits, lse_, logits_, targets_, 1.0f, BT, V, s);
     cu::linear_backward(d_a_, G(wte_), static_cast<float*>(nullptr), d_logits, lnf_, P(wte_), BT, C, V, s);
     cu::layernorm_backward(d_res_, G(lnf_w_), G(lnf_b_), d_a_, acts_.back().x_out, lnf_mean_, lnf_rstd_, P(lnf_w_),
@@ -170,43 +169,30 @@ void GptCuda::backward() {
                                BT, C, s);
         cu::residual_forward(d_res_, d_res_, d_b_, BT * C, s);
         cu::linear_backward(d_a_, G(id[PROJ_W]), G(id[PROJ_B]), d_res_, a.atty, P(id[PROJ_W]), BT, C, C, s);
+        if (frozen)
+            cu::lora_backward(d_a_, LG(l, PROJ_A), LG(l, PROJ_LB), d_lora_u_, d_res_, a.atty, a.lora_u_proj,
+                              LP(l, PROJ_A), LP(l, PROJ_LB), BT, C, C, lora_.rank, lora_.scale, s);
         cu::attention_backward(d_qkv_, d_a_, a.att, a.qkv, B, Tm, C, H, s);
         cu::linear_backward(d_a_, G(id[QKV_W]), G(id[QKV_B]), d_qkv_, a.ln1, P(id[QKV_W]), BT, C, 3 * C, s);
+        if (frozen)
+            cu::lora_backward(d_a_, LG(l, QKV_A), LG(l, QKV_LB), d_lora_u_, d_qkv_, a.ln1, a.lora_u_qkv, LP(l, QKV_A),
+                              LP(l, QKV_LB), BT, C, 3 * C, lora_.rank, lora_.scale, s);
         cu::layernorm_backward(d_b_, G(id[LN1_W]), G(id[LN1_B]), d_a_, x_in, a.ln1_mean, a.ln1_rstd, P(id[LN1_W]), BT,
                                C, s);
         cu::residual_forward(d_res_, d_res_, d_b_, BT * C, s);
+        // Layers l.. (and ln_f) are done; wte, first in the buffer, waits for the embedding.
+        if (frozen)
+            lora_.params->grads_final_from(lora_.params->entries()[static_cast<std::size_t>(lora_.ids[l][QKV_A])].offset);
+        else
+            params_.grads_final_from(params_.entries()[static_cast<std::size_t>(id[LN1_W])].offset);
     }
-    cu::embedding_backward(G(wte_), G(wpe_), d_res_, tokens_, B, Tm, C, s);
+    if (!frozen) cu::embedding_backward(G(wte_), G(wpe_), d_res_, tokens_, B, Tm, C, s);
 }
 
-void GptCuda::zero_grad() {
-    LEVERS_CUDA_CHECK(cudaMemsetAsync(grads_, 0, static_cast<std::size_t>(size_) * sizeof(float), as_stream(stream_)));
+const float* GptCuda::host_logits() const {
+    host_logits_.resize(static_cast<std::size_t>(batch_ * time_ * config_.vocab_size));
+    device_copy(host_logits_.data(), logits_, host_logits_.size() * sizeof(float));
+    return host_logits_.data();
 }
-
-double GptCuda::clip_grad_norm(double max_norm) { return cu::clip_grad_norm(grads_, size_, max_norm, as_stream(stream_)); }
-
-void GptCuda::adamw_step(const kernels::AdamWHyper& hyper, double lr) {
-    ++steps_;
-    kernels::AdamWHyper h = hyper;
-    h.lr = lr;
-    for (const auto& e : entries_) {
-        h.weight_decay = e.decay ? hyper.weight_decay : 0.0;
-        cu::adamw_step(params_ + e.offset, m_ + e.offset, v_ + e.offset, grads_ + e.offset, e.shape.numel(), h, steps_,
-                       as_stream(stream_));
-    }
-}
-
-void GptCuda::synchronize() const { LEVERS_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream_))); }
-
-std::vector<float> GptCuda::to_host(const float* device) const {
-    std::vector<float> out(static_cast<std::size_t>(size_));
-    LEVERS_CUDA_CHECK(cudaMemcpyAsync(out.data(), device, out.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                      as_stream(stream_)));
-    synchronize();
-    return out;
-}
-
-std::vector<float> GptCuda::parameters() const { return to_host(params_); }
-std::vector<float> GptCuda::gradients() const { return to_host(grads_); }
 
 }  // namespace levers::models

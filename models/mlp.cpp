@@ -5,9 +5,14 @@
 #include "kernels/gelu.hpp"
 #include "kernels/linear.hpp"
 
+#if defined(LEVERS_CUDA)
+#include "models/mlp_cuda.hpp"
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 namespace levers::models {
 
@@ -58,7 +63,38 @@ template <class T> void Mlp<T>::ensure_activations(std::int64_t batch) {
     d_b_ = alloc(batch * widest);
 }
 
+template <class T> void Mlp<T>::to_device(Device device) {
+    if (device == params_.device()) return;
+    LEVERS_CHECK(params_.device().is_cpu() && !device.is_cpu(), "an MLP on {} cannot move to {}",
+                 params_.device().str(), device.str());
+#if defined(LEVERS_CUDA)
+    if constexpr (std::is_same_v<T, float>) {
+        params_.to_device(device);
+        cuda_ = std::make_shared<MlpCuda>(widths_, weight_ids_, bias_ids_, params_);
+        arena_ = Arena();
+        batch_ = 0;
+        return;
+    }
+    LEVERS_FAIL("an MLP of {} runs on the CPU only; cards run f32", name_of(dtype_of<T>()));
+#else
+    LEVERS_FAIL("MLP on {}: this build of levers has no CUDA backend (nvcc was not found when it was configured)",
+                device.str());
+#endif
+}
+
+template <class T> const T* Mlp<T>::logits() const {
+#if defined(LEVERS_CUDA)
+    if constexpr (std::is_same_v<T, float>)
+        if (cuda_) return cuda_->host_logits();
+#endif
+    return logits_;
+}
+
 template <class T> T Mlp<T>::forward(const T* x, const std::int32_t* labels, std::int64_t batch) {
+#if defined(LEVERS_CUDA)
+    if constexpr (std::is_same_v<T, float>)
+        if (cuda_) return cuda_->forward(x, labels, batch);
+#endif
     LEVERS_CHECK(batch >= 1, "MLP forward needs batch >= 1, got {}", batch);
     ensure_activations(batch);
     x_ = x;
@@ -80,6 +116,10 @@ template <class T> T Mlp<T>::forward(const T* x, const std::int32_t* labels, std
 }
 
 template <class T> void Mlp<T>::backward() {
+#if defined(LEVERS_CUDA)
+    if constexpr (std::is_same_v<T, float>)
+        if (cuda_) return cuda_->backward();
+#endif
     LEVERS_CHECK(has_labels_, "MLP backward() needs a forward() with labels first");
     has_labels_ = false;
     const std::int64_t B = batch_;

@@ -5,9 +5,12 @@
 #include "framework/core/params.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace levers::models {
+
+class MlpCuda;
 
 struct MlpConfig {
     int inputs = 784;
@@ -28,7 +31,12 @@ public:
     // Adds d(loss)/d(params) into params().grads(). Needs a forward with labels.
     void backward();
 
-    const T* logits() const { return logits_; }
+    // Moves the parameters to `device`; on a card forward and backward run
+    // there (models/mlp_cuda) and params() holds card memory. f32 only.
+    void to_device(Device device);
+    Device device() const { return params_.device(); }
+
+    const T* logits() const;  // on the host wherever the model runs
     ParamSet<T>& params() { return params_; }
     const MlpConfig& config() const { return config_; }
 
@@ -47,6 +55,7 @@ private:
     T *logits_ = nullptr, *lse_ = nullptr, *d_a_ = nullptr, *d_b_ = nullptr;
     std::vector<std::int32_t> labels_;
     bool has_labels_ = false;
+    std::shared_ptr<MlpCuda> cuda_;  // set by to_device(a card)
 };
 
 extern template class Mlp<float>;

@@ -19,6 +19,7 @@ Result eval_lm(const Config& cfg) {
     LEVERS_CHECK(!weights.empty() && !text_path.empty(), "eval_lm needs --set weights=PATH (.safetensors or a "
                  "model.ckpt) and --set text=PATH (a text file)");
     auto model = models::load_any_gpt(weights, cfg.get<int>("n_head"));
+    model->to_device(dist::device());  // the card this rank computes on, if any
     const auto codec = models::codec_for(*model, weights);
     auto tokens = codec.encode(read_file(text_path, "a text file to score"));
     const long limit = cfg.get<long>("max_tokens");

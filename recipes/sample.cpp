@@ -1,6 +1,7 @@
 // sample: text from a GPT (a model.ckpt pretrain or fine_tune saved, or GPT-2
 // weights in safetensors with their BPE tokenizer).
 #include "framework/core/rng.hpp"
+#include "framework/dist/context.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/generate.hpp"
 #include "models/gpt_files.hpp"
@@ -16,6 +17,7 @@ Result sample(const Config& cfg) {
     LEVERS_CHECK(!path.empty(), "sample needs --set checkpoint=PATH (a model.ckpt that pretrain or fine_tune saved, "
                                 "or GPT-2 weights in a .safetensors file)");
     auto model = models::load_any_gpt(path, cfg.get<int>("n_head"));
+    model->to_device(dist::device());  // the card this rank computes on, if any
     const auto codec = models::codec_for(*model, path);
     const models::SampleOptions options{.max_new_tokens = cfg.get<int>("tokens"),
                                         .temperature = cfg.get<double>("temperature"),

@@ -66,11 +66,12 @@ const Tensor& Checkpoint::at(const std::string& name) const {
 }
 
 void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& metadata,
-                      const std::vector<NamedTensor>& tensors) {
+                      const std::vector<NamedTensor>& on_any_device) {
+    std::vector<NamedTensor> tensors;  // host copies of what lives on a card
+    for (const auto& t : on_any_device) tensors.push_back({t.name, t.tensor.to(Device::cpu())});
     nlohmann::json table = nlohmann::json::array();
     std::size_t offset = 0;
     for (const auto& t : tensors) {
-        LEVERS_CHECK(t.tensor.device().is_cpu(), "checkpoint tensor '{}' must be on the CPU", t.name);
         std::vector<std::int64_t> shape;
         for (int i = 0; i < t.tensor.shape().ndim(); ++i) shape.push_back(t.tensor.dim(i));
         table.push_back({{"name", t.name}, {"dtype", name_of(t.tensor.dtype())}, {"shape", shape},

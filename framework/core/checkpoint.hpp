@@ -20,7 +20,7 @@ namespace levers {
 
 struct NamedTensor {
     std::string name;
-    Tensor tensor;  // CPU, contiguous
+    Tensor tensor;  // contiguous; written from wherever it lives, read onto the CPU
 };
 
 struct Checkpoint {

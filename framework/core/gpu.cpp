@@ -6,7 +6,18 @@
 #include "framework/core/cuda_check.hpp"
 #endif
 
+#include <filesystem>
+#include <system_error>
+
 namespace levers {
+
+int node_gpu_count() {
+    if (gpu_count() == 0) return 0;
+    std::error_code ec;
+    int n = 0;
+    for (std::filesystem::directory_iterator it("/proc/driver/nvidia/gpus", ec), end; !ec && it != end; ++it) ++n;
+    return n > 0 ? n : gpu_count();
+}
 
 #if defined(LEVERS_CUDA)
 

@@ -17,6 +17,12 @@ template <class T> void ParamSet<T>::allocate() {
     grads_ = Tensor::zeros({size_}, dtype_of<T>());
 }
 
+template <class T> void ParamSet<T>::to_device(Device device) {
+    LEVERS_CHECK(params_.defined(), "to_device() before allocate()");
+    params_ = params_.to(device);
+    grads_ = Tensor::zeros({size_}, dtype_of<T>(), device);
+}
+
 template <class T> Tensor ParamSet<T>::param_tensor(int id) const {
     const Entry& e = entries_[static_cast<std::size_t>(id)];
     return params_.slice(e.offset, e.offset + e.shape.numel()).view(e.shape);

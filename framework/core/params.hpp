@@ -26,6 +26,10 @@ public:
     int add(std::string name, Shape shape, bool decay);
     // Creates the zeroed flat buffers.
     void allocate();
+    // Moves the parameters to `device` and makes zeroed gradients there; on a
+    // card, param()/grad() and the flat tensors are device pointers.
+    void to_device(Device device);
+    Device device() const { return params_.device(); }
 
     T* param(int id) const { return params_.data<T>() + entries_[static_cast<std::size_t>(id)].offset; }
     T* grad(int id) const { return grads_.data<T>() + entries_[static_cast<std::size_t>(id)].offset; }

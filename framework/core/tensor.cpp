@@ -1,5 +1,7 @@
 #include "framework/core/tensor.hpp"
 
+#include "framework/core/device_memory.hpp"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -42,7 +44,11 @@ std::string Shape::str() const {
 }
 
 Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
-    LEVERS_CHECK(device.is_cpu(), "Tensor::zeros on {} needs the CUDA backend", device.str());
+    if (!device.is_cpu()) {
+        Tensor t(device_alloc(static_cast<std::size_t>(shape.numel()) * size_of(dtype)), shape, dtype, device);
+        t.zero();
+        return t;
+    }
     std::size_t bytes = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
     std::size_t padded = (bytes + Arena::kAlign - 1) / Arena::kAlign * Arena::kAlign;
     void* p = std::aligned_alloc(Arena::kAlign, padded == 0 ? Arena::kAlign : padded);
@@ -72,13 +78,27 @@ Tensor Tensor::slice(std::int64_t begin, std::int64_t end) const {
 }
 
 void Tensor::zero() {
-    if (bytes() > 0) std::memset(raw(), 0, bytes());
+    if (!device_.is_cpu())
+        device_zero(raw(), bytes());
+    else if (bytes() > 0)
+        std::memset(raw(), 0, bytes());
 }
 
 void Tensor::copy_from(const Tensor& other) {
     LEVERS_CHECK(other.shape() == shape_ && other.dtype() == dtype_, "copy_from: {} {} into {} {}",
                  name_of(other.dtype()), other.shape().str(), name_of(dtype_), shape_.str());
-    if (bytes() > 0) std::memmove(raw(), other.raw(), bytes());
+    if (device_.is_cpu() && other.device().is_cpu()) {
+        if (bytes() > 0) std::memmove(raw(), other.raw(), bytes());
+    } else {
+        device_copy(raw(), other.raw(), bytes());
+    }
+}
+
+Tensor Tensor::to(Device device) const {
+    if (device == device_) return *this;
+    Tensor out = zeros(shape_, dtype_, device);
+    out.copy_from(*this);
+    return out;
 }
 
 }  // namespace levers

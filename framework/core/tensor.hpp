@@ -1,4 +1,5 @@
 // A strided-free, contiguous n-d tensor: shape, dtype, device and shared memory.
+// On a card, data<T>() is a device pointer: only kernels may read it.
 //
 // Tensors are cheap handles: copies share memory. view() reshapes and slice()
 // takes a range of the first dimension, both without copying. Memory comes from
@@ -42,7 +43,7 @@ class Tensor {
 public:
     Tensor() = default;
 
-    // Zero-filled heap memory.
+    // Zero-filled memory: the heap, or the card's (device_memory.hpp).
     static Tensor zeros(Shape shape, DType dtype, Device device = Device::cpu());
     // Uninitialised memory from `arena` (valid until the arena is reset).
     static Tensor in_arena(Arena& arena, Shape shape, DType dtype);
@@ -69,7 +70,9 @@ public:
     void* raw() const { return memory_.get(); }
 
     void zero();                          // fill with zeros
-    void copy_from(const Tensor& other);  // same shape and dtype required
+    void copy_from(const Tensor& other);  // same shape and dtype required; any devices
+    // This tensor on `device`: itself if already there, else a copy.
+    Tensor to(Device device) const;
 
 private:
     Tensor(std::shared_ptr<std::byte> memory, Shape shape, DType dtype, Device device)

@@ -39,6 +39,14 @@ public:
     // Fails every rank's current and later collectives, naming this rank and `why`.
     virtual void abort(const std::string& why) = 0;
 
+    // Backends whose collectives run on the card (NCCL) can also queue them
+    // without waiting: an in-place all-reduce of card memory ordered after the
+    // work already queued on stream `after` (a cudaStream_t), and one wait,
+    // within the job's timeout, for everything queued so far.
+    virtual bool queues_on_card() const { return false; }
+    virtual void queue_all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op, void* after);
+    virtual void wait_queued();
+
     // Seconds this rank spent inside collectives, and the part of it spent
     // waiting for other ranks (the rest moved data).
     struct Timing {

@@ -11,6 +11,7 @@ namespace {
 struct Context {
     Placement placement;
     std::unique_ptr<Backend> backend;
+    std::unique_ptr<Backend> device_backend;  // declared last: torn down first
 };
 Context& context() {
     static Context c;
@@ -18,13 +19,18 @@ Context& context() {
 }
 }  // namespace
 
-void join(Placement placement, std::unique_ptr<Backend> backend) {
+void join(Placement placement, std::unique_ptr<Backend> backend, std::unique_ptr<Backend> device_backend) {
     LEVERS_CHECK(placement.world_size == 1 || (backend && backend->world_size() == placement.world_size),
                  "a world of {} ranks needs a process group of that size", placement.world_size);
-    context() = Context{placement, std::move(backend)};
+    LEVERS_CHECK(!device_backend || device_backend->world_size() == placement.world_size,
+                 "a world of {} ranks needs a card group of that size", placement.world_size);
+    context() = Context{placement, std::move(backend), std::move(device_backend)};
 }
 
-void leave() { context() = Context{}; }
+void leave() {
+    context().device_backend.reset();
+    context() = Context{};
+}
 
 int rank() { return context().placement.rank; }
 int world_size() { return context().placement.world_size; }
@@ -32,8 +38,9 @@ int local_rank() { return context().placement.local_rank; }
 int local_world_size() { return context().placement.local_world_size; }
 bool is_main() { return rank() == 0; }
 Backend* backend() { return context().backend.get(); }
+Backend* device_backend() { return context().device_backend.get(); }
 
-Device device() { return Device::cpu(); }
+Device device() { return context().placement.device; }
 
 std::int64_t per_rank_batch(std::int64_t batch, std::int64_t global_batch) {
     if (global_batch <= 0) {

@@ -18,10 +18,14 @@ namespace levers::dist {
 
 struct Placement {
     int rank = 0, world_size = 1, local_rank = 0, local_world_size = 1;
+    Device device = Device::cpu();  // where this rank computes
 };
 
-// Makes `backend` this process's group (the launcher's worker mode calls it once).
-void join(Placement placement, std::unique_ptr<Backend> backend);
+// Makes `backend` this process's group (the launcher's worker mode calls it
+// once). `device_backend` carries collectives on card memory (NCCL) when the
+// ranks compute on cards; host-side collectives (losses, metrics, text) stay
+// on `backend`, as PyTorch keeps gloo beside NCCL.
+void join(Placement placement, std::unique_ptr<Backend> backend, std::unique_ptr<Backend> device_backend = nullptr);
 // Back to a world of one (tests).
 void leave();
 
@@ -32,6 +36,8 @@ int local_world_size();
 bool is_main();  // rank 0
 // The group, or nullptr in a world of one.
 Backend* backend();
+// The group for buffers on this rank's card, or nullptr (CPU, or a world of one).
+Backend* device_backend();
 
 // Collective: every rank must call it.
 void barrier();
@@ -44,8 +50,7 @@ void broadcast(void* data, std::size_t bytes);
 // Collective: every rank's text, in rank order (checkpoints' per-rank state).
 std::vector<std::string> all_gather_text(const std::string& text);
 
-// Where this rank computes: the CPU until the CUDA backend exists (then the
-// card numbered local_rank()).
+// Where this rank computes: the CPU, or its card (--device, chosen at join).
 Device device();
 
 // The per-rank batch: `batch` as given, or, when `global_batch` > 0, that

@@ -1,5 +1,7 @@
 #include "framework/dist/data_parallel.hpp"
 
+#include "framework/core/device_memory.hpp"
+#include "framework/core/error.hpp"
 #include "framework/dist/context.hpp"
 
 #include <algorithm>
@@ -7,11 +9,14 @@
 namespace levers::dist {
 
 ParamSync::ParamSync(ParamSet<float>& params, std::int64_t bucket_bytes) : params_(params) {
-    Backend* group = backend();
-    if (!group) return;
+    if (!backend()) return;  // a world of one
+    const bool on_card = !params.device().is_cpu();
+    Backend* group = on_card ? device_backend() : backend();
+    LEVERS_CHECK(group, "parameters on {} but this job has no group for card memory (NCCL)", params.device().str());
     group->broadcast(params.params().data<float>(), static_cast<std::size_t>(params.size()) * sizeof(float), 0);
     sync_ = std::make_unique<GradientSync>(*group, params.grads().data<float>(), params.size(),
-                                           std::max<std::int64_t>(1, bucket_bytes / 4));
+                                           std::max<std::int64_t>(1, bucket_bytes / 4),
+                                           on_card ? compute_stream() : nullptr);
 }
 
 ParamSync::~ParamSync() { params_.set_grads_final_hook({}); }

@@ -12,12 +12,19 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-GradientSync::GradientSync(Backend& group, float* grads, std::int64_t n, std::int64_t bucket_elems)
+GradientSync::GradientSync(Backend& group, float* grads, std::int64_t n, std::int64_t bucket_elems,
+                           void* card_stream)
     : group_(group), grads_(grads), n_(n), bucket_(std::max<std::int64_t>(1, bucket_elems)), next_end_(n) {
-    worker_ = std::thread([this] { run(); });
+    if (group.queues_on_card()) {
+        LEVERS_CHECK(card_stream, "gradients on a card need the stream backward runs on");
+        card_stream_ = card_stream;
+    } else {
+        worker_ = std::thread([this] { run(); });
+    }
 }
 
 GradientSync::~GradientSync() {
+    if (card_stream_) return;
     {
         std::lock_guard lock(mutex_);
         stop_ = true;
@@ -36,7 +43,17 @@ void GradientSync::enqueue_until(std::int64_t from) {
     }
 }
 
+void GradientSync::queue_on_card() {
+    for (; !queue_.empty(); queue_.pop_front())
+        group_.queue_all_reduce(grads_ + queue_.front().first, queue_.front().second - queue_.front().first,
+                                DType::f32, ReduceOp::mean, card_stream_);
+}
+
 void GradientSync::ready_from(std::int64_t from) {
+    if (card_stream_) {  // one thread: backward's
+        enqueue_until(from);
+        return queue_on_card();
+    }
     {
         std::lock_guard lock(mutex_);
         enqueue_until(from);
@@ -46,6 +63,14 @@ void GradientSync::ready_from(std::int64_t from) {
 
 void GradientSync::finish() {
     const auto start = Clock::now();
+    if (card_stream_) {
+        enqueue_until(0);
+        queue_on_card();
+        next_end_ = n_;
+        group_.wait_queued();  // what backward's kernels did not hide
+        exposed_ += since(start);
+        return;
+    }
     std::unique_lock lock(mutex_);
     enqueue_until(0);
     changed_.notify_all();

@@ -7,6 +7,10 @@
 // in place on a communication thread while backward goes on; finish() sends
 // the rest and waits. Every rank reports the same offsets in the same order,
 // so the collectives match.
+//
+// On cards (a backend that queues_on_card) there is no thread: each bucket's
+// all-reduce is queued on the backend's own stream behind an event of the
+// compute stream as soon as it is ready, and finish() waits for the last one.
 #pragma once
 
 #include "framework/dist/backend.hpp"
@@ -23,7 +27,8 @@ namespace levers::dist {
 
 class GradientSync {
 public:
-    GradientSync(Backend& group, float* grads, std::int64_t n, std::int64_t bucket_elems);
+    // `card_stream`: the stream backward's kernels run on (cards only).
+    GradientSync(Backend& group, float* grads, std::int64_t n, std::int64_t bucket_elems, void* card_stream = nullptr);
     ~GradientSync();
     GradientSync(const GradientSync&) = delete;
     GradientSync& operator=(const GradientSync&) = delete;
@@ -44,7 +49,9 @@ public:
 private:
     void enqueue_until(std::int64_t from);
     void run();
+    void queue_on_card();  // the queued buckets, onto the backend's stream
 
+    void* card_stream_ = nullptr;
     Backend& group_;
     float* grads_;
     std::int64_t n_, bucket_;

@@ -40,6 +40,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 struct NcclBackend::State {
     ncclComm_t comm = nullptr;
     cudaStream_t stream = nullptr;
+    cudaEvent_t ready = nullptr;  // re-recorded for each queued collective
     bool aborted = false;
 };
 
@@ -61,6 +62,7 @@ NcclBackend::NcclBackend(int rank, int world, int device, const StoreAccess& sto
     ncclUniqueId id;
     std::memcpy(&id, id_bytes.data(), sizeof(id));
     LEVERS_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
+    LEVERS_CUDA_CHECK(cudaEventCreateWithFlags(&state_->ready, cudaEventDisableTiming));
     // Non-blocking communicator: initialisation and collectives can be waited
     // on with a deadline and aborted.
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -83,6 +85,7 @@ NcclBackend::NcclBackend(int rank, int world, int device, const StoreAccess& sto
 
 NcclBackend::~NcclBackend() {
     if (state_->comm) state_->aborted ? ncclCommAbort(state_->comm) : ncclCommDestroy(state_->comm);
+    if (state_->ready) cudaEventDestroy(state_->ready);
     if (state_->stream) cudaStreamDestroy(state_->stream);
 }
 
@@ -149,6 +152,17 @@ void NcclBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DTyp
     LEVERS_CUDA_CHECK(cudaFreeAsync(scratch, state_->stream));
     wait("reduce_scatter");
 }
+
+void NcclBackend::queue_all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op, void* after) {
+    // The backend's stream waits for what `after` has queued so far (backward's
+    // kernels that wrote these gradients), not for the host.
+    LEVERS_CUDA_CHECK(cudaEventRecord(state_->ready, static_cast<cudaStream_t>(after)));
+    LEVERS_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, state_->ready, 0));
+    LEVERS_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
+                                    op == ReduceOp::mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
+}
+
+void NcclBackend::wait_queued() { wait("gradient all-reduce"); }
 
 void NcclBackend::abort(const std::string& why) {
     if (state_->comm && !state_->aborted) {

@@ -36,6 +36,9 @@ public:
     void all_gather(void* out, const void* in, std::int64_t n, DType dtype) override;
     void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) override;
     void abort(const std::string& why) override;
+    bool queues_on_card() const override { return true; }
+    void queue_all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op, void* after) override;
+    void wait_queued() override;
     Timing timing() const override { return timing_; }
 
 private:

@@ -200,10 +200,6 @@ void ShmBackend::barrier() {
     enter(Op::barrier, 0);
 }
 
-std::pair<std::int64_t, std::int64_t> Backend::chunk(std::int64_t n, int world, int rank) {
-    return {n * rank / world, n * (rank + 1) / world};
-}
-
 template <class T> void ShmBackend::all_reduce_typed(T* data, std::int64_t n, ReduceOp op) {
     LEVERS_CHECK(n >= 0, "all_reduce of {} elements", n);
     ScopedSeconds timed{timing_.in_collectives};

@@ -11,6 +11,7 @@
 #include <boost/asio.hpp>
 #include <boost/process.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <csignal>
 #include <cstdio>
@@ -77,6 +78,7 @@ private:
         env["LEVERS_SEGMENT"] = segment_.name();
         env["LEVERS_JOB_ID"] = segment_.name();
         env["LEVERS_DEVICE"] = options_.device;
+        if (!options_.cuda_cards.empty()) env["CUDA_VISIBLE_DEVICES"] = fmt::format("{}", fmt::join(options_.cuda_cards, ","));
         env["LEVERS_THREADS"] = std::to_string(options_.threads_per_rank);
         env["LEVERS_TIMEOUT_MS"] = std::to_string(options_.timeout.count());
         env["OMP_NUM_THREADS"] = std::to_string(options_.threads_per_rank);

@@ -51,6 +51,11 @@ void resume(const std::string& recipe, const LoopSpec& spec, const std::filesyst
 
 Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const Config& cfg) {
     auto model = spec.make_model(cfg);
+    if (const Device d = dist::device(); !d.is_cpu()) {
+        LEVERS_CHECK(spec.to_device, "recipe '{}' cannot run on {}: its model type has no to_device(Device), so it "
+                     "runs on the CPU only; use --device cpu", recipe, d.str());
+        spec.to_device(model.get(), d);
+    }
     auto data = spec.make_data(cfg);
     ParamSet<float>& params = spec.params_of(model.get());
 

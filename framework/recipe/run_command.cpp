@@ -1,9 +1,13 @@
 #include "framework/recipe/run_command.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/core/gpu.hpp"
 #include "framework/core/output_tee.hpp"
 #include "framework/core/threads.hpp"
 #include "framework/dist/context.hpp"
+#if defined(LEVERS_CUDA)
+#include "framework/dist/nccl_backend.hpp"
+#endif
 #include "framework/dist/shm_segment.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/launch/env_contract.hpp"
@@ -11,6 +15,7 @@
 #include "framework/launch/launcher.hpp"
 #include "framework/launch/rendezvous.hpp"
 #include "framework/recipe/checkpoints.hpp"
+#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/run_dir.hpp"
 #include "framework/train/train_state.hpp"
 #include "framework/recipe/workspace.hpp"
@@ -87,12 +92,34 @@ void write_config(const fs::path& dir, const Plan& r, const Config& cfg, int ran
     write_json_file(dir / "config.json", j);
 }
 
-// Runs the recipe as one rank of `group` (none: a world of one) with `threads`
-// CPU threads; `publish` receives rank 0's result.
-int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::Backend> group,
-                 int threads, const std::function<void(const Result&)>& publish) {
+// The group for collectives on card memory: NCCL, its id passed through the
+// host group's store.
+std::unique_ptr<dist::Backend> card_group(dist::ShmBackend& host, const launch::RankEnv& env, int card,
+                                          std::chrono::milliseconds timeout) {
+#if defined(LEVERS_CUDA)
+    auto store = host.store();
+    const dist::StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
+                                   [&](const std::string& k) { return store.get(k); }};
+    return std::make_unique<dist::NcclBackend>(env.rank, env.world_size, card, access, timeout);
+#else
+    (void)host, (void)env, (void)timeout;
+    LEVERS_FAIL("card {}: this build of levers has no CUDA backend", card);
+#endif
+}
+
+// Runs the recipe as one rank of `group` (none: a world of one) on `device`
+// with `threads` CPU threads; `publish` receives rank 0's result.
+int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::ShmBackend> group,
+                 Device device, std::chrono::milliseconds timeout, int threads,
+                 const std::function<void(const Result&)>& publish) {
     try {
-        dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size}, std::move(group));
+        std::unique_ptr<dist::Backend> cards;
+        if (!device.is_cpu()) {
+            use_gpu(device.index);  // before any other CUDA call of this rank: no stray context on card 0
+            if (group) cards = card_group(*group, env, device.index, timeout);
+        }
+        dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size, device}, std::move(group),
+                   std::move(cards));
         set_threads(threads);
         Result result = r.run(cfg);
         if (dist::is_main()) publish(result);
@@ -129,15 +156,18 @@ int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv
         fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
         return 1;
     }
-    return run_in_group(r, cfg, env, std::move(group), rank_threads(env), [&](const Result& result) {
-        launch::JobSegment::write_result(segment->data(), result_text(result));
-    });
+    const Device device = env.device == "cuda" ? Device::cuda(env.local_rank) : Device::cpu();
+    return run_in_group(r, cfg, env, std::move(group), device, collective_timeout(env, timeout_s), rank_threads(env),
+                        [&](const Result& result) {
+                            launch::JobSegment::write_result(segment->data(), result_text(result));
+                        });
 }
 
 // This process is one rank of a job torchrun, Slurm or mpirun started: each
 // rank logs its own output; rank 0 writes the config and result and prints it.
 int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv& env, const RunFlags& flags,
                          int argc, char** argv) {
+    const std::string device_kind = resolve_device(flags.device, env.local_world_size);
     std::optional<launch::JoinedGroup> joined;
     try {
         joined = launch::join_external(env, collective_timeout(env, flags.timeout_s));
@@ -159,16 +189,19 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
     joined->backend->broadcast(path.data(), path.size(), 0);
     set_run_dir(path.data());
     OutputTee tee(run_dir() / fmt::format("rank{}.log", env.rank));
-    return run_in_group(r, cfg, env, std::move(joined->backend), rank_threads(env), [&](const Result& result) {
-        write_json_file(run_dir() / "result.json", result);
-        print_result(result);
-    });
+    // Each rank computes on the card of its local rank, as under torchrun.
+    const Device device = device_kind == "cuda" ? Device::cuda(env.local_rank) : Device::cpu();
+    return run_in_group(r, cfg, env, std::move(joined->backend), device, collective_timeout(env, flags.timeout_s),
+                        rank_threads(env), [&](const Result& result) {
+                            write_json_file(run_dir() / "result.json", result);
+                            print_result(result);
+                        });
 }
 
 // The cards this job runs on: given by the sweep that started it, else taken
 // from the node's ledger (waiting for them unless --no-wait). On CPU the
 // cards are core slots: a job takes ranks x threads of them, or all.
-std::vector<int> take_cards(const Plan& r, int ranks, int threads, bool wait) {
+std::vector<int> take_cards(const Plan& r, int ranks, int threads, bool wait, bool cuda) {
     if (const char* given = std::getenv("LEVERS_CARDS"); given && *given) {
         std::vector<int> cards;
         const std::string list = given;
@@ -182,7 +215,7 @@ std::vector<int> take_cards(const Plan& r, int ranks, int threads, bool wait) {
         }
         return cards;
     }
-    auto ledger = launch::CardLedger::for_node();
+    auto ledger = launch::CardLedger::for_node(cuda ? node_gpu_count() : 0);
     // A CPU job uses every core unless --threads says how many per rank.
     const int slots = static_cast<int>(ledger.cards().size());
     const int need = ledger.kind() != "cpu" ? ranks : threads > 0 ? std::min(slots, ranks * threads) : slots;
@@ -211,8 +244,8 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     if (env.distributed()) return run_as_external_rank(r, cfg, env, flags, argc, argv);
     const int gpus = flags.gpus == -1 ? r.default_gpus() : flags.gpus;
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
-    LEVERS_CHECK(flags.device != "cuda", "--device cuda: levers' models and training loop do not run on CUDA yet "
-                 "(the CUDA ops exist, see README's Status); use --device cpu");
+    const std::string device = resolve_device(flags.device, gpus);
+    const bool cuda = device == "cuda";
     load_workspace().check(gpus);
 
     if (!flags.out.empty())  // refused before anything waits or runs
@@ -220,7 +253,7 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
                      "--out {}: exists and is not an empty directory; give a new or empty one", flags.out);
     std::vector<int> cards;
     try {
-        cards = take_cards(r, gpus, flags.threads, flags.wait);
+        cards = take_cards(r, gpus, flags.threads, flags.wait, cuda);
     } catch (const Error& e) {
         fmt::print(stderr, "error: {}\n", e.message());
         return 1;
@@ -229,10 +262,15 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     set_run_dir(dir);
     write_config(dir, r, cfg, gpus, argc, argv);
     const int slots = static_cast<int>(cards.size());
-    const int threads = flags.threads > 0 ? flags.threads : std::max(1, slots / gpus);
-    fmt::print("recipe {}: {} CPU {}, {} thread{} each, on slot{} {}; run directory {}\n", r.name(), gpus,
-               gpus == 1 ? "process" : "ranks (no CUDA backend in this build)", threads, threads == 1 ? "" : "s",
-               slots == 1 ? "" : "s", fmt::join(cards, ","), dir.string());
+    const int threads = flags.threads > 0 ? flags.threads : std::max(1, (cuda ? available_cores() : slots) / gpus);
+    if (cuda)
+        fmt::print("recipe {}: {} {} on card{} {} ({}); run directory {}\n", r.name(), gpus,
+                   gpus == 1 ? "process" : "ranks", slots == 1 ? "" : "s", fmt::join(cards, ","),
+                   gpu_names().at(static_cast<std::size_t>(runtime_index(cards[0]))), dir.string());
+    else
+        fmt::print("recipe {}: {} CPU {}, {} thread{} each, on slot{} {}; run directory {}\n", r.name(), gpus,
+                   gpus == 1 ? "process" : "ranks", threads, threads == 1 ? "" : "s", slots == 1 ? "" : "s",
+                   fmt::join(cards, ","), dir.string());
     std::fflush(stdout);
 
     auto publish = [&](const Result& result) {
@@ -241,13 +279,16 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     };
     if (gpus == 1) {
         OutputTee tee(dir / "rank0.log");
-        return run_in_group(r, cfg, env, nullptr, threads, publish);
+        const Device in_place = cuda ? Device::cuda(runtime_index(cards[0])) : Device::cpu();
+        return run_in_group(r, cfg, env, nullptr, in_place, std::chrono::milliseconds(0), threads, publish);
     }
     launch::LaunchOptions options;
     options.program = fs::read_symlink("/proc/self/exe").string();
     options.args.assign(argv + 1, argv + argc);
     options.ranks = gpus;
     options.threads_per_rank = threads;
+    options.device = device;
+    if (cuda) options.cuda_cards = cards;
     options.timeout = std::chrono::milliseconds(static_cast<long>(flags.timeout_s * 1000));
     options.all_output = flags.output == "all";
     options.log_dir = dir;

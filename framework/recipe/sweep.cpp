@@ -1,9 +1,11 @@
 #include "framework/recipe/sweep.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/core/gpu.hpp"
 #include "framework/core/read_file.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/launch/child_setup.hpp"
+#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/run_dir.hpp"
 
 #include <boost/asio.hpp>
@@ -97,7 +99,10 @@ std::string describe_cell(const Cell& c) {
 class SweepRunner {
 public:
     explicit SweepRunner(const SweepOptions& o)
-        : o_(o), ledger_(launch::CardLedger::for_node()), timer_(io_), signals_(io_, SIGINT, SIGTERM) {
+        // Cells run where `recipe run` would put them by default: on the cards, where there are any.
+        : o_(o),
+          ledger_(launch::CardLedger::for_node(resolve_device("auto", 1) == "cuda" ? node_gpu_count() : 0)),
+          timer_(io_), signals_(io_, SIGINT, SIGTERM) {
         outcomes_.resize(o.cells.size());
         for (std::size_t i = 0; i < o.cells.size(); ++i) {
             queue_.push_back(i);

@@ -3,7 +3,7 @@
 #include "framework/dist/context.hpp"
 #include "framework/dist/data_parallel.hpp"
 #include "framework/train/metrics_log.hpp"
-#include "kernels/grad_clip.hpp"
+#include "framework/train/param_kernels.hpp"
 
 #include <fmt/format.h>
 
@@ -109,8 +109,6 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
     options.validate();
     AdamW<float> optimizer(params, options.adamw);
     if (options.restore_optimizer) options.restore_optimizer(optimizer);
-    float* grads = params.grads().data<float>();
-    const auto n = params.size();
     dist::Backend* group = dist::backend();
     dist::ParamSync ddp(params, options.bucket_bytes);  // every rank starts from rank 0's parameters
     const dist::GradientSync* sync = ddp.buckets();
@@ -175,11 +173,8 @@ LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
         }
         if (group) loss = dist::all_reduce_mean(loss);
         LEVERS_CHECK(std::isfinite(loss), "training diverged: loss is {} at step {} (try a lower lr)", loss, step);
-        if (options.grad_accum > 1) {
-            const float scale = 1.0f / static_cast<float>(options.grad_accum);
-            for (std::int64_t i = 0; i < n; ++i) grads[i] *= scale;
-        }
-        norm = kernels::cpu::clip_grad_norm(grads, n, options.grad_clip);
+        if (options.grad_accum > 1) scale_grads(params, 1.0f / static_cast<float>(options.grad_accum));
+        norm = clip_grad_norm(params, options.grad_clip);
         lr = options.lr.at(step);
         optimizer.step(lr);
         st.step = step + 1;

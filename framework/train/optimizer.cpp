@@ -1,6 +1,7 @@
 #include "framework/train/optimizer.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/train/param_kernels.hpp"
 
 namespace levers::train {
 
@@ -8,8 +9,8 @@ template <class T>
 AdamW<T>::AdamW(ParamSet<T>& params, const kernels::AdamWHyper& hyper)
     : params_(params),
       hyper_(hyper),
-      m_(Tensor::zeros({params.size()}, dtype_of<T>())),
-      v_(Tensor::zeros({params.size()}, dtype_of<T>())) {}
+      m_(Tensor::zeros({params.size()}, dtype_of<T>(), params.device())),
+      v_(Tensor::zeros({params.size()}, dtype_of<T>(), params.device())) {}
 
 template <class T> void AdamW<T>::step(double lr) {
     ++step_;
@@ -17,9 +18,9 @@ template <class T> void AdamW<T>::step(double lr) {
     h.lr = lr;
     for (const auto& e : params_.entries()) {
         h.weight_decay = e.decay ? hyper_.weight_decay : 0.0;
-        kernels::cpu::adamw_step(params_.params().template data<T>() + e.offset, m_.data<T>() + e.offset,
-                                 v_.data<T>() + e.offset, params_.grads().template data<T>() + e.offset,
-                                 e.shape.numel(), h, step_);
+        adamw_update(params_.device(), params_.params().template data<T>() + e.offset, m_.data<T>() + e.offset,
+                     v_.data<T>() + e.offset, params_.grads().template data<T>() + e.offset, e.shape.numel(), h,
+                     step_);
     }
 }
 

@@ -1,6 +1,6 @@
-// AdamW over a ParamSet: moment buffers as flat as the parameters, weight decay
-// only where the parameter asks for it (matrices and embeddings, not biases or
-// layernorm gains).
+// AdamW over a ParamSet: moment buffers as flat as the parameters and where
+// they live (the CPU or the card), weight decay only where the parameter asks
+// for it (matrices and embeddings, not biases or layernorm gains).
 #pragma once
 
 #include "framework/core/params.hpp"

@@ -25,6 +25,11 @@ template <class T> __global__ void residual_kernel(T* out, const T* a, const T* 
     if (i < n) out[i] = a[i] + b[i];
 }
 
+template <class T> __global__ void scale_kernel(T* x, T s, index_t n) {
+    const index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
+    if (i < n) x[i] *= s;
+}
+
 template <class T>
 __global__ void adamw_kernel(T* param, T* m, T* v, const T* grad, index_t n, T lr, T beta1, T beta2, T eps, T wd,
                              T bc1, T bc2) {
@@ -49,6 +54,11 @@ template <class T> void residual_forward(T* out, const T* a, const T* b, index_t
     LEVERS_CUDA_CHECK(cudaGetLastError());
 }
 
+template <class T> void scale(T* x, T s, index_t n, cudaStream_t stream) {
+    if (n > 0) scale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, s, n);
+    LEVERS_CUDA_CHECK(cudaGetLastError());
+}
+
 template <class T>
 void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper& h, long step, cudaStream_t stream) {
     if (n <= 0) return;
@@ -64,6 +74,7 @@ void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper
     template void gelu_forward<T>(T*, const T*, index_t, cudaStream_t);                                      \
     template void gelu_backward<T>(T*, const T*, const T*, index_t, cudaStream_t);                           \
     template void residual_forward<T>(T*, const T*, const T*, index_t, cudaStream_t);                        \
+    template void scale<T>(T*, T, index_t, cudaStream_t);                                                    \
     template void adamw_step<T>(T*, T*, T*, const T*, index_t, const AdamWHyper&, long, cudaStream_t);
 LEVERS_ELEMENTWISE(float)
 LEVERS_ELEMENTWISE(double)

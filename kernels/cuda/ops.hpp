@@ -17,6 +17,7 @@ namespace levers::kernels::cuda {
 template <class T> void gelu_forward(T* out, const T* in, index_t n, cudaStream_t stream);
 template <class T> void gelu_backward(T* d_in, const T* d_out, const T* in, index_t n, cudaStream_t stream);
 template <class T> void residual_forward(T* out, const T* a, const T* b, index_t n, cudaStream_t stream);
+template <class T> void scale(T* x, T s, index_t n, cudaStream_t stream);  // x *= s
 // AdamW on n elements in one kernel (the moments and the update fused).
 template <class T>
 void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper& h, long step, cudaStream_t stream);

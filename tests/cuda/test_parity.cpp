@@ -5,6 +5,7 @@
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/train/optimizer.hpp"
+#include "framework/train/param_kernels.hpp"
 #include "kernels/adamw.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
@@ -17,7 +18,7 @@
 #include "kernels/layernorm.hpp"
 #include "kernels/residual.hpp"
 #include "models/gpt.hpp"
-#include "models/gpt_cuda.hpp"
+#include "models/mlp.hpp"
 #include "tests/cuda/device_vector.hpp"
 
 #include <doctest/doctest.h>
@@ -199,11 +200,13 @@ TEST_CASE_TEMPLATE("CUDA LoRA matches the CPU, forward and backward" * doctest::
     check_close("lora d_b (added)", db, gdb.host());
 }
 
-TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, and one AdamW step" *
+TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, clipping and one AdamW step" *
           doctest::skip(kNoGpu)) {
+    use_gpu(0);
     models::GptConfig config{.vocab_size = 97, .block_size = 16, .n_layer = 2, .n_head = 4, .n_embd = 32};
-    models::Gpt<float> cpu_model(config, 31);
-    models::GptCuda gpu_model(cpu_model);
+    models::Gpt<float> cpu_model(config, 31), gpu_model(config, 31);  // the same seed: the same weights
+    gpu_model.to_device(Device::cuda(0));
+    REQUIRE(gpu_model.device() == Device::cuda(0));
     std::vector<std::int32_t> tokens(3 * 16), targets(3 * 16);
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         tokens[i] = static_cast<std::int32_t>((i * 7 + 3) % 97);
@@ -214,19 +217,83 @@ TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, and 
     const float gpu_loss = gpu_model.forward(tokens.data(), targets.data(), 3, 16);
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-5));
     cpu_model.params().zero_grad();
-    gpu_model.zero_grad();
+    gpu_model.params().zero_grad();
     cpu_model.backward();
     gpu_model.backward();
-    const float* g = cpu_model.params().grads().data<float>();
-    check_close("GPT gradients", std::vector<float>(g, g + cpu_model.params().size()), gpu_model.gradients());
+    auto host = [](const Tensor& t) {
+        const Tensor h = t.to(Device::cpu());
+        return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
+    };
+    check_close("GPT gradients", host(cpu_model.params().grads()), host(gpu_model.params().grads()));
+    CHECK(train::clip_grad_norm(gpu_model.params(), 0.5) ==
+          doctest::Approx(train::clip_grad_norm(cpu_model.params(), 0.5)).epsilon(1e-5));
 
     const kernels::AdamWHyper h{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
-    train::AdamW<float> opt(cpu_model.params(), h);
-    opt.step(1e-3);
-    gpu_model.adamw_step(h, 1e-3);
-    const float* p = cpu_model.params().params().data<float>();
-    check_close("GPT parameters after a step", std::vector<float>(p, p + cpu_model.params().size()),
-                gpu_model.parameters());
+    train::AdamW<float> cpu_opt(cpu_model.params(), h), gpu_opt(gpu_model.params(), h);
+    cpu_opt.step(1e-3);
+    gpu_opt.step(1e-3);
+    check_close("GPT parameters after a step", host(cpu_model.params().params()), host(gpu_model.params().params()));
+    check_close("AdamW second moments", host(cpu_opt.second_moment()), host(gpu_opt.second_moment()));
+
+    // Sampling reads the logits on the host.
+    cpu_model.forward(tokens.data(), nullptr, 1, 16);
+    gpu_model.forward(tokens.data(), nullptr, 1, 16);
+    check_close("GPT logits without targets", std::vector<float>(cpu_model.logits(), cpu_model.logits() + 16 * 97),
+                std::vector<float>(gpu_model.logits(), gpu_model.logits() + 16 * 97));
+}
+
+TEST_CASE("a GPT with LoRA adapters on the card matches the CPU: adapter gradients, frozen base, merge" *
+          doctest::skip(kNoGpu)) {
+    use_gpu(0);
+    models::GptConfig config{.vocab_size = 61, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 16};
+    models::Gpt<float> cpu_model(config, 5), gpu_model(config, 5);
+    for (auto* m : {&cpu_model, &gpu_model}) m->enable_lora(4, 8.0, 9);
+    gpu_model.to_device(Device::cuda(0));
+    auto host = [](const Tensor& t) {
+        const Tensor h = t.to(Device::cpu());
+        return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
+    };
+    // Non-zero B, so the adapters change the function.
+    const auto b = random<float>(static_cast<std::size_t>(cpu_model.lora_params().size()), 17, 0.1);
+    std::copy(b.begin(), b.end(), cpu_model.lora_params().params().data<float>());
+    Tensor gpu_adapters = gpu_model.lora_params().params();  // a handle on the card's buffer
+    gpu_adapters.copy_from(cpu_model.lora_params().params());
+    std::vector<std::int32_t> tokens(2 * 8), targets(2 * 8);
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        tokens[i] = static_cast<std::int32_t>((i * 5 + 1) % 61);
+        targets[i] = static_cast<std::int32_t>((i * 3 + 2) % 61);
+    }
+    CHECK(gpu_model.forward(tokens.data(), targets.data(), 2, 8) ==
+          doctest::Approx(cpu_model.forward(tokens.data(), targets.data(), 2, 8)).epsilon(1e-5));
+    cpu_model.backward();
+    gpu_model.backward();
+    check_close("LoRA gradients", host(cpu_model.lora_params().grads()), host(gpu_model.lora_params().grads()));
+    const auto base = host(gpu_model.params().grads());
+    CHECK(std::all_of(base.begin(), base.end(), [](float g) { return g == 0; }));  // the base stays frozen
+    cpu_model.merge_lora();
+    gpu_model.merge_lora();
+    check_close("merged weights", host(cpu_model.params().params()), host(gpu_model.params().params()));
+}
+
+TEST_CASE("the MLP classifier on the card matches the CPU: loss, gradients and logits" * doctest::skip(kNoGpu)) {
+    use_gpu(0);
+    const models::MlpConfig config{.inputs = 20, .hidden = {16, 8}, .classes = 5};
+    models::Mlp<float> cpu_model(config, 7), gpu_model(config, 7);
+    gpu_model.to_device(Device::cuda(0));
+    const auto x = random<float>(6 * 20, 41);
+    const std::vector<std::int32_t> y = {0, 4, 2, 1, 3, 2};
+    const float cpu_loss = cpu_model.forward(x.data(), y.data(), 6);
+    CHECK(gpu_model.forward(x.data(), y.data(), 6) == doctest::Approx(cpu_loss).epsilon(1e-5));
+    check_close("MLP logits", std::vector<float>(cpu_model.logits(), cpu_model.logits() + 30),
+                std::vector<float>(gpu_model.logits(), gpu_model.logits() + 30));
+    cpu_model.params().zero_grad();
+    gpu_model.params().zero_grad();
+    cpu_model.backward();
+    gpu_model.backward();
+    const Tensor g = gpu_model.params().grads().to(Device::cpu());
+    const float* c = cpu_model.params().grads().data<float>();
+    check_close("MLP gradients", std::vector<float>(c, c + cpu_model.params().size()),
+                std::vector<float>(g.data<float>(), g.data<float>() + g.numel()));
 }
 
 TEST_CASE("without a card, levers says so instead of crashing") {
@@ -234,4 +301,5 @@ TEST_CASE("without a card, levers says so instead of crashing") {
     CHECK(gpu_count() == 0);
     CHECK(gpu_names().empty());
     CHECK_THROWS_WITH_AS(use_gpu(0), doctest::Contains("card 0 asked for, but this process sees 0 cards"), Error);
+    CHECK_THROWS_AS(Tensor::zeros({4}, DType::f32, Device::cuda(0)), Error);  // cudaMalloc named, no crash
 }

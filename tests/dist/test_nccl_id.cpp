@@ -3,9 +3,15 @@
 #include "framework/core/error.hpp"
 #include "framework/dist/nccl_id.hpp"
 #include "framework/dist/shm_backend.hpp"
+#include "framework/dist/tcp_store.hpp"
 #include "tests/dist/run_ranks.hpp"
 
 #include <doctest/doctest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace levers;
 using namespace levers::dist;
@@ -33,4 +39,55 @@ TEST_CASE("rank 0's id reaches every rank through the shared-memory store") {
         return got == made();
     });
     CHECK(ok == std::vector<bool>{true, true, true});
+}
+
+namespace {
+// A port nobody listens on now (the kernel's choice for port 0).
+int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+}  // namespace
+
+TEST_CASE("across nodes: rank 0's id reaches workers started by hand through the TCP store") {
+    // What srun / torchrun --nnodes / mpirun jobs do: separate processes meet
+    // at rank 0's TCP store (MASTER_ADDR:MASTER_PORT) and take the id from it.
+    constexpr std::size_t kBytes = 128;
+    const int port = free_port();
+    std::vector<pid_t> workers;
+    for (int rank = 0; rank < 3; ++rank) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid > 0) {
+            workers.push_back(pid);
+            continue;
+        }
+        int code = 1;
+        try {
+            TcpStore store("127.0.0.1", port, rank == 0, "job-token", std::chrono::seconds(10));
+            StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
+                               [&](const std::string& k) { return store.get(k); }};
+            const std::vector<unsigned char> made(kBytes, static_cast<unsigned char>(0xa5));
+            const auto got = share_id(rank, access, "levers/nccl_id", [&] { return made; }, kBytes);
+            code = got == made ? 0 : 3;
+            store.add("done", 1);  // rank 0's server stays up until every worker has read the id
+            while (rank == 0 && store.add("done", 0) < 3) ::usleep(1000);
+        } catch (...) {
+            code = 2;
+        }
+        ::_exit(code);
+    }
+    for (pid_t pid : workers) {
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
 }

@@ -1,4 +1,5 @@
 // The `recipe` command line, through the real binary.
+#include "framework/core/gpu.hpp"
 #include "tests/launch/process.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -94,6 +95,22 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         CHECK(r.output.find("step ") == std::string::npos);  // no training started
         CHECK(r.output.find("sweep directory") == std::string::npos);  // no sweep either
     }
+}
+
+TEST_CASE("--device: auto falls back to the CPU without a card; cuda without one is refused, naming why") {
+    if (levers::gpu_count() > 0) return;  // a card is visible: the refusal cannot be provoked here
+    auto r = recipe(std::string("run classify --device cuda --set steps=2"));
+    CHECK(r.code == 2);
+    const bool named = r.output.find("--device cuda: no CUDA card is visible") != std::string::npos ||
+                       r.output.find("--device cuda: this build of levers has no CUDA backend") != std::string::npos;
+    CHECK_MESSAGE(named, r.output);
+    CHECK(r.output.find("run directory") == std::string::npos);  // refused before anything was made
+    auto bad = recipe("run classify --device tpu");
+    CHECK(bad.code == 2);
+    CHECK(bad.output.find("--device") != std::string::npos);
+    auto fallback = recipe("run classify --device auto --threads 1 --set steps=2 --set eval_every=0");
+    CHECK(fallback.code == 0);
+    CHECK(fallback.output.find("CPU process") != std::string::npos);
 }
 
 TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON on the last line") {

@@ -1,6 +1,7 @@
 // The framework-owned loop of the DSL: .model/.data/.step/.evaluate_every/
 // .early_stop/.finish, and what build() refuses.
 #include "framework/core/error.hpp"
+#include "framework/dist/context.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/mlp.hpp"
 
@@ -108,4 +109,27 @@ TEST_CASE("build() refuses an incomplete or inconsistent loop, naming what is wr
     // The early-stop metric must be one the evaluation reports.
     Plan bad_metric = blobs(20).early_stop("accuracy", 2);
     CHECK_THROWS_WITH_AS(bad_metric.run(bad_metric.defaults()), doctest::Contains("reports only: val_loss"), Error);
+}
+
+TEST_CASE("on a card, a model type without to_device is refused by name before training") {
+    struct CpuOnly {
+        ParamSet<float> p;
+        CpuOnly() {
+            p.add("w", {2}, true);
+            p.allocate();
+        }
+        ParamSet<float>& params() { return p; }
+    };
+    Plan plan = recipe("cpu_only")
+                    .param("steps", 3L, "steps")
+                    .param("lr", 0.01, "learning rate")
+                    .model([](const Config&) { return std::make_unique<CpuOnly>(); })
+                    .data([](const Config&) { return 0; })
+                    .step([](CpuOnly&, int&, const StepInfo&) { return MicroResult{}; });
+    dist::join({.device = Device::cuda(0)}, nullptr);
+    CHECK_THROWS_WITH_AS(plan.run(plan.defaults()),
+                         doctest::Contains("recipe 'cpu_only' cannot run on cuda:0: its model type has no "
+                                           "to_device(Device)"),
+                         Error);
+    dist::leave();
 }

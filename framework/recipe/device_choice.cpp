@@ -1,0 +1,41 @@
+#include "framework/recipe/device_choice.hpp"
+
+#include "framework/core/error.hpp"
+#include "framework/core/gpu.hpp"
+#include "framework/launch/card_ledger.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace levers {
+
+namespace {
+std::string visible_devices_note() {
+    const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+    return v ? fmt::format(" (CUDA_VISIBLE_DEVICES='{}')", v) : std::string();
+}
+}  // namespace
+
+std::string resolve_device(const std::string& flag, int ranks) {
+    LEVERS_CHECK(flag == "auto" || flag == "cpu" || flag == "cuda", "--device must be auto, cpu or cuda, got '{}'",
+                 flag);
+    if (flag == "cpu") return "cpu";
+    const int cards = gpu_count();
+    if (flag == "auto" && cards == 0) return "cpu";
+    LEVERS_CHECK(built_with_cuda(), "--device cuda: this build of levers has no CUDA backend (nvcc was not found when "
+                 "it was configured); rebuild where the CUDA toolkit is installed, or use --device cpu");
+    LEVERS_CHECK(cards > 0, "--device cuda: no CUDA card is visible to this process{}; use --device cpu",
+                 visible_devices_note());
+    LEVERS_CHECK(ranks <= cards, "--gpus {} asks for more cards than this node shows: {}{}", ranks, cards,
+                 visible_devices_note());
+    return "cuda";
+}
+
+int runtime_index(int card) {
+    const auto visible = launch::visible_cuda_cards(node_gpu_count(), std::getenv("CUDA_VISIBLE_DEVICES"));
+    const auto it = std::find(visible.begin(), visible.end(), card);
+    LEVERS_CHECK(it != visible.end(), "card {} is not visible to this process{}", card, visible_devices_note());
+    return static_cast<int>(it - visible.begin());
+}
+
+}  // namespace levers

@@ -42,57 +42,44 @@ GptCuda::GptCuda(const GptConfig& config, ParamSet<float>& params, Lora lora)
     }
 }
 
-float* GptCuda::take(std::int64_t elems) {
-    // 256-byte aligned pieces of the block (sized by a first, counting pass).
-    const std::size_t bytes = (static_cast<std::size_t>(elems) * sizeof(float) + 255) / 256 * 256;
-    float* p = block_ ? reinterpret_cast<float*>(block_.get() + used_) : nullptr;
-    used_ += bytes;
-    return p;
-}
-
 void GptCuda::ensure_activations(std::int64_t batch, std::int64_t time) {
     if (batch == batch_ && time == time_) return;
     const std::int64_t BT = batch * time, C = config_.n_embd, H = config_.n_head, V = config_.vocab_size;
-    for (int pass = 0; pass < 2; ++pass) {  // the first pass only counts bytes
-        used_ = 0;
-        tokens_ = reinterpret_cast<std::int32_t*>(take(BT));
-        targets_ = reinterpret_cast<std::int32_t*>(take(BT));
-        x0_ = take(BT * C);
+    block_.lay_out([&](CarvedBlock& block) {
+        tokens_ = block.take<std::int32_t>(BT);
+        targets_ = block.take<std::int32_t>(BT);
+        x0_ = block.take(BT * C);
         acts_.assign(static_cast<std::size_t>(config_.n_layer), Acts{});
         for (Acts& a : acts_) {
-            a.ln1 = take(BT * C);
-            a.ln1_mean = take(BT);
-            a.ln1_rstd = take(BT);
-            a.qkv = take(BT * 3 * C);
-            a.att = take(batch * H * time * time);
-            a.atty = take(BT * C);
-            a.x_mid = take(BT * C);
-            a.ln2 = take(BT * C);
-            a.ln2_mean = take(BT);
-            a.ln2_rstd = take(BT);
-            a.fc = take(BT * 4 * C);
-            a.fc_gelu = take(BT * 4 * C);
-            a.x_out = take(BT * C);
-            a.lora_u_qkv = lora_.rank ? take(BT * lora_.rank) : nullptr;
-            a.lora_u_proj = lora_.rank ? take(BT * lora_.rank) : nullptr;
+            a.ln1 = block.take(BT * C);
+            a.ln1_mean = block.take(BT);
+            a.ln1_rstd = block.take(BT);
+            a.qkv = block.take(BT * 3 * C);
+            a.att = block.take(batch * H * time * time);
+            a.atty = block.take(BT * C);
+            a.x_mid = block.take(BT * C);
+            a.ln2 = block.take(BT * C);
+            a.ln2_mean = block.take(BT);
+            a.ln2_rstd = block.take(BT);
+            a.fc = block.take(BT * 4 * C);
+            a.fc_gelu = block.take(BT * 4 * C);
+            a.x_out = block.take(BT * C);
+            a.lora_u_qkv = lora_.rank ? block.take(BT * lora_.rank) : nullptr;
+            a.lora_u_proj = lora_.rank ? block.take(BT * lora_.rank) : nullptr;
         }
-        lnf_ = take(BT * C);
-        lnf_mean_ = take(BT);
-        lnf_rstd_ = take(BT);
-        logits_ = take(BT * V);
-        lse_ = take(BT);
-        loss_ = take(1);
-        d_res_ = take(BT * C);
-        d_a_ = take(BT * C);
-        d_b_ = take(BT * C);
-        d_qkv_ = take(BT * 3 * C);
-        d_fc_ = take(BT * 4 * C);
-        d_lora_u_ = lora_.rank ? take(BT * lora_.rank) : nullptr;
-        if (pass == 0) {
-            block_.reset();  // back to the cache first, so a same-sized block is reused
-            block_ = device_alloc(used_);
-        }
-    }
+        lnf_ = block.take(BT * C);
+        lnf_mean_ = block.take(BT);
+        lnf_rstd_ = block.take(BT);
+        logits_ = block.take(BT * V);
+        lse_ = block.take(BT);
+        loss_ = block.take(1);
+        d_res_ = block.take(BT * C);
+        d_a_ = block.take(BT * C);
+        d_b_ = block.take(BT * C);
+        d_qkv_ = block.take(BT * 3 * C);
+        d_fc_ = block.take(BT * 4 * C);
+        d_lora_u_ = lora_.rank ? block.take(BT * lora_.rank) : nullptr;
+    });
     batch_ = batch;
     time_ = time;
 }

@@ -5,6 +5,7 @@
 // from kernels/cuda, queued on the process's compute stream. CUDA builds only.
 #pragma once
 
+#include "framework/core/device_memory.hpp"
 #include "framework/core/params.hpp"
 #include "models/gpt.hpp"
 
@@ -37,14 +38,13 @@ public:
 
     // The logits of the last forward, copied from the card when asked for.
     const float* host_logits() const;
-    std::size_t activation_bytes() const { return used_; }
+    std::size_t activation_bytes() const { return block_.bytes(); }
 
 private:
     float* P(int id) const { return params_.param(id); }  // card pointers
     float* LP(std::size_t layer, int which) const { return lora_.params->param(lora_.ids[layer][which]); }
     float* LG(std::size_t layer, int which) const { return lora_.params->grad(lora_.ids[layer][which]); }
     void ensure_activations(std::int64_t batch, std::int64_t time);
-    float* take(std::int64_t elems);
 
     GptConfig config_;
     ParamSet<float>& params_;
@@ -52,9 +52,7 @@ private:
     std::vector<std::vector<int>> layer_ids_;  // per layer: the 12 ids in the CPU order
     int wte_, wpe_, lnf_w_, lnf_b_;
 
-    // Activations: one block from the card's memory cache, carved per batch shape.
-    std::shared_ptr<std::byte> block_;
-    std::size_t used_ = 0;  // bytes carved so far
+    CarvedBlock block_;  // the activations, carved per batch shape
     std::int64_t batch_ = 0, time_ = 0;
     bool has_targets_ = false;
     std::int32_t *tokens_ = nullptr, *targets_ = nullptr;

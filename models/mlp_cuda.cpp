@@ -23,33 +23,22 @@ MlpCuda::MlpCuda(std::vector<int> widths, std::vector<int> weight_ids, std::vect
 
 void MlpCuda::ensure_activations(std::int64_t batch) {
     if (batch == batch_) return;
-    const std::int64_t widest = *std::max_element(widths_.begin(), widths_.end()), classes = widths_.back();
-    std::vector<std::int64_t> sizes = {batch * widths_.front(), batch * classes, batch, 1, batch * widest,
-                                       batch * widest, batch};  // x, logits, lse, loss, d_a, d_b, labels
-    for (std::size_t h = 1; h + 1 < widths_.size(); ++h) sizes.insert(sizes.end(), 2, batch * widths_[h]);
-    std::size_t bytes = 0;
-    for (std::int64_t n : sizes) bytes += (static_cast<std::size_t>(n) * 4 + 255) / 256 * 256;
-    block_.reset();
-    block_ = device_alloc(bytes);
-    std::byte* next = block_.get();
-    auto take = [&](std::int64_t n) {
-        std::byte* p = next;
-        next += (static_cast<std::size_t>(n) * 4 + 255) / 256 * 256;
-        return p;
-    };
-    x_ = reinterpret_cast<float*>(take(sizes[0]));
-    logits_ = reinterpret_cast<float*>(take(sizes[1]));
-    lse_ = reinterpret_cast<float*>(take(sizes[2]));
-    loss_ = reinterpret_cast<float*>(take(sizes[3]));
-    d_a_ = reinterpret_cast<float*>(take(sizes[4]));
-    d_b_ = reinterpret_cast<float*>(take(sizes[5]));
-    labels_ = reinterpret_cast<std::int32_t*>(take(sizes[6]));
-    pre_.clear();
-    post_.clear();
-    for (std::size_t h = 1; h + 1 < widths_.size(); ++h) {
-        pre_.push_back(reinterpret_cast<float*>(take(batch * widths_[h])));
-        post_.push_back(reinterpret_cast<float*>(take(batch * widths_[h])));
-    }
+    const std::int64_t widest = *std::max_element(widths_.begin(), widths_.end());
+    block_.lay_out([&](CarvedBlock& block) {
+        x_ = block.take(batch * widths_.front());
+        logits_ = block.take(batch * widths_.back());
+        lse_ = block.take(batch);
+        loss_ = block.take(1);
+        d_a_ = block.take(batch * widest);
+        d_b_ = block.take(batch * widest);
+        labels_ = block.take<std::int32_t>(batch);
+        pre_.clear();
+        post_.clear();
+        for (std::size_t h = 1; h + 1 < widths_.size(); ++h) {
+            pre_.push_back(block.take(batch * widths_[h]));
+            post_.push_back(block.take(batch * widths_[h]));
+        }
+    });
     batch_ = batch;
 }
 

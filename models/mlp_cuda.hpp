@@ -4,6 +4,7 @@
 // CUDA builds only.
 #pragma once
 
+#include "framework/core/device_memory.hpp"
 #include "framework/core/params.hpp"
 #include "models/mlp.hpp"
 
@@ -30,7 +31,7 @@ private:
 
     std::vector<int> widths_, weight_ids_, bias_ids_;
     ParamSet<float>& params_;
-    std::shared_ptr<std::byte> block_;
+    CarvedBlock block_;  // the activations, carved per batch size
     std::int64_t batch_ = 0;
     bool has_labels_ = false;
     float *x_ = nullptr, *logits_ = nullptr, *lse_ = nullptr, *loss_ = nullptr, *d_a_ = nullptr, *d_b_ = nullptr;

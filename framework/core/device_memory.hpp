@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace levers {
@@ -26,6 +27,31 @@ void* compute_stream();
 void device_copy(void* dst, const void* src, std::size_t bytes);
 // Zeroes `bytes` of card memory (queued on the compute stream).
 void device_zero(void* dst, std::size_t bytes);
+
+// One card allocation carved into 256-byte aligned pieces, for a model's
+// activations: layout(block) calls block.take<T>(n) for every piece, once to
+// count (the pointers are null) and once more after the one allocation.
+class CarvedBlock {
+public:
+    template <class Layout> void lay_out(const Layout& layout) {
+        memory_.reset();  // back to the cache first, so a same-sized block is reused
+        used_ = 0;
+        layout(*this);
+        memory_ = device_alloc(used_);
+        used_ = 0;
+        layout(*this);
+    }
+    template <class T = float> T* take(std::int64_t elems) {
+        T* p = memory_ ? reinterpret_cast<T*>(memory_.get() + used_) : nullptr;
+        used_ += (static_cast<std::size_t>(elems) * sizeof(T) + 255) / 256 * 256;
+        return p;
+    }
+    std::size_t bytes() const { return used_; }
+
+private:
+    std::shared_ptr<std::byte> memory_;
+    std::size_t used_ = 0;
+};
 
 // Bytes held by the cache: handed out, and kept free for reuse.
 struct DeviceMemoryStats {

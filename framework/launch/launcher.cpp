@@ -78,7 +78,8 @@ private:
         env["LEVERS_SEGMENT"] = segment_.name();
         env["LEVERS_JOB_ID"] = segment_.name();
         env["LEVERS_DEVICE"] = options_.device;
-        if (!options_.cuda_cards.empty()) env["CUDA_VISIBLE_DEVICES"] = fmt::format("{}", fmt::join(options_.cuda_cards, ","));
+        if (!options_.cuda_cards.empty())
+            env["CUDA_VISIBLE_DEVICES"] = fmt::format("{}", fmt::join(options_.cuda_cards, ","));
         env["LEVERS_THREADS"] = std::to_string(options_.threads_per_rank);
         env["LEVERS_TIMEOUT_MS"] = std::to_string(options_.timeout.count());
         env["OMP_NUM_THREADS"] = std::to_string(options_.threads_per_rank);

@@ -1,8 +1,8 @@
 // GPT training throughput on one NVIDIA card (bench/gpu_check.sh runs it):
 // GPT-2 124M by default, random tokens, forward + backward + clipping + AdamW
 // per step, tokens/s over the steps after a warm-up, and MFU: 6N + 6LCT FLOPs
-// per token against the card's peak for the precision used (f32 here: levers'
-// bf16 path does not exist yet). Prints one JSON object.
+// per token against the card's dense peak for the precision used (--precision
+// f32 or bf16). Prints one JSON object.
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/core/device_memory.hpp"
@@ -19,10 +19,12 @@
 #include <chrono>
 
 namespace {
-// Dense peak FLOP/s per card for f32 (no tensor cores) by name; 0 when unknown.
-double f32_peak(const std::string& name) {
-    if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos) return 67e12;  // SXM
-    if (name.find("A100") != std::string::npos) return 19.5e12;
+// Dense peak FLOP/s per card by name (SXM parts; f32 without tensor cores,
+// bf16 with them, no sparsity); 0 when unknown.
+double peak_flops(const std::string& name, const std::string& precision) {
+    const bool bf16 = precision == "bf16";
+    if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos) return bf16 ? 989e12 : 67e12;
+    if (name.find("A100") != std::string::npos) return bf16 ? 312e12 : 19.5e12;
     return 0;
 }
 }  // namespace
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
     app.add_option("--batch", batch);
     app.add_option("--steps", steps);
     app.add_option("--warmup", warmup);
+    std::string precision = "bf16";
+    app.add_option("--precision", precision, "f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
     CLI11_PARSE(app, argc, argv);
     if (levers::gpu_count() == 0) {
         fmt::print(stderr, "bench_gpt_cuda: no CUDA card is visible\n");
@@ -47,7 +51,7 @@ int main(int argc, char** argv) {
     const levers::models::GptConfig config{.vocab_size = vocab, .block_size = block, .n_layer = layers,
                                            .n_head = heads, .n_embd = embd};
     levers::models::Gpt<float> model(config, 1);
-    model.to_device(levers::Device::cuda(0));
+    model.to_device(levers::Device::cuda(0), precision == "bf16" ? levers::DType::bf16 : levers::DType::f32);
     levers::Rng rng(2);
     std::vector<std::int32_t> x(static_cast<std::size_t>(batch * block)), y(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -77,12 +81,13 @@ int main(int argc, char** argv) {
     const double n = static_cast<double>(config.parameter_count());
     const double flops_per_token = 6 * n + 6.0 * layers * embd * block;
     const std::string card = levers::gpu_names().front();
-    const double peak = f32_peak(card);
-    nlohmann::json out = {{"card", card},           {"precision", "f32"},     {"parameters", n},
+    const double peak = peak_flops(card, precision);
+    nlohmann::json out = {{"card", card},           {"precision", precision}, {"parameters", n},
                           {"batch", batch},         {"block", block},         {"tokens_per_second", tokens_per_s},
                           {"ms_per_step", 1000 * seconds / steps}, {"loss", loss},
                           {"flops_per_token", flops_per_token}};
-    if (peak > 0) out["mfu_vs_f32_peak"] = flops_per_token * tokens_per_s / peak;
+    if (peak > 0) out["mfu"] = flops_per_token * tokens_per_s / peak;
+    out["activation_gib"] = static_cast<double>(model.activation_bytes()) / (1 << 30);
     fmt::print("{}\n", out.dump());
     return 0;
 }

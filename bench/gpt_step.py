@@ -14,9 +14,9 @@ import torch.nn.functional as F
 
 
 class Block(nn.Module):
-    def __init__(self, c, heads):
+    def __init__(self, c, heads, sdpa):
         super().__init__()
-        self.heads = heads
+        self.heads, self.sdpa = heads, sdpa
         self.ln_1, self.ln_2 = nn.LayerNorm(c), nn.LayerNorm(c)
         self.c_attn, self.c_proj = nn.Linear(c, 3 * c), nn.Linear(c, c)
         self.c_fc, self.mlp_proj = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
@@ -25,6 +25,9 @@ class Block(nn.Module):
         b, t, c = x.shape
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        if self.sdpa:  # PyTorch's fused attention (flash where the card has it), as nanoGPT uses it
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.c_proj(y.transpose(1, 2).reshape(b, t, c))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
         mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
@@ -36,10 +39,10 @@ class Block(nn.Module):
 
 
 class Gpt(nn.Module):
-    def __init__(self, vocab, block, layers, heads, c):
+    def __init__(self, vocab, block, layers, heads, c, sdpa=False):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(vocab, c), nn.Embedding(block, c)
-        self.blocks = nn.ModuleList(Block(c, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(c, heads, sdpa) for _ in range(layers))
         self.ln_f = nn.LayerNorm(c)
 
     def forward(self, idx, targets):
@@ -78,10 +81,15 @@ def main():
     add_model_args(p)
     p.add_argument("--blas", default="system", help="label for the BLAS build in use")
     p.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU comparison in gpu_check.sh")
+    p.add_argument("--precision", default="f32", choices=["f32", "bf16"],
+                   help="bf16: autocast to bf16 around forward (f32 master weights), as PyTorch users train")
+    p.add_argument("--attention", default="explicit", choices=["explicit", "sdpa"],
+                   help="explicit: softmax(QKᵀ)V as levers computes it; sdpa: F.scaled_dot_product_attention")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    model = Gpt(a.vocab, a.block, a.layers, a.heads, a.embd).to(a.device)
+    model = Gpt(a.vocab, a.block, a.layers, a.heads, a.embd, a.attention == "sdpa").to(a.device)
+    autocast = torch.autocast(device_type=a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16")
     decay = [w for w in model.parameters() if w.dim() >= 2]
     no_decay = [w for w in model.parameters() if w.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -94,7 +102,8 @@ def main():
         sync()
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = model(x, y)
+        with autocast:
+            loss = model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -106,6 +115,8 @@ def main():
     blas = [line.strip() for line in torch.__config__.show().splitlines() if "BLAS" in line]
     print(json.dumps({
         "impl": "pytorch " + torch.__version__,
+        "precision": a.precision,
+        "attention": a.attention,
         "threads": a.threads,
         "parameters": sum(w.numel() for w in model.parameters()),
         "tokens_per_step": a.batch * a.block,

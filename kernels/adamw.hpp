@@ -6,6 +6,8 @@
 #include "kernels/common.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 namespace levers::kernels {
 
@@ -25,6 +27,18 @@ LEVERS_HD void adamw_element(T& p, T& m, T& v, T g, T lr, T beta1, T beta2, T ep
     v = beta2 * v + (T(1) - beta2) * g * g;
     p -= lr * (m / bc1) / (std::sqrt(v / bc2) + eps);
 }
+
+// A run of at most kAdamWChunk elements of one parameter tensor in the flat
+// buffer: the unit of work of the one-launch AdamW on cards, which needs each
+// run's weight-decay flag without a launch per tensor.
+struct AdamWChunk {
+    std::int64_t start = 0;
+    std::int32_t count = 0;
+    std::int32_t decay = 0;  // 1: weight decay applies
+};
+inline constexpr std::int32_t kAdamWChunk = 4096;
+// Appends the chunks covering [start, start + n) to `out`.
+void append_adamw_chunks(std::vector<AdamWChunk>& out, std::int64_t start, std::int64_t n, bool decay);
 
 namespace cpu {
 // Updates param, m and v (n elements each) in place for step t >= 1.

@@ -123,25 +123,34 @@ template <class T> void Gpt<T>::ensure_activations(std::int64_t batch, std::int6
     d_lora_u_ = lora_rank_ ? scratch(BT * lora_rank_) : nullptr;
 }
 
-template <class T> void Gpt<T>::to_device(Device device) {
-    if (device == params_.device()) return;
-    LEVERS_CHECK(params_.device().is_cpu() && !device.is_cpu(), "a GPT on {} cannot move to {}",
-                 params_.device().str(), device.str());
+template <class T> void Gpt<T>::to_device(Device device, DType compute) {
+    LEVERS_CHECK(!device.is_cpu() || compute == dtype_of<T>(), "a GPT computes in {} on the CPU; bf16 needs a card",
+                 name_of(dtype_of<T>()));
+    if (device == params_.device()) {
+        LEVERS_CHECK(compute == compute_, "a GPT on {} computes in {}; it cannot switch to {}", device.str(),
+                     name_of(compute_), name_of(compute));
+        return;
+    }
+    LEVERS_CHECK(params_.device().is_cpu(), "a GPT on {} cannot move to {}", params_.device().str(), device.str());
+    LEVERS_CHECK(compute == DType::f32 || compute == DType::bf16,
+                 "a GPT on a card computes in f32 or bf16, not {}", name_of(compute));
 #if defined(LEVERS_CUDA)
     if constexpr (std::is_same_v<T, float>) {
-        params_.to_device(device);
-        GptCuda::Lora lora;
+        params_.to_device(device, compute);
+        GptCard::Lora lora;
         if (lora_rank_ > 0) {
-            lora_.to_device(device);
+            lora_.to_device(device, compute);
             lora = {&lora_, {}, lora_rank_, lora_scale_};
             for (const LoraIds& l : lora_ids_) lora.ids.push_back({l.qkv_a, l.qkv_b, l.proj_a, l.proj_b});
         }
-        cuda_ = std::make_shared<GptCuda>(config_, params_, std::move(lora));
+        cuda_ = make_gpt_card(config_, params_, std::move(lora), compute);
+        compute_ = compute;
         arena_ = Arena();  // the CPU activations are not used any more
         batch_ = time_ = 0;
         return;
     }
-    LEVERS_FAIL("a GPT of {} runs on the CPU only; cards run f32", name_of(dtype_of<T>()));
+    LEVERS_FAIL("a GPT of {} runs on the CPU only; cards run f32 (or bf16 from f32 master weights)",
+                name_of(dtype_of<T>()));
 #else
     LEVERS_FAIL("GPT on {}: this build of levers has no CUDA backend (nvcc was not found when it was configured)",
                 device.str());

@@ -15,7 +15,7 @@
 
 namespace levers::models {
 
-class GptCuda;
+class GptCard;
 
 struct GptConfig {
     int vocab_size = 256;
@@ -53,8 +53,10 @@ public:
 
     // Moves the parameters (and LoRA adapters) to `device`; on a card,
     // forward and backward run there (models/gpt_cuda) and params() holds
-    // card memory. f32 only.
-    void to_device(Device device);
+    // card memory. Gpt<float> only. `compute` bf16: bf16 weights, activations
+    // and gradients, f32 sums, the f32 parameters kept as master weights.
+    void to_device(Device device, DType compute = DType::f32);
+    DType compute_dtype() const { return compute_; }
     Device device() const { return params_.device(); }
 
     // On the host wherever the model runs; valid until the next forward/backward.
@@ -98,7 +100,8 @@ private:
     T *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr, *logits_ = nullptr, *lse_ = nullptr;
     T *d_res_ = nullptr, *d_a_ = nullptr, *d_b_ = nullptr, *d_qkv_ = nullptr, *d_fc_ = nullptr, *d_lora_u_ = nullptr;
     bool has_targets_ = false;
-    std::shared_ptr<GptCuda> cuda_;  // set by to_device(a card)
+    std::shared_ptr<GptCard> cuda_;  // set by to_device(a card)
+    DType compute_ = dtype_of<T>();
 };
 
 extern template class Gpt<float>;

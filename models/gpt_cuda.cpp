@@ -5,7 +5,9 @@
 #include "framework/core/error.hpp"
 #include "kernels/cuda/ops.hpp"
 
-#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <type_traits>
 
 namespace levers::models {
 
@@ -19,12 +21,76 @@ const char* kLayerParams[] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", 
                               "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
 enum { LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC_W, FC_B, FCP_W, FCP_B };
 enum { QKV_A, QKV_LB, PROJ_A, PROJ_LB };  // a layer's LoRA ids, as Gpt keeps them
-}  // namespace
 
-GptCuda::GptCuda(const GptConfig& config, ParamSet<float>& params, Lora lora)
-    : config_(config), params_(params), lora_(std::move(lora)) {
+// A ParamSet's weights as the compute type sees them: the f32 parameters
+// themselves, or a bf16 copy refreshed from them before each forward.
+template <class S> class Weights {
+public:
+    explicit Weights(ParamSet<float>* set) : set_(set) {
+        if constexpr (!std::is_same_v<S, float>)
+            if (set_) copy_ = device_alloc(static_cast<std::size_t>(set_->size()) * sizeof(S));
+    }
+    void refresh() const {
+        if constexpr (!std::is_same_v<S, float>)
+            if (set_) cu::convert(reinterpret_cast<S*>(copy_.get()), set_->params().data<float>(), set_->size(), stream());
+    }
+    S* at(int id) const {
+        if constexpr (std::is_same_v<S, float>)
+            return set_->param(id);
+        else
+            return reinterpret_cast<S*>(copy_.get()) + set_->entries()[static_cast<std::size_t>(id)].offset;
+    }
+    S* grad(int id) const { return static_cast<S*>(set_->grad_raw(id)); }
+
+private:
+    ParamSet<float>* set_;
+    std::shared_ptr<std::byte> copy_;
+};
+
+template <class S> class GptCuda final : public GptCard {
+public:
+    using A = cu::acc_t<S>;
+    GptCuda(const GptConfig& config, ParamSet<float>& params, Lora lora);
+    float forward(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t batch,
+                  std::int64_t time) override;
+    void backward() override;
+    const float* host_logits() const override;
+    std::size_t activation_bytes() const override { return block_.bytes(); }
+
+private:
+    S* P(int id) const { return weights_.at(id); }  // card pointers
+    S* LP(std::size_t layer, int which) const { return lora_weights_.at(lora_.ids[layer][which]); }
+    S* LG(std::size_t layer, int which) const { return lora_weights_.grad(lora_.ids[layer][which]); }
+    void ensure_activations(std::int64_t batch, std::int64_t time);
+
+    GptConfig config_;
+    ParamSet<float>& params_;
+    Lora lora_;
+    Weights<S> weights_, lora_weights_;
+    std::vector<std::vector<int>> layer_ids_;  // per layer: the 12 ids in the CPU order
+    int wte_, wpe_, lnf_w_, lnf_b_;
+
+    CarvedBlock block_;  // the activations, carved per batch shape
+    std::int64_t batch_ = 0, time_ = 0;
+    bool has_targets_ = false;
+    std::int32_t *tokens_ = nullptr, *targets_ = nullptr;
+    struct Acts {
+        S *ln1, *qkv, *att, *atty, *x_mid, *ln2, *fc, *fc_gelu, *x_out;
+        A *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
+        S *lora_u_qkv, *lora_u_proj;  // in · Aᵀ of each adapter (LoRA only)
+    };
+    std::vector<Acts> acts_;
+    S *x0_ = nullptr, *lnf_ = nullptr, *logits_ = nullptr;
+    A *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr, *lse_ = nullptr, *loss_ = nullptr;
+    S *d_res_ = nullptr, *d_a_ = nullptr, *d_b_ = nullptr, *d_qkv_ = nullptr, *d_fc_ = nullptr, *d_lora_u_ = nullptr;
+    mutable std::vector<float> host_logits_;
+};
+
+template <class S>
+GptCuda<S>::GptCuda(const GptConfig& config, ParamSet<float>& params, Lora lora)
+    : config_(config), params_(params), lora_(std::move(lora)), weights_(&params), lora_weights_(lora_.params) {
     LEVERS_CHECK(!params.device().is_cpu() && (!lora_.params || !lora_.params->device().is_cpu()),
-                 "GptCuda needs the parameters on a card");
+                 "the GPT's card engine needs the parameters on a card");
     const auto& entries = params.entries();
     auto id_of = [&](const std::string& name) {
         for (std::size_t i = 0; i < entries.size(); ++i)
@@ -42,50 +108,52 @@ GptCuda::GptCuda(const GptConfig& config, ParamSet<float>& params, Lora lora)
     }
 }
 
-void GptCuda::ensure_activations(std::int64_t batch, std::int64_t time) {
+template <class S> void GptCuda<S>::ensure_activations(std::int64_t batch, std::int64_t time) {
     if (batch == batch_ && time == time_) return;
     const std::int64_t BT = batch * time, C = config_.n_embd, H = config_.n_head, V = config_.vocab_size;
+    const int rank = lora_.rank;
     block_.lay_out([&](CarvedBlock& block) {
         tokens_ = block.take<std::int32_t>(BT);
         targets_ = block.take<std::int32_t>(BT);
-        x0_ = block.take(BT * C);
+        x0_ = block.take<S>(BT * C);
         acts_.assign(static_cast<std::size_t>(config_.n_layer), Acts{});
         for (Acts& a : acts_) {
-            a.ln1 = block.take(BT * C);
-            a.ln1_mean = block.take(BT);
-            a.ln1_rstd = block.take(BT);
-            a.qkv = block.take(BT * 3 * C);
-            a.att = block.take(batch * H * time * time);
-            a.atty = block.take(BT * C);
-            a.x_mid = block.take(BT * C);
-            a.ln2 = block.take(BT * C);
-            a.ln2_mean = block.take(BT);
-            a.ln2_rstd = block.take(BT);
-            a.fc = block.take(BT * 4 * C);
-            a.fc_gelu = block.take(BT * 4 * C);
-            a.x_out = block.take(BT * C);
-            a.lora_u_qkv = lora_.rank ? block.take(BT * lora_.rank) : nullptr;
-            a.lora_u_proj = lora_.rank ? block.take(BT * lora_.rank) : nullptr;
+            a.ln1 = block.take<S>(BT * C);
+            a.ln1_mean = block.take<A>(BT);
+            a.ln1_rstd = block.take<A>(BT);
+            a.qkv = block.take<S>(BT * 3 * C);
+            a.att = block.take<S>(batch * H * time * time);
+            a.atty = block.take<S>(BT * C);
+            a.x_mid = block.take<S>(BT * C);
+            a.ln2 = block.take<S>(BT * C);
+            a.ln2_mean = block.take<A>(BT);
+            a.ln2_rstd = block.take<A>(BT);
+            a.fc = block.take<S>(BT * 4 * C);
+            a.fc_gelu = block.take<S>(BT * 4 * C);
+            a.x_out = block.take<S>(BT * C);
+            a.lora_u_qkv = rank ? block.take<S>(BT * rank) : nullptr;
+            a.lora_u_proj = rank ? block.take<S>(BT * rank) : nullptr;
         }
-        lnf_ = block.take(BT * C);
-        lnf_mean_ = block.take(BT);
-        lnf_rstd_ = block.take(BT);
-        logits_ = block.take(BT * V);
-        lse_ = block.take(BT);
-        loss_ = block.take(1);
-        d_res_ = block.take(BT * C);
-        d_a_ = block.take(BT * C);
-        d_b_ = block.take(BT * C);
-        d_qkv_ = block.take(BT * 3 * C);
-        d_fc_ = block.take(BT * 4 * C);
-        d_lora_u_ = lora_.rank ? block.take(BT * lora_.rank) : nullptr;
+        lnf_ = block.take<S>(BT * C);
+        lnf_mean_ = block.take<A>(BT);
+        lnf_rstd_ = block.take<A>(BT);
+        logits_ = block.take<S>(BT * V);
+        lse_ = block.take<A>(BT);
+        loss_ = block.take<A>(1);
+        d_res_ = block.take<S>(BT * C);
+        d_a_ = block.take<S>(BT * C);
+        d_b_ = block.take<S>(BT * C);
+        d_qkv_ = block.take<S>(BT * 3 * C);
+        d_fc_ = block.take<S>(BT * 4 * C);
+        d_lora_u_ = rank ? block.take<S>(BT * rank) : nullptr;
     });
     batch_ = batch;
     time_ = time;
 }
 
-float GptCuda::forward(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t batch,
-                       std::int64_t time) {
+template <class S>
+float GptCuda<S>::forward(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t batch,
+                          std::int64_t time) {
     LEVERS_CHECK(batch >= 1 && time >= 1 && time <= config_.block_size,
                  "GPT forward needs batch >= 1 and 1 <= time <= block_size ({}), got batch {} time {}",
                  config_.block_size, batch, time);
@@ -96,12 +164,14 @@ float GptCuda::forward(const std::int32_t* tokens, const std::int32_t* targets, 
     const auto s = stream();
     const std::int64_t B = batch, Tm = time, BT = B * Tm, C = config_.n_embd, H = config_.n_head,
                        V = config_.vocab_size;
+    weights_.refresh();
+    lora_weights_.refresh();
     LEVERS_CUDA_CHECK(cudaMemcpyAsync(tokens_, tokens, BT * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
     has_targets_ = targets != nullptr;
     if (has_targets_)
         LEVERS_CUDA_CHECK(cudaMemcpyAsync(targets_, targets, BT * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
     cu::embedding_forward(x0_, tokens_, P(wte_), P(wpe_), B, Tm, C, s);
-    const float* x = x0_;
+    const S* x = x0_;
     for (std::size_t l = 0; l < acts_.size(); ++l) {
         const auto& id = layer_ids_[l];
         Acts& a = acts_[l];
@@ -117,38 +187,37 @@ float GptCuda::forward(const std::int32_t* tokens, const std::int32_t* targets, 
                              lora_.scale, s);
         cu::residual_forward(a.x_mid, x, a.x_mid, BT * C, s);
         cu::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid, P(id[LN2_W]), P(id[LN2_B]), BT, C, s);
-        cu::linear_forward(a.fc, a.ln2, P(id[FC_W]), P(id[FC_B]), BT, C, 4 * C, s);
-        cu::gelu_forward(a.fc_gelu, a.fc, BT * 4 * C, s);
+        cu::linear_gelu_forward(a.fc_gelu, a.fc, a.ln2, P(id[FC_W]), P(id[FC_B]), BT, C, 4 * C, s);
         cu::linear_forward(a.x_out, a.fc_gelu, P(id[FCP_W]), P(id[FCP_B]), BT, 4 * C, C, s);
         cu::residual_forward(a.x_out, a.x_mid, a.x_out, BT * C, s);
         x = a.x_out;
     }
     cu::layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x, P(lnf_w_), P(lnf_b_), BT, C, s);
-    cu::linear_forward(logits_, lnf_, P(wte_), static_cast<const float*>(nullptr), BT, C, V, s);  // tied output
+    cu::linear_forward(logits_, lnf_, P(wte_), static_cast<const S*>(nullptr), BT, C, V, s);  // tied output
     if (!has_targets_) return 0;  // sampling: host_logits() fetches them
     cu::cross_entropy_forward(loss_, lse_, logits_, targets_, BT, V, s);
-    float loss = 0;
+    A loss = 0;
     device_copy(&loss, loss_, sizeof loss);  // waits for the stream
-    return loss;
+    return static_cast<float>(loss);
 }
 
-void GptCuda::backward() {
+template <class S> void GptCuda<S>::backward() {
     LEVERS_CHECK(batch_ > 0 && has_targets_, "GPT backward() needs a forward() with targets first");
     has_targets_ = false;  // the logits are overwritten by their gradient below
     const auto s = stream();
     const std::int64_t B = batch_, Tm = time_, BT = B * Tm, C = config_.n_embd, H = config_.n_head,
                        V = config_.vocab_size;
-    float* d_logits = logits_;  // in place
+    S* d_logits = logits_;  // in place
     const bool frozen = lora_.rank > 0;  // with LoRA only the adapters learn
-    auto G = [&](int id) { return frozen ? static_cast<float*>(nullptr) : params_.grad(id); };
-    cu::cross_entropy_backward(d_logits, lse_, logits_, targets_, 1.0f, BT, V, s);
-    cu::linear_backward(d_a_, G(wte_), static_cast<float*>(nullptr), d_logits, lnf_, P(wte_), BT, C, V, s);
+    auto G = [&](int id) { return frozen ? static_cast<S*>(nullptr) : weights_.grad(id); };
+    cu::cross_entropy_backward(d_logits, lse_, logits_, targets_, A(1), BT, V, s);
+    cu::linear_backward(d_a_, G(wte_), static_cast<S*>(nullptr), d_logits, lnf_, P(wte_), BT, C, V, s);
     cu::layernorm_backward(d_res_, G(lnf_w_), G(lnf_b_), d_a_, acts_.back().x_out, lnf_mean_, lnf_rstd_, P(lnf_w_),
                            BT, C, s);
     for (std::size_t l = acts_.size(); l-- > 0;) {
         const auto& id = layer_ids_[l];
         const Acts& a = acts_[l];
-        const float* x_in = l == 0 ? x0_ : acts_[l - 1].x_out;
+        const S* x_in = l == 0 ? x0_ : acts_[l - 1].x_out;
         cu::linear_backward(d_fc_, G(id[FCP_W]), G(id[FCP_B]), d_res_, a.fc_gelu, P(id[FCP_W]), BT, 4 * C, C, s);
         cu::gelu_backward(d_fc_, d_fc_, a.fc, BT * 4 * C, s);
         cu::linear_backward(d_a_, G(id[FC_W]), G(id[FC_B]), d_fc_, a.ln2, P(id[FC_W]), BT, C, 4 * C, s);
@@ -176,10 +245,29 @@ void GptCuda::backward() {
     if (!frozen) cu::embedding_backward(G(wte_), G(wpe_), d_res_, tokens_, B, Tm, C, s);
 }
 
-const float* GptCuda::host_logits() const {
-    host_logits_.resize(static_cast<std::size_t>(batch_ * time_ * config_.vocab_size));
-    device_copy(host_logits_.data(), logits_, host_logits_.size() * sizeof(float));
+template <class S> const float* GptCuda<S>::host_logits() const {
+    const std::size_t n = static_cast<std::size_t>(batch_ * time_ * config_.vocab_size);
+    host_logits_.resize(n);
+    if constexpr (std::is_same_v<S, float>) {
+        device_copy(host_logits_.data(), logits_, n * sizeof(float));
+    } else {
+        std::vector<std::uint16_t> bits(n);  // bf16 is the high half of an f32
+        device_copy(bits.data(), logits_, n * sizeof(std::uint16_t));
+        for (std::size_t i = 0; i < n; ++i)
+            host_logits_[i] = std::bit_cast<float>(static_cast<std::uint32_t>(bits[i]) << 16);
+    }
     return host_logits_.data();
+}
+
+}  // namespace
+
+std::shared_ptr<GptCard> make_gpt_card(const GptConfig& config, ParamSet<float>& params, GptCard::Lora lora,
+                                       DType compute) {
+    LEVERS_CHECK(params.grad_dtype() == compute && (!lora.params || lora.params->grad_dtype() == compute),
+                 "a GPT computing in {} needs its gradients in {}", name_of(compute), name_of(compute));
+    if (compute == DType::bf16) return std::make_shared<GptCuda<cu::bf16>>(config, params, std::move(lora));
+    LEVERS_CHECK(compute == DType::f32, "a GPT on a card computes in f32 or bf16, not {}", name_of(compute));
+    return std::make_shared<GptCuda<float>>(config, params, std::move(lora));
 }
 
 }  // namespace levers::models

@@ -4,6 +4,7 @@
 // on any card count: each rank scores its share of the windows.
 #include "framework/core/read_file.hpp"
 #include "framework/dist/context.hpp"
+#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/gpt_files.hpp"
 #include "models/gpt_train.hpp"
@@ -19,7 +20,7 @@ Result eval_lm(const Config& cfg) {
     LEVERS_CHECK(!weights.empty() && !text_path.empty(), "eval_lm needs --set weights=PATH (.safetensors or a "
                  "model.ckpt) and --set text=PATH (a text file)");
     auto model = models::load_any_gpt(weights, cfg.get<int>("n_head"));
-    model->to_device(dist::device());  // the card this rank computes on, if any
+    model->to_device(dist::device(), compute_dtype());  // the card this rank computes on, if any
     const auto codec = models::codec_for(*model, weights);
     auto tokens = codec.encode(read_file(text_path, "a text file to score"));
     const long limit = cfg.get<long>("max_tokens");

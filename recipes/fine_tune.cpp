@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 struct Tuned {
     std::unique_ptr<models::Gpt<float>> gpt;
     ParamSet<float>& params() { return gpt->has_lora() ? gpt->lora_params() : gpt->params(); }
-    void to_device(Device d) { gpt->to_device(d); }
+    void to_device(Device d, DType compute) { gpt->to_device(d, compute); }
 };
 
 struct Text {

@@ -17,10 +17,13 @@ template <class T> void ParamSet<T>::allocate() {
     grads_ = Tensor::zeros({size_}, dtype_of<T>());
 }
 
-template <class T> void ParamSet<T>::to_device(Device device) {
+template <class T> void ParamSet<T>::to_device(Device device, DType grad_dtype) {
     LEVERS_CHECK(params_.defined(), "to_device() before allocate()");
+    LEVERS_CHECK(grad_dtype == dtype_of<T>() || (grad_dtype == DType::bf16 && !device.is_cpu()),
+                 "gradients in {} for {} parameters on {}: only {} there{}", name_of(grad_dtype),
+                 name_of(dtype_of<T>()), device.str(), name_of(dtype_of<T>()), device.is_cpu() ? "" : ", or bf16");
     params_ = params_.to(device);
-    grads_ = Tensor::zeros({size_}, dtype_of<T>(), device);
+    grads_ = Tensor::zeros({size_}, grad_dtype, device);
 }
 
 template <class T> Tensor ParamSet<T>::param_tensor(int id) const {

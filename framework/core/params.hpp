@@ -28,11 +28,19 @@ public:
     void allocate();
     // Moves the parameters to `device` and makes zeroed gradients there; on a
     // card, param()/grad() and the flat tensors are device pointers.
-    void to_device(Device device);
+    // `grad_dtype` bf16 (cards only) keeps the gradients in bf16 for a model
+    // computing in bf16; the parameters stay in T, the optimizer's master copy.
+    void to_device(Device device, DType grad_dtype = dtype_of<T>());
     Device device() const { return params_.device(); }
+    DType grad_dtype() const { return grads_.dtype(); }
 
     T* param(int id) const { return params_.data<T>() + entries_[static_cast<std::size_t>(id)].offset; }
     T* grad(int id) const { return grads_.data<T>() + entries_[static_cast<std::size_t>(id)].offset; }
+    // The gradient of `id` in grad_dtype(), whichever it is.
+    void* grad_raw(int id) const {
+        return static_cast<std::byte*>(grads_.raw()) +
+               entries_[static_cast<std::size_t>(id)].offset * static_cast<std::int64_t>(size_of(grads_.dtype()));
+    }
     Tensor param_tensor(int id) const;
 
     const Tensor& params() const { return params_; }  // flat [size()]

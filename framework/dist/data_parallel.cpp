@@ -14,8 +14,9 @@ ParamSync::ParamSync(ParamSet<float>& params, std::int64_t bucket_bytes) : param
     Backend* group = on_card ? device_backend() : backend();
     LEVERS_CHECK(group, "parameters on {} but this job has no group for card memory (NCCL)", params.device().str());
     group->broadcast(params.params().data<float>(), static_cast<std::size_t>(params.size()) * sizeof(float), 0);
-    sync_ = std::make_unique<GradientSync>(*group, params.grads().data<float>(), params.size(),
-                                           std::max<std::int64_t>(1, bucket_bytes / 4),
+    const auto elem = static_cast<std::int64_t>(size_of(params.grad_dtype()));
+    sync_ = std::make_unique<GradientSync>(*group, params.grads().raw(), params.grad_dtype(), params.size(),
+                                           std::max<std::int64_t>(1, bucket_bytes / elem),
                                            on_card ? compute_stream() : nullptr);
 }
 

@@ -12,9 +12,14 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-GradientSync::GradientSync(Backend& group, float* grads, std::int64_t n, std::int64_t bucket_elems,
+GradientSync::GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
                            void* card_stream)
-    : group_(group), grads_(grads), n_(n), bucket_(std::max<std::int64_t>(1, bucket_elems)), next_end_(n) {
+    : group_(group),
+      grads_(static_cast<std::byte*>(grads)),
+      dtype_(dtype),
+      n_(n),
+      bucket_(std::max<std::int64_t>(1, bucket_elems)),
+      next_end_(n) {
     if (group.queues_on_card()) {
         LEVERS_CHECK(card_stream, "gradients on a card need the stream backward runs on");
         card_stream_ = card_stream;
@@ -45,8 +50,8 @@ void GradientSync::enqueue_until(std::int64_t from) {
 
 void GradientSync::queue_on_card() {
     for (; !queue_.empty(); queue_.pop_front())
-        group_.queue_all_reduce(grads_ + queue_.front().first, queue_.front().second - queue_.front().first,
-                                DType::f32, ReduceOp::mean, card_stream_);
+        group_.queue_all_reduce(at(queue_.front().first), queue_.front().second - queue_.front().first, dtype_,
+                                ReduceOp::mean, card_stream_);
 }
 
 void GradientSync::ready_from(std::int64_t from) {
@@ -92,7 +97,7 @@ void GradientSync::run() {
         const auto start = Clock::now();
         const double waited_before = group_.timing().waiting;
         try {
-            group_.all_reduce(grads_ + begin, end - begin, ReduceOp::mean);
+            group_.all_reduce(at(begin), end - begin, dtype_, ReduceOp::mean);
         } catch (...) {
             lock.lock();
             error_ = std::current_exception();

@@ -16,6 +16,7 @@
 #include "framework/dist/backend.hpp"
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -27,8 +28,10 @@ namespace levers::dist {
 
 class GradientSync {
 public:
-    // `card_stream`: the stream backward's kernels run on (cards only).
-    GradientSync(Backend& group, float* grads, std::int64_t n, std::int64_t bucket_elems, void* card_stream = nullptr);
+    // `grads`: n elements of `dtype` (bf16 only on a card). `card_stream`: the
+    // stream backward's kernels run on (cards only).
+    GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
+                 void* card_stream = nullptr);
     ~GradientSync();
     GradientSync(const GradientSync&) = delete;
     GradientSync& operator=(const GradientSync&) = delete;
@@ -53,7 +56,9 @@ private:
 
     void* card_stream_ = nullptr;
     Backend& group_;
-    float* grads_;
+    std::byte* grads_;
+    DType dtype_;
+    void* at(std::int64_t i) const { return grads_ + i * static_cast<std::int64_t>(size_of(dtype_)); }
     std::int64_t n_, bucket_;
     std::int64_t next_end_;  // buckets [.., next_end_) are not queued yet
 

@@ -169,6 +169,9 @@ int main(int argc, char** argv) {
     run->add_option("--set", flags.sets, "set a parameter: --set name=value (repeatable)");
     run->add_option("--gpus", flags.gpus, "cards, one rank each (default: the recipe's); CPU ranks without CUDA");
     run->add_option("--device", flags.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    run->add_option("--precision", flags.precision,
+                    "f32, or bf16 on cards (bf16 weights, activations and gradients; f32 sums and master weights)")
+        ->check(CLI::IsMember({"f32", "bf16"}));
     run->add_option("--out", flags.out, "run directory (default: runs/NAME/<date-time>)");
     run->add_option("--threads", flags.threads, "CPU threads per rank (default 0: the job's core slots shared)");
     run->add_option("--output", flags.output, "whose output to show: all ranks or rank0")

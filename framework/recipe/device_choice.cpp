@@ -31,6 +31,24 @@ std::string resolve_device(const std::string& flag, int ranks) {
     return "cuda";
 }
 
+DType resolve_precision(const std::string& flag, const std::string& device) {
+    LEVERS_CHECK(flag == "f32" || flag == "bf16", "--precision must be f32 or bf16, got '{}'", flag);
+    if (flag == "f32") return DType::f32;
+    LEVERS_CHECK(device == "cuda", "--precision bf16 computes on cards only, and this run's device is {}; use "
+                 "--precision f32 or --device cuda", device);
+    return DType::bf16;
+}
+
+namespace {
+DType& compute_dtype_slot() {
+    static DType dtype = DType::f32;
+    return dtype;
+}
+}  // namespace
+
+void set_compute_dtype(DType dtype) { compute_dtype_slot() = dtype; }
+DType compute_dtype() { return compute_dtype_slot(); }
+
 int runtime_index(int card) {
     const auto visible = launch::visible_cuda_cards(node_gpu_count(), std::getenv("CUDA_VISIBLE_DEVICES"));
     const auto it = std::find(visible.begin(), visible.end(), card);

@@ -1,6 +1,8 @@
-// Where `recipe run` computes: --device auto|cpu|cuda against what this build
-// and node have, and which CUDA runtime index a card of the node's ledger is.
+// Where `recipe run` computes: --device auto|cpu|cuda (and --precision) against
+// what this build and node have, and which CUDA runtime index a card of the node's ledger is.
 #pragma once
+
+#include "framework/core/dtype.hpp"
 
 #include <string>
 
@@ -10,6 +12,14 @@ namespace levers {
 // visible. Throws levers::Error (exit 2) for cuda without either, naming
 // which is missing, and for `ranks` more than the visible cards.
 std::string resolve_device(const std::string& flag, int ranks);
+
+// The dtype models compute in for --precision f32|bf16 on `device` ("cpu" or
+// "cuda"). Throws levers::Error (exit 2) for bf16 on the CPU and for other
+// names.
+DType resolve_precision(const std::string& flag, const std::string& device);
+// What the framework loop moves models to cards in: set once by `recipe run`.
+void set_compute_dtype(DType dtype);
+DType compute_dtype();
 
 // The CUDA runtime's index, under this process's CUDA_VISIBLE_DEVICES, of the
 // node's card `card` (a physical index, as the card ledger hands out).

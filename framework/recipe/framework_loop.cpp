@@ -1,8 +1,11 @@
 #include "framework/recipe/framework_loop.hpp"
 
+#include "framework/recipe/device_choice.hpp"
+
 #include "framework/core/live_progress.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/checkpoints.hpp"
+#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/loop_params.hpp"
 #include "framework/recipe/run_dir.hpp"
 #include "framework/train/metrics_log.hpp"
@@ -54,7 +57,11 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     if (const Device d = dist::device(); !d.is_cpu()) {
         LEVERS_CHECK(spec.to_device, "recipe '{}' cannot run on {}: its model type has no to_device(Device), so it "
                      "runs on the CPU only; use --device cpu", recipe, d.str());
-        spec.to_device(model.get(), d);
+        const DType dtype = compute_dtype();
+        LEVERS_CHECK(dtype == DType::f32 || spec.to_device_takes_dtype,
+                     "recipe '{}' cannot compute in {}: its model type's to_device(Device) takes no dtype, so it "
+                     "computes in f32 only; use --precision f32", recipe, name_of(dtype));
+        spec.to_device(model.get(), d, dtype);
     }
     auto data = spec.make_data(cfg);
     ParamSet<float>& params = spec.params_of(model.get());

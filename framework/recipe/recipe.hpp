@@ -74,8 +74,10 @@ struct LoopSpec {
     std::function<Erased(const Config&)> make_model, make_data;
     std::type_index model_type = typeid(void), data_type = typeid(void);
     std::function<ParamSet<float>&(void*)> params_of;
-    // Moves the model to a card: set when the model type has to_device(Device).
-    std::function<void(void*, Device)> to_device;
+    // Moves the model to a card computing in a dtype: set when the model type
+    // has to_device(Device); with to_device(Device, DType) it takes bf16 too.
+    std::function<void(void*, Device, DType)> to_device;
+    bool to_device_takes_dtype = false;
     std::function<MicroResult(void*, void*, const StepInfo&)> step;
     std::type_index step_model = typeid(void), step_data = typeid(void);
     std::function<Metrics(void*, void*)> evaluate;
@@ -216,8 +218,12 @@ template <class F> Recipe& Recipe::model(F make) {
     loop_.make_model = [make = std::move(make)](const Config& cfg) { return detail::make_erased(make, cfg); };
     loop_.model_type = typeid(M);
     loop_.params_of = [](void* m) -> ParamSet<float>& { return static_cast<M*>(m)->params(); };
-    if constexpr (requires(M& m, Device d) { m.to_device(d); })
-        loop_.to_device = [](void* m, Device d) { static_cast<M*>(m)->to_device(d); };
+    if constexpr (requires(M& m, Device d, DType t) { m.to_device(d, t); }) {
+        loop_.to_device = [](void* m, Device d, DType t) { static_cast<M*>(m)->to_device(d, t); };
+        loop_.to_device_takes_dtype = true;
+    } else if constexpr (requires(M& m, Device d) { m.to_device(d); }) {
+        loop_.to_device = [](void* m, Device d, DType) { static_cast<M*>(m)->to_device(d); };
+    }
     return *this;
 }
 

@@ -168,6 +168,7 @@ int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv
 int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv& env, const RunFlags& flags,
                          int argc, char** argv) {
     const std::string device_kind = resolve_device(flags.device, env.local_world_size);
+    set_compute_dtype(resolve_precision(flags.precision, device_kind));
     std::optional<launch::JoinedGroup> joined;
     try {
         joined = launch::join_external(env, collective_timeout(env, flags.timeout_s));
@@ -240,11 +241,15 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     Config cfg = resume_from().empty() ? resolve_config(r, flags.sets) : resumed_config(r, resume_from(), flags.sets);
     LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
     LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
-    if (env.source == "levers") return run_as_launched_rank(r, cfg, env, flags.timeout_s);
+    if (env.source == "levers") {
+        set_compute_dtype(resolve_precision(flags.precision, env.device));
+        return run_as_launched_rank(r, cfg, env, flags.timeout_s);
+    }
     if (env.distributed()) return run_as_external_rank(r, cfg, env, flags, argc, argv);
     const int gpus = flags.gpus == -1 ? r.default_gpus() : flags.gpus;
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
     const std::string device = resolve_device(flags.device, gpus);
+    set_compute_dtype(resolve_precision(flags.precision, device));
     const bool cuda = device == "cuda";
     load_workspace().check(gpus);
 
@@ -264,9 +269,10 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     const int slots = static_cast<int>(cards.size());
     const int threads = flags.threads > 0 ? flags.threads : std::max(1, (cuda ? available_cores() : slots) / gpus);
     if (cuda)
-        fmt::print("recipe {}: {} {} on card{} {} ({}); run directory {}\n", r.name(), gpus,
+        fmt::print("recipe {}: {} {} on card{} {} ({}), {}; run directory {}\n", r.name(), gpus,
                    gpus == 1 ? "process" : "ranks", slots == 1 ? "" : "s", fmt::join(cards, ","),
-                   gpu_names().at(static_cast<std::size_t>(runtime_index(cards[0]))), dir.string());
+                   gpu_names().at(static_cast<std::size_t>(runtime_index(cards[0]))), name_of(compute_dtype()),
+                   dir.string());
     else
         fmt::print("recipe {}: {} CPU {}, {} thread{} each, on slot{} {}; run directory {}\n", r.name(), gpus,
                    gpus == 1 ? "process" : "ranks", threads, threads == 1 ? "" : "s", slots == 1 ? "" : "s",

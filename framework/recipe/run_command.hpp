@@ -16,6 +16,7 @@ struct RunFlags {
     int threads = 0;
     int gpus = -1;  // unset: the recipe's default
     std::string device = "auto";
+    std::string precision = "f32";
     std::string output = "all";
     std::string out;  // the run directory (default: runs/NAME/<time>)
     double timeout_s = 120;

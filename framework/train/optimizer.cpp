@@ -1,5 +1,6 @@
 #include "framework/train/optimizer.hpp"
 
+#include "framework/core/device_memory.hpp"
 #include "framework/core/error.hpp"
 #include "framework/train/param_kernels.hpp"
 
@@ -10,18 +11,21 @@ AdamW<T>::AdamW(ParamSet<T>& params, const kernels::AdamWHyper& hyper)
     : params_(params),
       hyper_(hyper),
       m_(Tensor::zeros({params.size()}, dtype_of<T>(), params.device())),
-      v_(Tensor::zeros({params.size()}, dtype_of<T>(), params.device())) {}
+      v_(Tensor::zeros({params.size()}, dtype_of<T>(), params.device())) {
+    if (params.device().is_cpu()) return;
+    const auto chunks = adamw_chunks(params.entries());
+    const std::size_t bytes = chunks.size() * sizeof(kernels::AdamWChunk);
+    card_chunks_ = device_alloc(bytes);
+    device_copy(card_chunks_.get(), chunks.data(), bytes);
+    n_chunks_ = static_cast<std::int64_t>(chunks.size());
+}
 
 template <class T> void AdamW<T>::step(double lr) {
     ++step_;
     kernels::AdamWHyper h = hyper_;
     h.lr = lr;
-    for (const auto& e : params_.entries()) {
-        h.weight_decay = e.decay ? hyper_.weight_decay : 0.0;
-        adamw_update(params_.device(), params_.params().template data<T>() + e.offset, m_.data<T>() + e.offset,
-                     v_.data<T>() + e.offset, params_.grads().template data<T>() + e.offset, e.shape.numel(), h,
-                     step_);
-    }
+    adamw_update(params_, m_.data<T>(), v_.data<T>(), h, step_,
+                 reinterpret_cast<const kernels::AdamWChunk*>(card_chunks_.get()), n_chunks_);
 }
 
 template <class T> void AdamW<T>::load(const Tensor& m, const Tensor& v, long steps) {

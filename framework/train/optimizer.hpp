@@ -6,6 +6,9 @@
 #include "framework/core/params.hpp"
 #include "kernels/adamw.hpp"
 
+#include <cstddef>
+#include <memory>
+
 namespace levers::train {
 
 template <class T> class AdamW {
@@ -27,6 +30,9 @@ private:
     kernels::AdamWHyper hyper_;
     Tensor m_, v_;
     long step_ = 0;
+    // On a card: the one-launch update's chunk table (param_kernels.hpp), in card memory.
+    std::shared_ptr<std::byte> card_chunks_;
+    std::int64_t n_chunks_ = 0;
 };
 
 extern template class AdamW<float>;

@@ -2,7 +2,18 @@
 
 #include "framework/core/error.hpp"
 
-namespace levers::kernels::cpu {
+#include <algorithm>
+
+namespace levers::kernels {
+
+void append_adamw_chunks(std::vector<AdamWChunk>& out, std::int64_t start, std::int64_t n, bool decay) {
+    LEVERS_CHECK(start >= 0 && n >= 0, "AdamW chunks need start >= 0 and n >= 0, got {} and {}", start, n);
+    for (std::int64_t done = 0; done < n; done += kAdamWChunk)
+        out.push_back({start + done, static_cast<std::int32_t>(std::min<std::int64_t>(kAdamWChunk, n - done)),
+                       decay ? 1 : 0});
+}
+
+namespace cpu {
 
 template <class T> void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper& h, long step) {
     LEVERS_CHECK(step >= 1, "AdamW step counts from 1, got {}", step);
@@ -17,4 +28,5 @@ template <class T> void adamw_step(T* param, T* m, T* v, const T* grad, index_t 
 template void adamw_step<float>(float*, float*, float*, const float*, index_t, const AdamWHyper&, long);
 template void adamw_step<double>(double*, double*, double*, const double*, index_t, const AdamWHyper&, long);
 
-}  // namespace levers::kernels::cpu
+}  // namespace cpu
+}  // namespace levers::kernels

@@ -1,83 +1,109 @@
 // The CUDA versions of the ops, with the CPU versions' signatures and gradient
 // conventions (kernels/<op>.hpp): pointers are device memory, each call is
-// queued on `stream` and returns at once. They run the same per-element and
-// per-row maths (LEVERS_HD) the CPU kernels run, so parity tests compare like
-// with like. CUDA builds only.
+// queued on `stream` and returns at once. Every op is instantiated for
+// storage types S = float, double and bf16; arithmetic runs in acc_t<S>
+// (float for float and bf16, double for double), so bf16 keeps only the
+// storage narrow. Row statistics (layernorm's mean and rstd, cross-entropy's
+// log-sum-exp) are kept in acc_t<S>. CUDA builds only.
 #pragma once
 
 #include "kernels/adamw.hpp"
 #include "kernels/common.hpp"
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace levers::kernels::cuda {
 
-template <class T> void gelu_forward(T* out, const T* in, index_t n, cudaStream_t stream);
-template <class T> void gelu_backward(T* d_in, const T* d_out, const T* in, index_t n, cudaStream_t stream);
-template <class T> void residual_forward(T* out, const T* a, const T* b, index_t n, cudaStream_t stream);
-template <class T> void scale(T* x, T s, index_t n, cudaStream_t stream);  // x *= s
-// AdamW on n elements in one kernel (the moments and the update fused).
-template <class T>
-void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper& h, long step, cudaStream_t stream);
+using bf16 = __nv_bfloat16;
+template <class S> struct Accumulator { using type = float; };
+template <> struct Accumulator<double> { using type = double; };
+template <class S> using acc_t = typename Accumulator<S>::type;
 
-// Through cuBLAS (the calling thread's handle, on `stream`); the layouts of
-// kernels/linear.hpp: weight [out_dim, in_dim], d_weight and d_bias added to,
-// d_in written, each skipped if null.
-template <class T>
-void linear_forward(T* out, const T* in, const T* weight, const T* bias, index_t n, index_t in_dim, index_t out_dim,
+template <class S> void gelu_forward(S* out, const S* in, index_t n, cudaStream_t stream);
+template <class S> void gelu_backward(S* d_in, const S* d_out, const S* in, index_t n, cudaStream_t stream);
+template <class S> void residual_forward(S* out, const S* a, const S* b, index_t n, cudaStream_t stream);
+template <class S> void scale(S* x, acc_t<S> s, index_t n, cudaStream_t stream);  // x *= s
+// to[i] = from[i], rounded to nearest where `To` is narrower.
+template <class To, class From> void convert(To* to, const From* from, index_t n, cudaStream_t stream);
+
+// AdamW over a whole flat parameter buffer in one launch: one thread block
+// per chunk (kernels/adamw.hpp's adamw_chunks, the table in device memory).
+// Parameters and moments in T (the fp32 master weights), gradients in G.
+template <class T, class G>
+void adamw_step(T* param, T* m, T* v, const G* grad, const AdamWChunk* chunks, index_t n_chunks, const AdamWHyper& h,
+                long step, cudaStream_t stream);
+
+// Through cuBLAS (the calling thread's handle, on `stream`; bf16 products
+// accumulate in fp32); the layouts of kernels/linear.hpp: weight
+// [out_dim, in_dim], d_weight and d_bias added to, d_in written, each skipped
+// if null.
+template <class S>
+void linear_forward(S* out, const S* in, const S* weight, const S* bias, index_t n, index_t in_dim, index_t out_dim,
                     cudaStream_t stream);
-template <class T>
-void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, index_t n,
+// The MLP's first layer in one cuBLASLt call where its epilogues allow:
+// pre = in·Wᵀ + bias (kept for backward), out = gelu(pre). The same results as
+// linear_forward then gelu_forward, which is what runs where they do not.
+template <class S>
+void linear_gelu_forward(S* out, S* pre, const S* in, const S* weight, const S* bias, index_t n, index_t in_dim,
+                         index_t out_dim, cudaStream_t stream);
+template <class S>
+void linear_backward(S* d_in, S* d_weight, S* d_bias, const S* d_out, const S* in, const S* weight, index_t n,
                      index_t in_dim, index_t out_dim, cudaStream_t stream);
 
 // Attention as batched GEMMs per batch row (heads strided) and a causal
-// softmax kernel; the layouts of kernels/attention.hpp.
-template <class T>
-void attention_forward(T* y, T* att, const T* qkv, index_t batch, index_t time, index_t channels, index_t heads,
+// softmax kernel (one warp per row); the layouts of kernels/attention.hpp.
+template <class S>
+void attention_forward(S* y, S* att, const S* qkv, index_t batch, index_t time, index_t channels, index_t heads,
                        cudaStream_t stream);
-template <class T>
-void attention_backward(T* d_qkv, const T* d_y, const T* att, const T* qkv, index_t batch, index_t time,
+template <class S>
+void attention_backward(S* d_qkv, const S* d_y, const S* att, const S* qkv, index_t batch, index_t time,
                         index_t channels, index_t heads, cudaStream_t stream);
 
 // Token ids are not checked on the card: callers validate them on the host.
-template <class T>
-void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, index_t batch, index_t time,
+template <class S>
+void embedding_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, index_t batch, index_t time,
                        index_t channels, cudaStream_t stream);
-template <class T>
-void embedding_backward(T* d_wte, T* d_wpe, const T* d_out, const std::int32_t* tokens, index_t batch, index_t time,
+template <class S>
+void embedding_backward(S* d_wte, S* d_wpe, const S* d_out, const std::int32_t* tokens, index_t batch, index_t time,
                         index_t channels, cudaStream_t stream);
 
 // LoRA (kernels/lora.hpp): u = in·Aᵀ, out += scale·u·Bᵀ; backward adds into
 // d_a, d_b and d_in (skipped if null), du is scratch [n, rank].
-template <class T>
-void lora_forward(T* out, T* u, const T* in, const T* a, const T* b, index_t n, index_t in_dim, index_t out_dim,
-                  index_t rank, T scale, cudaStream_t stream);
-template <class T>
-void lora_backward(T* d_in, T* d_a, T* d_b, T* du, const T* d_out, const T* in, const T* u, const T* a, const T* b,
-                   index_t n, index_t in_dim, index_t out_dim, index_t rank, T scale, cudaStream_t stream);
+template <class S>
+void lora_forward(S* out, S* u, const S* in, const S* a, const S* b, index_t n, index_t in_dim, index_t out_dim,
+                  index_t rank, acc_t<S> scale, cudaStream_t stream);
+template <class S>
+void lora_backward(S* d_in, S* d_a, S* d_b, S* du, const S* d_out, const S* in, const S* u, const S* a, const S* b,
+                   index_t n, index_t in_dim, index_t out_dim, index_t rank, acc_t<S> scale, cudaStream_t stream);
 
-// Global-norm clipping; returns the norm before clipping (waits for the stream).
-template <class T> double clip_grad_norm(T* grad, index_t n, double max_norm, cudaStream_t stream);
+// Global-norm clipping; returns the norm before clipping (waits for the
+// stream). The sum of squares runs in double, in a fixed order.
+template <class S> double clip_grad_norm(S* grad, index_t n, double max_norm, cudaStream_t stream);
 
-// One thread block per row.
-template <class T>
-void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, const T* bias, index_t rows,
-                       index_t channels, cudaStream_t stream, T eps = T(1e-5));
-template <class T>
-void layernorm_backward(T* d_x, T* d_weight, T* d_bias, const T* d_out, const T* x, const T* mean, const T* rstd,
-                        const T* weight, index_t rows, index_t channels, cudaStream_t stream);
+// One warp per row; the weight and bias gradients are column sums over
+// chunks of rows, then over the chunks in order (no atomics: the same sums
+// every run).
+template <class S>
+void layernorm_forward(S* out, acc_t<S>* mean, acc_t<S>* rstd, const S* x, const S* weight, const S* bias,
+                       index_t rows, index_t channels, cudaStream_t stream, acc_t<S> eps = acc_t<S>(1e-5));
+template <class S>
+void layernorm_backward(S* d_x, S* d_weight, S* d_bias, const S* d_out, const S* x, const acc_t<S>* mean,
+                        const acc_t<S>* rstd, const S* weight, index_t rows, index_t channels, cudaStream_t stream);
 
 // Softmax cross-entropy that never materialises probabilities beyond the
-// logits: forward keeps one log-sum-exp per row; backward writes the gradient
-// over the logits. `loss` (one element, device) receives the mean over
-// counted rows; `counted` (device) their number.
-template <class T>
-void cross_entropy_forward(T* loss, T* lse, const T* logits, const std::int32_t* targets, index_t rows, index_t vocab,
-                           cudaStream_t stream, std::int32_t ignore_index = -100);
-template <class T>
-void cross_entropy_backward(T* d_logits, const T* lse, const T* logits, const std::int32_t* targets, T d_loss,
-                            index_t rows, index_t vocab, cudaStream_t stream, std::int32_t ignore_index = -100);
+// logits, one thread block per row: forward keeps one log-sum-exp per row
+// and writes the mean over counted rows into `loss` (one element, device);
+// backward overwrites the logits' rows with their gradient (d_logits may be
+// the logits themselves).
+template <class S>
+void cross_entropy_forward(acc_t<S>* loss, acc_t<S>* lse, const S* logits, const std::int32_t* targets, index_t rows,
+                           index_t vocab, cudaStream_t stream, std::int32_t ignore_index = -100);
+template <class S>
+void cross_entropy_backward(S* d_logits, const acc_t<S>* lse, const S* logits, const std::int32_t* targets,
+                            acc_t<S> d_loss, index_t rows, index_t vocab, cudaStream_t stream,
+                            std::int32_t ignore_index = -100);
 
 }  // namespace levers::kernels::cuda

@@ -58,7 +58,7 @@ template <class T> void check_close(const char* what, const std::vector<T>& cpu_
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("CUDA element-wise ops match the CPU: GELU, residual, AdamW" * doctest::skip(kNoGpu), T, float,
+TEST_CASE_TEMPLATE("CUDA element-wise ops match the CPU: GELU, residual, AdamW over chunks" * doctest::skip(kNoGpu), T, float,
                    double) {
     const std::size_t n = 10007;  // not a multiple of a block
     auto x = random<T>(n, 1), g = random<T>(n, 2);
@@ -75,19 +75,30 @@ TEST_CASE_TEMPLATE("CUDA element-wise ops match the CPU: GELU, residual, AdamW" 
     gpu::residual_forward(dout.get(), dx.get(), dg.get(), static_cast<index_t>(n), nullptr);
     check_close("residual", out, dout.host());
 
+    // AdamW over two tensors in one launch: the first decays, the second (a bias) does not.
     auto p = random<T>(n, 3), m = random<T>(n, 4, 0.1), v = random<T>(n, 5, 0.1);
     for (auto& e : v) e = e * e;  // second moments are non-negative
     DeviceVector<T> dp(p), dm(m), dv(v);
     const kernels::AdamWHyper h{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
-    cpu::adamw_step(p.data(), m.data(), v.data(), g.data(), static_cast<index_t>(n), h, 7);
-    gpu::adamw_step(dp.get(), dm.get(), dv.get(), dg.get(), static_cast<index_t>(n), h, 7, nullptr);
+    const index_t split = 9000;  // more than two chunks before it
+    std::vector<kernels::AdamWChunk> chunks;
+    kernels::append_adamw_chunks(chunks, 0, split, true);
+    kernels::append_adamw_chunks(chunks, split, static_cast<index_t>(n) - split, false);
+    kernels::AdamWHyper no_decay = h;
+    no_decay.weight_decay = 0;
+    cpu::adamw_step(p.data(), m.data(), v.data(), g.data(), split, h, 7);
+    cpu::adamw_step(p.data() + split, m.data() + split, v.data() + split, g.data() + split,
+                    static_cast<index_t>(n) - split, no_decay, 7);
+    DeviceVector<kernels::AdamWChunk> dchunks(chunks);
+    gpu::adamw_step(dp.get(), dm.get(), dv.get(), dg.get(), dchunks.get(), static_cast<index_t>(chunks.size()), h, 7,
+                    nullptr);
     check_close("adamw parameters", p, dp.host());
     check_close("adamw first moments", m, dm.host());
     check_close("adamw second moments", v, dv.host());
 }
 
 TEST_CASE_TEMPLATE("CUDA layernorm matches the CPU, forward and backward" * doctest::skip(kNoGpu), T, float, double) {
-    const index_t rows = 37, c = 96;
+    const index_t rows = 37, c = 100;  // not a multiple of a warp
     auto x = random<T>(rows * c, 6), w = random<T>(c, 7), b = random<T>(c, 8), dy = random<T>(rows * c, 9);
     std::vector<T> out(rows * c), mean(rows), rstd(rows), dx(rows * c), dw(c, T(1)), db(c, T(2));
     cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, c);
@@ -106,7 +117,7 @@ TEST_CASE_TEMPLATE("CUDA layernorm matches the CPU, forward and backward" * doct
 }
 
 TEST_CASE_TEMPLATE("CUDA cross-entropy matches the CPU, with ignored rows" * doctest::skip(kNoGpu), T, float, double) {
-    const index_t rows = 29, vocab = 1000;
+    const index_t rows = 29, vocab = 2500;  // more than a block of threads
     auto logits = random<T>(rows * vocab, 10, 3.0);
     std::vector<std::int32_t> targets(rows);
     for (index_t r = 0; r < rows; ++r) targets[r] = r % 5 == 0 ? -100 : static_cast<std::int32_t>((r * 37) % vocab);
@@ -137,6 +148,14 @@ TEST_CASE_TEMPLATE("CUDA linear (cuBLAS) matches the CPU, forward and backward" 
     check_close("linear d_in", dx, gdx.host());
     check_close("linear d_weight (added)", dw, gdw.host());
     check_close("linear d_bias (added)", db, gdb.host());
+
+    // The MLP's layer with GELU fused (a cuBLASLt epilogue where it applies).
+    std::vector<T> act(n * out);
+    cpu::gelu_forward(act.data(), y.data(), n * out);
+    DeviceVector<T> gpre(n * out), gact(n * out);
+    gpu::linear_gelu_forward(gact.get(), gpre.get(), gx.get(), gw.get(), gb.get(), n, in, out, nullptr);
+    check_close("linear+GELU pre-activation", y, gpre.host());
+    check_close("linear+GELU output", act, gact.host());
 }
 
 TEST_CASE_TEMPLATE("CUDA attention matches the CPU, forward and backward" * doctest::skip(kNoGpu), T, float, double) {
@@ -157,7 +176,7 @@ TEST_CASE_TEMPLATE("CUDA embedding and gradient clipping match the CPU" * doctes
     const index_t batch = 3, time = 7, channels = 16, vocab = 50;
     std::vector<std::int32_t> tokens(batch * time);
     for (index_t i = 0; i < batch * time; ++i) tokens[i] = static_cast<std::int32_t>((i * 13) % vocab);
-    tokens[5] = tokens[9];  // a repeated token: its gradient rows add up
+    tokens[5] = tokens[9] = tokens[20] = tokens[2];  // a repeated token: its gradient rows add up
     auto wte = random<T>(vocab * channels, 17), wpe = random<T>(time * channels, 18);
     auto dy = random<T>(batch * time * channels, 19);
     std::vector<T> out(batch * time * channels), dwte(vocab * channels), dwpe(time * channels);
@@ -171,10 +190,11 @@ TEST_CASE_TEMPLATE("CUDA embedding and gradient clipping match the CPU" * doctes
     check_close("embedding d_wte", dwte, gdwte.host());
     check_close("embedding d_wpe", dwpe, gdwpe.host());
 
-    auto g = random<T>(5000, 20);
+    const index_t many = 300007;  // more than the clipping grid covers in one sweep
+    auto g = random<T>(many, 20);
     DeviceVector<T> gg(g);
-    const double norm = cpu::clip_grad_norm(g.data(), 5000, 1.0);
-    const double gnorm = gpu::clip_grad_norm(gg.get(), 5000, 1.0, nullptr);
+    const double norm = cpu::clip_grad_norm(g.data(), many, 1.0);
+    const double gnorm = gpu::clip_grad_norm(gg.get(), many, 1.0, nullptr);
     CHECK(gnorm == doctest::Approx(norm).epsilon(tolerance<T>()));
     check_close("clipped gradients", g, gg.host());
 }

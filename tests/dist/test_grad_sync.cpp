@@ -12,7 +12,7 @@ TEST_CASE("gradient buckets are averaged during 'backward' and all of them by fi
         auto ok = testing::run_ranks(3, 256, 10s, [&](dist::ShmBackend& b) {
             const std::int64_t n = 301;
             std::vector<float> grads(n);
-            dist::GradientSync sync(b, grads.data(), n, bucket);
+            dist::GradientSync sync(b, grads.data(), DType::f32, n, bucket);
             bool good = true;
             for (int step = 0; step < 3; ++step) {
                 for (std::int64_t i = 0; i < n; ++i) grads[i] = static_cast<float>(3 * (b.rank() + step) + i % 5);

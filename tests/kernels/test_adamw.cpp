@@ -5,9 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace k = levers::kernels::cpu;
+namespace kernels = levers::kernels;
+using levers::Error;
 using levers::kernels::AdamWHyper;
 
 TEST_CASE("AdamW's first step moves each weight by lr against the gradient's sign") {
@@ -54,4 +58,36 @@ TEST_CASE("global gradient-norm clipping") {
     CHECK(g[0] == doctest::Approx(0.6));
     CHECK(g[1] == doctest::Approx(0.8));
     CHECK(k::grad_norm(g.data(), 2) == doctest::Approx(1.0));
+}
+
+TEST_CASE("AdamW chunks for the one-launch card update cover every element once, never crossing a tensor") {
+    // A GPT-like layout: a big matrix, a bias, a tensor of exactly one chunk, an empty one, a small one.
+    const std::vector<std::pair<std::int64_t, bool>> tensors = {
+        {3 * kernels::kAdamWChunk + 17, true}, {768, false}, {kernels::kAdamWChunk, true}, {0, true}, {5, false}};
+    std::vector<kernels::AdamWChunk> chunks;
+    std::int64_t start = 0;
+    for (const auto& [n, decay] : tensors) {
+        kernels::append_adamw_chunks(chunks, start, n, decay);
+        start += n;
+    }
+    CHECK(chunks.size() == 4 + 1 + 1 + 0 + 1);
+    std::int64_t next = 0;
+    std::size_t k = 0;
+    start = 0;
+    for (const auto& [n, decay] : tensors) {
+        for (std::int64_t done = 0; done < n; ++k) {
+            REQUIRE(k < chunks.size());
+            CHECK(chunks[k].start == next);  // contiguous: nothing skipped, nothing twice
+            CHECK(chunks[k].count >= 1);
+            CHECK(chunks[k].count <= kernels::kAdamWChunk);
+            CHECK(chunks[k].decay == (decay ? 1 : 0));
+            CHECK(chunks[k].start + chunks[k].count <= start + n);  // inside its tensor
+            next += chunks[k].count;
+            done += chunks[k].count;
+        }
+        start += n;
+    }
+    CHECK(k == chunks.size());
+    CHECK(next == start);
+    CHECK_THROWS_AS(kernels::append_adamw_chunks(chunks, -1, 4, true), Error);
 }

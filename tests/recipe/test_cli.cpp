@@ -113,6 +113,18 @@ TEST_CASE("--device: auto falls back to the CPU without a card; cuda without one
     CHECK(fallback.output.find("CPU process") != std::string::npos);
 }
 
+TEST_CASE("--precision bf16 is refused on the CPU, naming the device and what would run") {
+    auto r = recipe(std::string("run classify --device cpu --precision bf16 --set steps=2"));
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find("--precision bf16 computes on cards only, and this run's device is cpu") !=
+                      std::string::npos,
+                  r.output);
+    CHECK(r.output.find("run directory") == std::string::npos);  // refused before anything was made
+    auto bad = recipe("run classify --precision fp8");
+    CHECK(bad.code == 2);
+    CHECK(bad.output.find("--precision") != std::string::npos);
+}
+
 TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON on the last line") {
     auto r = recipe(std::string("run pretrain ") + kTinyGpt);
     REQUIRE(r.code == 0);

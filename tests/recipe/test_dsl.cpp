@@ -2,6 +2,7 @@
 // .early_stop/.finish, and what build() refuses.
 #include "framework/core/error.hpp"
 #include "framework/dist/context.hpp"
+#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/mlp.hpp"
 
@@ -131,5 +132,50 @@ TEST_CASE("on a card, a model type without to_device is refused by name before t
                          doctest::Contains("recipe 'cpu_only' cannot run on cuda:0: its model type has no "
                                            "to_device(Device)"),
                          Error);
+    dist::leave();
+}
+
+TEST_CASE("--precision reaches the model's to_device, and a model that takes no dtype is refused bf16 by name") {
+    struct Moves {
+        ParamSet<float> p;
+        DType* seen;
+        explicit Moves(DType* s) : seen(s) {
+            p.add("w", {2}, true);
+            p.allocate();
+        }
+        ParamSet<float>& params() { return p; }
+        void to_device(Device, DType compute) { *seen = compute; }  // stays on the CPU: enough to see the call
+    };
+    struct F32Only {
+        ParamSet<float> p;
+        F32Only() {
+            p.add("w", {2}, true);
+            p.allocate();
+        }
+        ParamSet<float>& params() { return p; }
+        void to_device(Device) {}
+    };
+    static DType seen = DType::f32;
+    Plan takes_dtype = recipe("takes_dtype")
+                           .param("steps", 1L, "steps")
+                           .param("lr", 0.01, "learning rate")
+                           .model([](const Config&) { return std::make_unique<Moves>(&seen); })
+                           .data([](const Config&) { return 0; })
+                           .step([](Moves&, int&, const StepInfo&) { return MicroResult{}; });
+    Plan f32_only = recipe("f32_only")
+                        .param("steps", 1L, "steps")
+                        .param("lr", 0.01, "learning rate")
+                        .model([](const Config&) { return std::make_unique<F32Only>(); })
+                        .data([](const Config&) { return 0; })
+                        .step([](F32Only&, int&, const StepInfo&) { return MicroResult{}; });
+    dist::join({.device = Device::cuda(0)}, nullptr);
+    set_compute_dtype(DType::bf16);
+    takes_dtype.run(takes_dtype.defaults());
+    CHECK(seen == DType::bf16);
+    CHECK_THROWS_WITH_AS(f32_only.run(f32_only.defaults()),
+                         doctest::Contains("recipe 'f32_only' cannot compute in bf16: its model type's "
+                                           "to_device(Device) takes no dtype"),
+                         Error);
+    set_compute_dtype(DType::f32);
     dist::leave();
 }

@@ -1,0 +1,88 @@
+// What the kernel files share: loading storage types into their accumulator
+// type and back, and reductions over a warp and over a block. Reductions run
+// in a fixed tree order, so a result never depends on timing.
+#pragma once
+
+#include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/ops.hpp"
+
+namespace levers::kernels::cuda {
+
+__device__ inline float load(bf16 x) { return __bfloat162float(x); }
+__device__ inline float load(float x) { return x; }
+__device__ inline double load(double x) { return x; }
+
+template <class S> __device__ S store(acc_t<S> x) {
+    if constexpr (sizeof(S) == 2)
+        return __float2bfloat16_rn(x);
+    else
+        return x;
+}
+
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+// Every lane of a full warp must call these; every lane gets the result.
+template <class T> __device__ T warp_sum(T value) {
+    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(kFullWarp, value, offset);
+    return value;
+}
+template <class T> __device__ T warp_max(T value) {
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(kFullWarp, value, offset);
+        value = other > value ? other : value;
+    }
+    return value;
+}
+
+// The sum (or max) of one value per thread over a block of `kThreads`
+// threads (a power of two, the block's size) by a tree in shared memory.
+// Every thread of the block must call it; every thread gets the result.
+template <int kThreads, bool kMax = false, class T> __device__ T block_reduce(T value) {
+    __shared__ T partial[kThreads];
+    __syncthreads();  // an earlier call's readers are done with `partial`
+    partial[threadIdx.x] = value;
+    __syncthreads();
+    for (int half = kThreads / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            const T other = partial[threadIdx.x + half];
+            if constexpr (kMax)
+                partial[threadIdx.x] = other > partial[threadIdx.x] ? other : partial[threadIdx.x];
+            else
+                partial[threadIdx.x] += other;
+        }
+        __syncthreads();
+    }
+    return partial[0];
+}
+template <int kThreads, class T> __device__ T block_sum(T value) { return block_reduce<kThreads, false>(value); }
+template <int kThreads, class T> __device__ T block_max(T value) { return block_reduce<kThreads, true>(value); }
+
+// Scratch memory for one op from CUDA's stream-ordered pool: allocated on
+// `stream` and freed on it after the op's kernels, whatever stream the caller
+// uses (the arena of framework/core/device_memory orders reuse on the compute
+// stream only).
+template <class T> class Scratch {
+public:
+    Scratch(std::size_t n, cudaStream_t stream) : stream_(stream) {
+        LEVERS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data_), n * sizeof(T) + 1, stream));
+    }
+    ~Scratch() { cudaFreeAsync(data_, stream_); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    T* get() const { return data_; }
+
+private:
+    T* data_ = nullptr;
+    cudaStream_t stream_;
+};
+
+// Launches, then checks the launch (a bad configuration fails here, naming the call site).
+#define LEVERS_LAUNCH(...)                            \
+    do {                                              \
+        __VA_ARGS__;                                  \
+        LEVERS_CUDA_CHECK(cudaGetLastError());        \
+    } while (0)
+
+inline unsigned blocks_for(index_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+}  // namespace levers::kernels::cuda

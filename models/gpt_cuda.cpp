@@ -32,7 +32,8 @@ public:
     }
     void refresh() const {
         if constexpr (!std::is_same_v<S, float>)
-            if (set_) cu::convert(reinterpret_cast<S*>(copy_.get()), set_->params().data<float>(), set_->size(), stream());
+            if (set_)
+                cu::convert(reinterpret_cast<S*>(copy_.get()), set_->params().data<float>(), set_->size(), stream());
     }
     S* at(int id) const {
         if constexpr (std::is_same_v<S, float>)
@@ -237,10 +238,9 @@ template <class S> void GptCuda<S>::backward() {
                                C, s);
         cu::residual_forward(d_res_, d_res_, d_b_, BT * C, s);
         // Layers l.. (and ln_f) are done; wte, first in the buffer, waits for the embedding.
-        if (frozen)
-            lora_.params->grads_final_from(lora_.params->entries()[static_cast<std::size_t>(lora_.ids[l][QKV_A])].offset);
-        else
-            params_.grads_final_from(params_.entries()[static_cast<std::size_t>(id[LN1_W])].offset);
+        const auto& finals = frozen ? *lora_.params : params_;
+        const int first = frozen ? lora_.ids[l][QKV_A] : id[LN1_W];
+        finals.grads_final_from(finals.entries()[static_cast<std::size_t>(first)].offset);
     }
     if (!frozen) cu::embedding_backward(G(wte_), G(wpe_), d_res_, tokens_, B, Tm, C, s);
 }

@@ -3,6 +3,7 @@
 #include "framework/bench/bench_output.hpp"
 #include "framework/bench/child_run.hpp"
 #include "framework/core/error.hpp"
+#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/sweep.hpp"
 
 #include <fmt/format.h>
@@ -36,6 +37,7 @@ int bench_shapes(const ShapesFlags& f) {
     for (int c = 0; c < f.cells; ++c) o.cells.push_back({{"seed", std::to_string(c + 1)}});
     o.sets = common;
     o.program = fs::read_symlink("/proc/self/exe").string();
+    o.device = resolve_device("auto", 1);  // where `recipe run` puts the single cell
     o.dir = dir / "sweep";
     fs::create_directories(o.dir);
     const auto t0 = std::chrono::steady_clock::now();

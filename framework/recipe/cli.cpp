@@ -3,6 +3,7 @@
 #include "framework/bench/bench_cli.hpp"
 #include "framework/core/error.hpp"
 #include "framework/launch/card_ledger.hpp"
+#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/plot.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/recipe/run_command.hpp"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 namespace levers {
@@ -59,7 +61,7 @@ int show_recipe(const std::string& name) {
 }
 
 struct SweepFlags {
-    std::string name, cells_file, out;
+    std::string name, cells_file, out, device = "auto", precision = "f32";
     std::vector<std::string> grids, sets;
     int gpus_per_cell = 1, max_parallel = 0;
     double timeout_s = 120;
@@ -84,8 +86,12 @@ int sweep_recipe(const SweepFlags& f) {
         }
     }
     load_workspace().check(f.gpus_per_cell);
+    const std::string device = resolve_device(f.device, f.gpus_per_cell);
+    resolve_precision(f.precision, device);  // refused here, not once per cell
 
     SweepOptions o;
+    o.device = device;
+    o.precision = f.precision;
     o.recipe = r.name();
     o.cells = std::move(cells);
     o.sets = f.sets;
@@ -151,6 +157,12 @@ int workspace_command(const std::vector<std::string>& words) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // The card ledger counts cards in PCI order (nvidia-smi's); CUDA numbers
+    // them fastest first unless told otherwise, so on a node of mixed cards
+    // CUDA_VISIBLE_DEVICES would name other cards than the ledger handed out.
+    // Set before any CUDA call, inherited by ranks and sweep cells; a value
+    // the user set wins.
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
     CLI::App app("levers: train neural networks on 1 to 8 cards from C++, with recipes written in C++.", "recipe");
     app.set_version_flag("--version", kVersion);
     app.require_subcommand(1);
@@ -197,6 +209,10 @@ int main(int argc, char** argv) {
     sweep->add_option("--max-parallel", sweep_flags.max_parallel, "cells at once at most (default 0: as cards allow)");
     sweep->add_option("--out", sweep_flags.out, "sweep directory (default: runs/NAME/sweep-<date-time>)");
     sweep->add_option("--timeout", sweep_flags.timeout_s, "each cell's collective timeout in seconds");
+    sweep->add_option("--device", sweep_flags.device, "where every cell computes: auto, cpu or cuda")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    sweep->add_option("--precision", sweep_flags.precision, "every cell's: f32, or bf16 on cards")
+        ->check(CLI::IsMember({"f32", "bf16"}));
     sweep->add_flag("--no-wait", sweep_flags.no_wait, "fail if no card is free instead of queueing");
     sweep->footer("\nExamples:\n  recipe sweep classify --grid lr=1e-3,3e-3 --grid seed=1,2,3\n"
                   "  recipe sweep fine_tune --cells cells.json --max-parallel 2");

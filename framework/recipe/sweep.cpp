@@ -3,6 +3,7 @@
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/read_file.hpp"
+#include "framework/dist/context.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/launch/child_setup.hpp"
 #include "framework/recipe/device_choice.hpp"
@@ -99,9 +100,9 @@ std::string describe_cell(const Cell& c) {
 class SweepRunner {
 public:
     explicit SweepRunner(const SweepOptions& o)
-        // Cells run where `recipe run` would put them by default: on the cards, where there are any.
+        // Cells take cards where they compute on cards, else CPU slots.
         : o_(o),
-          ledger_(launch::CardLedger::for_node(resolve_device("auto", 1) == "cuda" ? node_gpu_count() : 0)),
+          ledger_(launch::CardLedger::for_node(o.device == "cuda" ? node_gpu_count() : 0)),
           timer_(io_), signals_(io_, SIGINT, SIGTERM) {
         outcomes_.resize(o.cells.size());
         for (std::size_t i = 0; i < o.cells.size(); ++i) {
@@ -172,8 +173,9 @@ private:
 
     void start(std::size_t i, launch::CardLease lease) {
         CellOutcome& out = outcomes_[i];
-        std::vector<std::string> args = {"run", o_.recipe, "--gpus", std::to_string(o_.gpus_per_cell), "--out",
-                                         out.dir.string(), "--timeout", fmt::format("{}", o_.timeout_s)};
+        std::vector<std::string> args = {"run",      o_.recipe,        "--gpus",      std::to_string(o_.gpus_per_cell),
+                                         "--out",    out.dir.string(), "--timeout",   fmt::format("{}", o_.timeout_s),
+                                         "--device", o_.device,        "--precision", o_.precision};
         const int threads = std::max<int>(1, static_cast<int>(lease.cards().size()) / o_.gpus_per_cell);
         if (ledger_.kind() == "cpu") args.insert(args.end(), {"--threads", std::to_string(threads)});
         for (const auto& s : o_.sets) args.insert(args.end(), {"--set", s});
@@ -288,6 +290,8 @@ std::vector<Result> Plan::map(const std::vector<Cell>& cells, const Cell& every_
     o.cells = cells;
     for (const auto& [k, v] : every_cell) o.sets.push_back(k + "=" + v);
     o.program = fs::read_symlink("/proc/self/exe").string();
+    o.device = dist::device().is_cpu() ? "cpu" : "cuda";  // the cells compute where this job does
+    o.precision = std::string(name_of(compute_dtype()));
     const fs::path here = run_dir();
     o.dir = here.empty() ? make_run_dir(name(), "", "map-")
                          : here / fmt::format("map-{}{}", name(), ++calls == 1 ? "" : fmt::format("-{}", calls));

@@ -34,6 +34,8 @@ struct SweepOptions {
     std::filesystem::path dir;     // the sweep's run directory
     std::string program;           // the binary that runs a cell (this one)
     double timeout_s = 120;        // each cell's collective timeout
+    std::string device = "cpu";    // resolved: cpu or cuda, for every cell
+    std::string precision = "f32";
     bool wait = true;              // false: fail when no card is free to start
 };
 

@@ -23,7 +23,8 @@ __global__ void embedding_forward_kernel(S* out, const std::int32_t* tokens, con
 }
 
 // d_wpe[t, ch] += Σ_b d_out[b, t, ch].
-template <class S> __global__ void position_grad_kernel(S* d_wpe, const S* d_out, index_t batch, index_t time, index_t c) {
+template <class S>
+__global__ void position_grad_kernel(S* d_wpe, const S* d_out, index_t batch, index_t time, index_t c) {
     const index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
     if (i >= time * c) return;
     acc_t<S> s = 0;

@@ -36,7 +36,8 @@ struct Layout {
     cublasLtMatrixLayout_t l = nullptr;
     Layout(cudaDataType t, index_t rows, index_t cols, index_t ld) {
         LEVERS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows),
-                                                       static_cast<std::uint64_t>(cols), static_cast<std::int64_t>(ld)));
+                                                       static_cast<std::uint64_t>(cols),
+                                                       static_cast<std::int64_t>(ld)));
     }
     ~Layout() { cublasLtMatrixLayoutDestroy(l); }
 };

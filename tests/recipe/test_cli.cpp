@@ -123,6 +123,11 @@ TEST_CASE("--precision bf16 is refused on the CPU, naming the device and what wo
     auto bad = recipe("run classify --precision fp8");
     CHECK(bad.code == 2);
     CHECK(bad.output.find("--precision") != std::string::npos);
+    // A sweep refuses it once, before any cell starts.
+    auto sweep = recipe("sweep classify --grid lr=0.01,0.02 --device cpu --precision bf16");
+    CHECK(sweep.code == 2);
+    CHECK_MESSAGE(sweep.output.find("--precision bf16 computes on cards only") != std::string::npos, sweep.output);
+    CHECK(sweep.output.find("cell 00 started") == std::string::npos);
 }
 
 TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON on the last line") {

@@ -1,0 +1,46 @@
+// AdamW on the card in one launch over a whole flat parameter buffer: one
+// block per chunk of the chunk table, the CPU's per-element maths.
+#include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/device_math.cuh"
+
+#include <cmath>
+
+namespace levers::kernels::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// One block per chunk; the chunk's decay flag picks the weight decay.
+template <class T, class G>
+__global__ void adamw_kernel(T* param, T* m, T* v, const G* grad, const AdamWChunk* chunks, T lr, T beta1, T beta2,
+                             T eps, T wd, T bc1, T bc2) {
+    const AdamWChunk chunk = chunks[blockIdx.x];
+    const T decay = chunk.decay ? wd : T(0);
+    for (int k = threadIdx.x; k < chunk.count; k += blockDim.x) {
+        const std::int64_t i = chunk.start + k;
+        adamw_element(param[i], m[i], v[i], static_cast<T>(load(grad[i])), lr, beta1, beta2, eps, decay, bc1, bc2);
+    }
+}
+
+}  // namespace
+
+template <class T, class G>
+void adamw_step(T* param, T* m, T* v, const G* grad, const AdamWChunk* chunks, index_t n_chunks, const AdamWHyper& h,
+                long step, cudaStream_t stream) {
+    if (n_chunks <= 0) return;
+    // The bias corrections in double, as the CPU step computes them, then in T.
+    const double bc1 = 1.0 - std::pow(h.beta1, static_cast<double>(step));
+    const double bc2 = 1.0 - std::pow(h.beta2, static_cast<double>(step));
+    LEVERS_LAUNCH(adamw_kernel<<<static_cast<unsigned>(n_chunks), kThreads, 0, stream>>>(
+            param, m, v, grad, chunks, T(h.lr), T(h.beta1), T(h.beta2), T(h.eps), T(h.weight_decay), T(bc1), T(bc2)));
+}
+
+#define LEVERS_ADAMW(T, G)                                                                                        \
+    template void adamw_step<T, G>(T*, T*, T*, const G*, const AdamWChunk*, index_t, const AdamWHyper&, long, \
+                                   cudaStream_t);
+LEVERS_ADAMW(float, float)
+LEVERS_ADAMW(float, bf16)
+LEVERS_ADAMW(double, double)
+
+}  // namespace levers::kernels::cuda

@@ -124,8 +124,12 @@ template <class T> void Gpt<T>::ensure_activations(std::int64_t batch, std::int6
 }
 
 template <class T> void Gpt<T>::to_device(Device device, DType compute) {
-    LEVERS_CHECK(!device.is_cpu() || compute == dtype_of<T>(), "a GPT computes in {} on the CPU; bf16 needs a card",
-                 name_of(dtype_of<T>()));
+    if (device.is_cpu()) {  // where every GPT starts: nothing moves
+        LEVERS_CHECK(params_.device().is_cpu() && compute != DType::bf16,
+                     "a GPT computes in {} on the CPU (bf16 needs a card) and cannot move back from {}",
+                     name_of(dtype_of<T>()), params_.device().str());
+        return;
+    }
     if (device == params_.device()) {
         LEVERS_CHECK(compute == compute_, "a GPT on {} computes in {}; it cannot switch to {}", device.str(),
                      name_of(compute_), name_of(compute));

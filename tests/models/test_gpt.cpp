@@ -87,3 +87,14 @@ TEST_CASE("GPT with LoRA: adapter gradients match finite differences, the base s
     models::Gpt<double> other(tiny(), 1);
     CHECK_THROWS_WITH_AS(other.enable_lora(0, 4.0, 1), doctest::Contains("lora rank must be in 1..n_embd"), Error);
 }
+
+TEST_CASE("GPT: to_device on the CPU keeps it there; bf16 there is refused, naming what would work") {
+    models::GptConfig config{.vocab_size = 11, .block_size = 4, .n_layer = 1, .n_head = 1, .n_embd = 4};
+    models::Gpt<double> g64(config, 1);
+    g64.to_device(Device::cpu());  // the default compute dtype is the card's f32: nothing moves on the CPU
+    CHECK(g64.device().is_cpu());
+    models::Gpt<float> g32(config, 1);
+    CHECK_THROWS_WITH_AS(g32.to_device(Device::cpu(), DType::bf16), doctest::Contains("bf16 needs a card"), Error);
+    CHECK(g32.device().is_cpu());
+    CHECK(g32.compute_dtype() == DType::f32);
+}

@@ -4,8 +4,10 @@
 // torchrun; under torchrun, whose agent serves its own store on MASTER_PORT,
 // the port after it; LEVERS_STORE_PORT overrides), rank 0 creates the shared-memory
 // segment and publishes its name, every rank maps it, and collectives then go
-// through shared memory. All ranks must share this node; a job across nodes
-// on CPU ranks is refused (it needs a network backend levers does not have).
+// through shared memory. A job across nodes needs cards: its ranks join one
+// NCCL communicator through the store, which then carries the gradients and,
+// staged through the card, the host collectives too; on CPU ranks it is
+// refused (that needs a network backend levers does not have).
 #pragma once
 
 #include "framework/dist/shm_backend.hpp"
@@ -14,17 +16,23 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 namespace levers::launch {
 
 struct JoinedGroup {
-    dist::ShmSegment segment;
-    std::unique_ptr<dist::ShmBackend> backend;
+    std::optional<dist::ShmSegment> segment;  // one node: the ranks' shared memory
+    std::unique_ptr<dist::Backend> backend;   // host-memory collectives
+    // Across nodes: the NCCL group (`backend` is staged through it). One node:
+    // none yet; the caller makes it from the shared-memory store if it needs one.
+    std::unique_ptr<dist::Backend> card_backend;
 };
 
-// Collective over the external job's ranks. The segment's name is removed as
-// soon as every rank has mapped it, so nothing is left behind however the job ends.
-// A job token in LEVERS_JOB_TOKEN keeps ranks of other jobs out of the store.
-JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout);
+// Collective over the external job's ranks. `card`: the CUDA runtime index
+// this rank computes on, or -1 for the CPU (then all ranks must share a
+// node). The segment's name is removed as soon as every rank has mapped it,
+// so nothing is left behind however the job ends. A job token in
+// LEVERS_JOB_TOKEN keeps ranks of other jobs out of the store.
+JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout, int card = -1);
 
 }  // namespace levers::launch

@@ -94,10 +94,13 @@ void write_config(const fs::path& dir, const Plan& r, const Config& cfg, int ran
 
 // The group for collectives on card memory: NCCL, its id passed through the
 // host group's store.
-std::unique_ptr<dist::Backend> card_group(dist::ShmBackend& host, const launch::RankEnv& env, int card,
+std::unique_ptr<dist::Backend> card_group(dist::Backend& host_group, const launch::RankEnv& env, int card,
                                           std::chrono::milliseconds timeout) {
+    auto* host = dynamic_cast<dist::ShmBackend*>(&host_group);
+    LEVERS_CHECK(host, "card {}: the NCCL id travels through the shared-memory store, and this job's group is {}", card,
+                 host_group.name());
 #if defined(LEVERS_CUDA)
-    auto store = host.store();
+    auto store = host->store();
     const dist::StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
                                    [&](const std::string& k) { return store.get(k); }};
     return std::make_unique<dist::NcclBackend>(env.rank, env.world_size, card, access, timeout);
@@ -108,15 +111,15 @@ std::unique_ptr<dist::Backend> card_group(dist::ShmBackend& host, const launch::
 }
 
 // Runs the recipe as one rank of `group` (none: a world of one) on `device`
-// with `threads` CPU threads; `publish` receives rank 0's result.
-int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::ShmBackend> group,
-                 Device device, std::chrono::milliseconds timeout, int threads,
+// with `threads` CPU threads; `publish` receives rank 0's result. On a card
+// the NCCL group is `cards`, or made here from `group`'s store.
+int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::Backend> group,
+                 std::unique_ptr<dist::Backend> cards, Device device, std::chrono::milliseconds timeout, int threads,
                  const std::function<void(const Result&)>& publish) {
     try {
-        std::unique_ptr<dist::Backend> cards;
         if (!device.is_cpu()) {
             use_gpu(device.index);  // before any other CUDA call of this rank: no stray context on card 0
-            if (group) cards = card_group(*group, env, device.index, timeout);
+            if (group && !cards) cards = card_group(*group, env, device.index, timeout);
         }
         dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size, device}, std::move(group),
                    std::move(cards));
@@ -157,7 +160,8 @@ int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv
         return 1;
     }
     const Device device = env.device == "cuda" ? Device::cuda(env.local_rank) : Device::cpu();
-    return run_in_group(r, cfg, env, std::move(group), device, collective_timeout(env, timeout_s), rank_threads(env),
+    return run_in_group(r, cfg, env, std::move(group), nullptr, device, collective_timeout(env, timeout_s),
+                        rank_threads(env),
                         [&](const Result& result) {
                             launch::JobSegment::write_result(segment->data(), result_text(result));
                         });
@@ -169,9 +173,13 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
                          int argc, char** argv) {
     const std::string device_kind = resolve_device(flags.device, env.local_world_size);
     set_compute_dtype(resolve_precision(flags.precision, device_kind));
+    // Each rank computes on the card of its local rank, as under torchrun.
+    const Device device = device_kind == "cuda" ? Device::cuda(env.local_rank) : Device::cpu();
     std::optional<launch::JoinedGroup> joined;
     try {
-        joined = launch::join_external(env, collective_timeout(env, flags.timeout_s));
+        if (!device.is_cpu()) use_gpu(device.index);  // before the NCCL group a job across nodes makes
+        joined = launch::join_external(env, collective_timeout(env, flags.timeout_s),
+                                       device.is_cpu() ? -1 : device.index);
     } catch (const std::exception& e) {
         fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
         return 1;
@@ -190,10 +198,8 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
     joined->backend->broadcast(path.data(), path.size(), 0);
     set_run_dir(path.data());
     OutputTee tee(run_dir() / fmt::format("rank{}.log", env.rank));
-    // Each rank computes on the card of its local rank, as under torchrun.
-    const Device device = device_kind == "cuda" ? Device::cuda(env.local_rank) : Device::cpu();
-    return run_in_group(r, cfg, env, std::move(joined->backend), device, collective_timeout(env, flags.timeout_s),
-                        rank_threads(env), [&](const Result& result) {
+    return run_in_group(r, cfg, env, std::move(joined->backend), std::move(joined->card_backend), device,
+                        collective_timeout(env, flags.timeout_s), rank_threads(env), [&](const Result& result) {
                             write_json_file(run_dir() / "result.json", result);
                             print_result(result);
                         });
@@ -286,7 +292,7 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     if (gpus == 1) {
         OutputTee tee(dir / "rank0.log");
         const Device in_place = cuda ? Device::cuda(runtime_index(cards[0])) : Device::cpu();
-        return run_in_group(r, cfg, env, nullptr, in_place, std::chrono::milliseconds(0), threads, publish);
+        return run_in_group(r, cfg, env, nullptr, nullptr, in_place, std::chrono::milliseconds(0), threads, publish);
     }
     launch::LaunchOptions options;
     options.program = fs::read_symlink("/proc/self/exe").string();

@@ -238,7 +238,8 @@ TEST_CASE("an external launch that levers cannot join says why") {
     const Case cases[] = {
         {{"RANK=0", "WORLD_SIZE=2", "MASTER_PORT=0"}, "MASTER_PORT='0' must be an integer >= 1"},
         {{"RANK=0", "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29999"},
-         "this job spans nodes (4 ranks, 2 on this node)"},
+         "this job spans nodes (4 ranks, 2 on this node); CPU ranks across nodes are not supported yet: run it on "
+         "cards (--device cuda)"},
         {{"RANK=2", "WORLD_SIZE=2"}, "RANK=2 must be below WORLD_SIZE=2"},
         {{"SLURM_PROCID=0", "SLURM_NTASKS=x"}, "SLURM_NTASKS='x' must be an integer"},
     };

@@ -197,6 +197,7 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
     }
     joined->backend->broadcast(path.data(), path.size(), 0);
     set_run_dir(path.data());
+    fs::create_directories(run_dir());  // on another node's disk it is not there yet
     OutputTee tee(run_dir() / fmt::format("rank{}.log", env.rank));
     return run_in_group(r, cfg, env, std::move(joined->backend), std::move(joined->card_backend), device,
                         collective_timeout(env, flags.timeout_s), rank_threads(env), [&](const Result& result) {

@@ -8,6 +8,7 @@
 #include "framework/core/device_memory.hpp"
 #include "framework/train/optimizer.hpp"
 #include "framework/train/param_kernels.hpp"
+#include "kernels/cuda/ops.hpp"
 #include "models/gpt.hpp"
 
 #include <cuda_runtime.h>
@@ -17,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 namespace {
 // Dense peak FLOP/s per card by name (SXM parts; f32 without tensor cores,
@@ -88,6 +91,11 @@ int main(int argc, char** argv) {
                           {"flops_per_token", flops_per_token}};
     if (peak > 0) out["mfu"] = flops_per_token * tokens_per_s / peak;
     out["activation_gib"] = static_cast<double>(model.activation_bytes()) / (1 << 30);
+    const char* fused = std::getenv("LEVERS_FUSED_ATTENTION");
+    out["attention"] = precision == "bf16" && levers::kernels::cuda::attention_fused_supported(embd, heads) &&
+                               !(fused && std::string(fused) == "0")
+                           ? "fused"
+                           : "cublas";
     fmt::print("{}\n", out.dump());
     return 0;
 }

@@ -6,8 +6,9 @@
 #
 #   bash bench/gpu_check.sh
 #
-# Then GPT-2 124M training throughput on one card in bf16, the target (and
-# f32): tokens/s and MFU against the card's dense peak, next to PyTorch eager
+# Then GPT-2 124M training throughput on one card in bf16, the target (with
+# the fused attention kernel and without), and f32: tokens/s and MFU against
+# the card's dense peak, next to PyTorch eager
 # (autocast bf16; its explicit attention as levers computes it, and its fused
 # scaled_dot_product_attention) where /usr/bin/python3 has PyTorch with CUDA.
 set -euo pipefail
@@ -53,8 +54,13 @@ has_torch=0
 for precision in bf16 f32; do
     levers_json=$("$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision "$precision") || { echo "gpu_check: bench_gpt_cuda --precision $precision FAILED"; status=1; continue; }
     echo "levers $precision: $levers_json"
+    if [ "$precision" = bf16 ]; then  # the same without the fused attention kernel, to see what it brings
+        echo "levers bf16, attention through cuBLAS: $(LEVERS_FUSED_ATTENTION=0 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision bf16)"
+    fi
     [ "$has_torch" -eq 1 ] || continue
-    for attention in explicit sdpa; do
+    attentions="explicit"
+    [ "$precision" = bf16 ] && attentions="explicit sdpa"
+    for attention in $attentions; do
         torch_json=$(/usr/bin/python3 "$root/bench/gpt_step.py" --device cuda --precision "$precision" --attention "$attention" "${gpt2[@]}")
         echo "pytorch $precision ($attention attention): $torch_json"
         echo "levers / PyTorch $precision ($attention attention) tokens/s: $(ratio "$levers_json" "$torch_json")"

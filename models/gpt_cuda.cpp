@@ -6,7 +6,9 @@
 #include "kernels/cuda/ops.hpp"
 
 #include <bit>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 namespace levers::models {
@@ -75,9 +77,13 @@ private:
     std::int64_t batch_ = 0, time_ = 0;
     bool has_targets_ = false;
     std::int32_t *tokens_ = nullptr, *targets_ = nullptr;
+    // bf16 with head size 64: attention without the [T, T] matrices (flash
+    // style), unless LEVERS_FUSED_ATTENTION=0 asks for the GEMM path.
+    bool fused_attention_ = false;
     struct Acts {
         S *ln1, *qkv, *att, *atty, *x_mid, *ln2, *fc, *fc_gelu, *x_out;
         A *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
+        float* att_lse;  // fused attention: each query row's log-sum-exp
         S *lora_u_qkv, *lora_u_proj;  // in · Aᵀ of each adapter (LoRA only)
     };
     std::vector<Acts> acts_;
@@ -98,6 +104,11 @@ GptCuda<S>::GptCuda(const GptConfig& config, ParamSet<float>& params, Lora lora)
             if (entries[i].name == name) return static_cast<int>(i);
         LEVERS_FAIL("GPT parameter '{}' is missing", name);
     };
+    if constexpr (std::is_same_v<S, cu::bf16>) {
+        const char* fused = std::getenv("LEVERS_FUSED_ATTENTION");
+        fused_attention_ =
+            cu::attention_fused_supported(config_.n_embd, config_.n_head) && !(fused && std::string(fused) == "0");
+    }
     wte_ = id_of("wte");
     wpe_ = id_of("wpe");
     lnf_w_ = id_of("ln_f.weight");
@@ -123,7 +134,8 @@ template <class S> void GptCuda<S>::ensure_activations(std::int64_t batch, std::
             a.ln1_mean = block.take<A>(BT);
             a.ln1_rstd = block.take<A>(BT);
             a.qkv = block.take<S>(BT * 3 * C);
-            a.att = block.take<S>(batch * H * time * time);
+            a.att = fused_attention_ ? nullptr : block.take<S>(batch * H * time * time);
+            a.att_lse = fused_attention_ ? block.take<float>(batch * H * time) : nullptr;
             a.atty = block.take<S>(BT * C);
             a.x_mid = block.take<S>(BT * C);
             a.ln2 = block.take<S>(BT * C);
@@ -181,7 +193,9 @@ float GptCuda<S>::forward(const std::int32_t* tokens, const std::int32_t* target
         if (lora_.rank)
             cu::lora_forward(a.qkv, a.lora_u_qkv, a.ln1, LP(l, QKV_A), LP(l, QKV_LB), BT, C, 3 * C, lora_.rank,
                              lora_.scale, s);
-        cu::attention_forward(a.atty, a.att, a.qkv, B, Tm, C, H, s);
+        if constexpr (std::is_same_v<S, cu::bf16>)
+            if (fused_attention_) cu::attention_fused_forward(a.atty, a.att_lse, a.qkv, B, Tm, C, H, s);
+        if (!fused_attention_) cu::attention_forward(a.atty, a.att, a.qkv, B, Tm, C, H, s);
         cu::linear_forward(a.x_mid, a.atty, P(id[PROJ_W]), P(id[PROJ_B]), BT, C, C, s);
         if (lora_.rank)
             cu::lora_forward(a.x_mid, a.lora_u_proj, a.atty, LP(l, PROJ_A), LP(l, PROJ_LB), BT, C, C, lora_.rank,
@@ -229,7 +243,9 @@ template <class S> void GptCuda<S>::backward() {
         if (frozen)
             cu::lora_backward(d_a_, LG(l, PROJ_A), LG(l, PROJ_LB), d_lora_u_, d_res_, a.atty, a.lora_u_proj,
                               LP(l, PROJ_A), LP(l, PROJ_LB), BT, C, C, lora_.rank, lora_.scale, s);
-        cu::attention_backward(d_qkv_, d_a_, a.att, a.qkv, B, Tm, C, H, s);
+        if constexpr (std::is_same_v<S, cu::bf16>)
+            if (fused_attention_) cu::attention_fused_backward(d_qkv_, d_a_, a.atty, a.att_lse, a.qkv, B, Tm, C, H, s);
+        if (!fused_attention_) cu::attention_backward(d_qkv_, d_a_, a.att, a.qkv, B, Tm, C, H, s);
         cu::linear_backward(d_a_, G(id[QKV_W]), G(id[QKV_B]), d_qkv_, a.ln1, P(id[QKV_W]), BT, C, 3 * C, s);
         if (frozen)
             cu::lora_backward(d_a_, LG(l, QKV_A), LG(l, QKV_LB), d_lora_u_, d_qkv_, a.ln1, a.lora_u_qkv, LP(l, QKV_A),

@@ -62,6 +62,16 @@ template <class S>
 void attention_backward(S* d_qkv, const S* d_y, const S* att, const S* qkv, index_t batch, index_t time,
                         index_t channels, index_t heads, cudaStream_t stream);
 
+// Causal attention without the [T, T] matrices (flash-style, tensor cores;
+// flash_attention.cu) for bf16 with head size 64, what the GPT computes in
+// bf16 where attention_fused_supported(). Forward saves each query row's
+// log-sum-exp in lse [batch·heads·time]; backward writes all of d_qkv.
+bool attention_fused_supported(index_t channels, index_t heads);
+void attention_fused_forward(bf16* y, float* lse, const bf16* qkv, index_t batch, index_t time, index_t channels,
+                             index_t heads, cudaStream_t stream);
+void attention_fused_backward(bf16* d_qkv, const bf16* d_y, const bf16* y, const float* lse, const bf16* qkv,
+                              index_t batch, index_t time, index_t channels, index_t heads, cudaStream_t stream);
+
 // Token ids are not checked on the card: callers validate them on the host.
 template <class S>
 void embedding_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, index_t batch, index_t time,

@@ -21,6 +21,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -196,6 +197,49 @@ TEST_CASE("bf16 CUDA linear, attention and embedding match the CPU's f32" * doct
     check_close("embedding d_wpe", dwpe, gdwpe.host());
 }
 
+TEST_CASE("bf16 fused (flash-style) attention matches the CPU's f32 attention, forward and backward" *
+          doctest::skip(kNoGpu)) {
+    struct Shape {
+        index_t batch, time;
+    };
+    // Tiles are 64 rows: one partial tile, one and a half tiles, a single position.
+    for (const Shape shape : {Shape{2, 17}, Shape{2, 100}, Shape{3, 1}}) {
+        const index_t batch = shape.batch, time = shape.time, channels = 128, heads = 2, d = 64;
+        CAPTURE(time);
+        REQUIRE(gpu::attention_fused_supported(channels, heads));
+        auto qkv = random(batch * time * 3 * channels, 40, 0.5), dy = random(batch * time * channels, 41);
+        std::vector<float> y(batch * time * channels), att(batch * heads * time * time), dqkv(qkv.size());
+        cpu::attention_forward(y.data(), att.data(), qkv.data(), batch, time, channels, heads);
+        cpu::attention_backward(dqkv.data(), dy.data(), att.data(), qkv.data(), batch, time, channels, heads);
+        // Each query row's log-sum-exp of its scaled causal scores, in double.
+        std::vector<float> lse(batch * heads * time);
+        for (index_t b = 0; b < batch; ++b)
+            for (index_t h = 0; h < heads; ++h)
+                for (index_t t = 0; t < time; ++t) {
+                    std::vector<double> scores;
+                    for (index_t k = 0; k <= t; ++k) {
+                        double dot = 0;
+                        for (index_t c = 0; c < d; ++c)
+                            dot += double(qkv[(b * time + t) * 3 * channels + h * d + c]) *
+                                   qkv[(b * time + k) * 3 * channels + channels + h * d + c];
+                        scores.push_back(dot / std::sqrt(double(d)));
+                    }
+                    const double m = *std::max_element(scores.begin(), scores.end());
+                    double sum = 0;
+                    for (double x : scores) sum += std::exp(x - m);
+                    lse[(b * heads + h) * time + t] = static_cast<float>(m + std::log(sum));
+                }
+        Bf16Vector gqkv(qkv), gdy(dy), gy(y.size()), gdqkv(qkv.size());
+        DeviceVector<float> glse(lse.size());
+        gpu::attention_fused_forward(gy.get(), glse.get(), gqkv.get(), batch, time, channels, heads, nullptr);
+        gpu::attention_fused_backward(gdqkv.get(), gdy.get(), gy.get(), glse.get(), gqkv.get(), batch, time, channels,
+                                      heads, nullptr);
+        check_close("fused attention y", y, gy.host());
+        check_close("fused attention log-sum-exp (f32)", lse, glse.host(), 1e-3);
+        check_close("fused attention d_qkv", dqkv, gdqkv.host());
+    }
+}
+
 TEST_CASE("AdamW steps f32 master weights from bf16 gradients" * doctest::skip(kNoGpu)) {
     const std::size_t n = 10007;
     auto p = random(n, 30), g = random(n, 31), m = random(n, 32, 0.1), v = random(n, 33, 0.1);
@@ -214,10 +258,10 @@ TEST_CASE("AdamW steps f32 master weights from bf16 gradients" * doctest::skip(k
     check_close("second moments", v, dv.host(), 1e-5);
 }
 
-TEST_CASE("the whole GPT in bf16 on the card follows the CPU's f32: loss, gradients, one AdamW step" *
-          doctest::skip(kNoGpu)) {
-    use_gpu(0);
-    models::GptConfig config{.vocab_size = 97, .block_size = 16, .n_layer = 2, .n_head = 4, .n_embd = 32};
+namespace {
+// One forward, backward and AdamW step of a GPT in bf16 on the card against
+// the same GPT in f32 on the CPU.
+void check_gpt_in_bf16(const models::GptConfig& config) {
     models::Gpt<float> cpu_model(config, 31), gpu_model(config, 31);
     gpu_model.to_device(Device::cuda(0), DType::bf16);
     CHECK(gpu_model.params().params().dtype() == DType::f32);  // the master weights
@@ -264,4 +308,16 @@ TEST_CASE("the whole GPT in bf16 on the card follows the CPU's f32: loss, gradie
     gpu_model.forward(tokens.data(), nullptr, 1, 16);
     check_close("GPT logits without targets", std::vector<float>(cpu_model.logits(), cpu_model.logits() + 16 * 97),
                 std::vector<float>(gpu_model.logits(), gpu_model.logits() + 16 * 97), 5e-2);
+}
+}  // namespace
+
+TEST_CASE("the whole GPT in bf16 on the card follows the CPU's f32: loss, gradients, one AdamW step" *
+          doctest::skip(kNoGpu)) {
+    use_gpu(0);
+    SUBCASE("head size 8: attention through cuBLAS") {
+        check_gpt_in_bf16({.vocab_size = 97, .block_size = 16, .n_layer = 2, .n_head = 4, .n_embd = 32});
+    }
+    SUBCASE("head size 64: the fused attention kernel") {
+        check_gpt_in_bf16({.vocab_size = 97, .block_size = 16, .n_layer = 1, .n_head = 2, .n_embd = 128});
+    }
 }

@@ -209,20 +209,39 @@ __device__ void load_row_terms(float* tile_lse, float* tile_dot, const float* ls
     }
 }
 
+// The backward kernels' shared memory: the key tile's K and V, the query
+// tile's Q and dO, this warp's two f32 blocks (scores or probabilities, and
+// dP) and bf16 operand block, and the query rows' log-sum-exp and dot.
+struct BackwardShared {
+    bf16 *k, *v, *q, *dout;
+    float *scores, *dp;
+    bf16* operand;
+    float *lse, *dot;
+    __device__ explicit BackwardShared(char* shared) {
+        Carve carve{shared};
+        k = carve.take<bf16>(kTile * kLdH);
+        v = carve.take<bf16>(kTile * kLdH);
+        q = carve.take<bf16>(kTile * kLdH);
+        dout = carve.take<bf16>(kTile * kLdH);
+        const int warp = threadIdx.x / 32;
+        scores = carve.take<float>(kWarps * 16 * kLdF) + warp * 16 * kLdF;
+        dp = carve.take<float>(kWarps * 16 * kLdF) + warp * 16 * kLdF;
+        operand = carve.take<bf16>(kWarps * 16 * kLdP) + warp * 16 * kLdP;
+        lse = carve.take<float>(kTile);
+        dot = carve.take<float>(kTile);
+    }
+};
+
 // One block per key tile: dV = Σ_q Pᵀ dO and dK = scale · Σ_q dSᵀ Q over the
 // query tiles at or after it.
 __global__ void __launch_bounds__(kThreads)
     backward_kv_kernel(bf16* d_qkv, const bf16* d_y, const float* lse, const float* dot, const bf16* qkv,
                        index_t time, index_t channels, index_t heads, float scale) {
     extern __shared__ __align__(128) char shared[];
-    Carve carve{shared};
-    bf16 *k = carve.take<bf16>(kTile * kLdH), *v = carve.take<bf16>(kTile * kLdH);
-    bf16 *q = carve.take<bf16>(kTile * kLdH), *dout = carve.take<bf16>(kTile * kLdH);
+    const BackwardShared m(shared);
+    bf16 *k = m.k, *v = m.v, *q = m.q, *dout = m.dout, *operand = m.operand;  // operand: Pᵀ, then dSᵀ
+    float *pt = m.scores, *dpt = m.dp, *tile_lse = m.lse, *tile_dot = m.dot;   // Pᵀ: this warp's keys x queries
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float* pt = carve.take<float>(kWarps * 16 * kLdF) + warp * 16 * kLdF;   // Pᵀ: this warp's keys x queries
-    float* dpt = carve.take<float>(kWarps * 16 * kLdF) + warp * 16 * kLdF;  // dPᵀ
-    bf16* operand = carve.take<bf16>(kWarps * 16 * kLdP) + warp * 16 * kLdP;  // Pᵀ, then dSᵀ, for the products
-    float *tile_lse = carve.take<float>(kTile), *tile_dot = carve.take<float>(kTile);
     const index_t bh = blockIdx.y, b = bh / heads, h = bh % heads, k0 = static_cast<index_t>(blockIdx.x) * kTile;
 
     load_tile(k, qkv, b, h, 1, k0, time, channels);
@@ -271,14 +290,10 @@ __global__ void __launch_bounds__(kThreads)
     backward_q_kernel(bf16* d_qkv, const bf16* d_y, const float* lse, const float* dot, const bf16* qkv,
                       index_t time, index_t channels, index_t heads, float scale) {
     extern __shared__ __align__(128) char shared[];
-    Carve carve{shared};
-    bf16 *q = carve.take<bf16>(kTile * kLdH), *dout = carve.take<bf16>(kTile * kLdH);
-    bf16 *k = carve.take<bf16>(kTile * kLdH), *v = carve.take<bf16>(kTile * kLdH);
+    const BackwardShared m(shared);
+    bf16 *q = m.q, *dout = m.dout, *k = m.k, *v = m.v, *ds = m.operand;
+    float *s = m.scores, *dp = m.dp, *tile_lse = m.lse, *tile_dot = m.dot;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float* s = carve.take<float>(kWarps * 16 * kLdF) + warp * 16 * kLdF;
-    float* dp = carve.take<float>(kWarps * 16 * kLdF) + warp * 16 * kLdF;
-    bf16* ds = carve.take<bf16>(kWarps * 16 * kLdP) + warp * 16 * kLdP;
-    float *tile_lse = carve.take<float>(kTile), *tile_dot = carve.take<float>(kTile);
     const index_t bh = blockIdx.y, b = bh / heads, h = bh % heads, q0 = static_cast<index_t>(blockIdx.x) * kTile;
 
     load_tile(q, qkv, b, h, 0, q0, time, channels);

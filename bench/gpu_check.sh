@@ -2,7 +2,7 @@
 # On a machine with an NVIDIA card: build levers with CUDA, run every GPU test
 # (each CUDA op against its CPU version in f32, f64 and bf16; the whole GPT in
 # f32 and bf16, LoRA, the MLP), train the shipped recipes on the card through
-# `recipe run --device cuda` (pretrain in bf16 too), and print a summary.
+# `recipe run --device cuda` (in f32 and bf16), and print a summary.
 #
 #   bash bench/gpu_check.sh
 #
@@ -35,7 +35,7 @@ fi
 runs=$(mktemp -d)
 trap 'rm -rf "$runs"' EXIT
 jobs=("pretrain --set steps=30 --set sample_tokens=40" "pretrain --set steps=30 --set sample_tokens=40 --precision bf16"
-      "classify --set steps=200")
+      "classify --set steps=200" "classify --set steps=200 --precision bf16")
 for i in "${!jobs[@]}"; do
     job=${jobs[$i]}
     if "$build/recipe" run $job --device cuda --out "$runs/$i" >"$runs/$i.out" 2>&1; then

@@ -4,8 +4,8 @@
 #include "framework/core/device_memory.hpp"
 #include "framework/core/error.hpp"
 #include "kernels/cuda/ops.hpp"
+#include "models/card_weights.hpp"
 
-#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -16,39 +16,12 @@ namespace levers::models {
 namespace cu = kernels::cuda;
 
 namespace {
-cudaStream_t stream() { return static_cast<cudaStream_t>(compute_stream()); }
 // The 12 parameter names of a block, in the CPU model's order.
 const char* kLayerParams[] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
                               "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
                               "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
 enum { LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC_W, FC_B, FCP_W, FCP_B };
 enum { QKV_A, QKV_LB, PROJ_A, PROJ_LB };  // a layer's LoRA ids, as Gpt keeps them
-
-// A ParamSet's weights as the compute type sees them: the f32 parameters
-// themselves, or a bf16 copy refreshed from them before each forward.
-template <class S> class Weights {
-public:
-    explicit Weights(ParamSet<float>* set) : set_(set) {
-        if constexpr (!std::is_same_v<S, float>)
-            if (set_) copy_ = device_alloc(static_cast<std::size_t>(set_->size()) * sizeof(S));
-    }
-    void refresh() const {
-        if constexpr (!std::is_same_v<S, float>)
-            if (set_)
-                cu::convert(reinterpret_cast<S*>(copy_.get()), set_->params().data<float>(), set_->size(), stream());
-    }
-    S* at(int id) const {
-        if constexpr (std::is_same_v<S, float>)
-            return set_->param(id);
-        else
-            return reinterpret_cast<S*>(copy_.get()) + set_->entries()[static_cast<std::size_t>(id)].offset;
-    }
-    S* grad(int id) const { return static_cast<S*>(set_->grad_raw(id)); }
-
-private:
-    ParamSet<float>* set_;
-    std::shared_ptr<std::byte> copy_;
-};
 
 template <class S> class GptCuda final : public GptCard {
 public:
@@ -69,7 +42,7 @@ private:
     GptConfig config_;
     ParamSet<float>& params_;
     Lora lora_;
-    Weights<S> weights_, lora_weights_;
+    CardWeights<S> weights_, lora_weights_;
     std::vector<std::vector<int>> layer_ids_;  // per layer: the 12 ids in the CPU order
     int wte_, wpe_, lnf_w_, lnf_b_;
 
@@ -174,7 +147,7 @@ float GptCuda<S>::forward(const std::int32_t* tokens, const std::int32_t* target
         LEVERS_CHECK(tokens[i] >= 0 && tokens[i] < config_.vocab_size, "token {} at {} is outside the vocabulary",
                      tokens[i], i);
     ensure_activations(batch, time);
-    const auto s = stream();
+    const auto s = card_stream();
     const std::int64_t B = batch, Tm = time, BT = B * Tm, C = config_.n_embd, H = config_.n_head,
                        V = config_.vocab_size;
     weights_.refresh();
@@ -219,7 +192,7 @@ float GptCuda<S>::forward(const std::int32_t* tokens, const std::int32_t* target
 template <class S> void GptCuda<S>::backward() {
     LEVERS_CHECK(batch_ > 0 && has_targets_, "GPT backward() needs a forward() with targets first");
     has_targets_ = false;  // the logits are overwritten by their gradient below
-    const auto s = stream();
+    const auto s = card_stream();
     const std::int64_t B = batch_, Tm = time_, BT = B * Tm, C = config_.n_embd, H = config_.n_head,
                        V = config_.vocab_size;
     S* d_logits = logits_;  // in place
@@ -262,16 +235,7 @@ template <class S> void GptCuda<S>::backward() {
 }
 
 template <class S> const float* GptCuda<S>::host_logits() const {
-    const std::size_t n = static_cast<std::size_t>(batch_ * time_ * config_.vocab_size);
-    host_logits_.resize(n);
-    if constexpr (std::is_same_v<S, float>) {
-        device_copy(host_logits_.data(), logits_, n * sizeof(float));
-    } else {
-        std::vector<std::uint16_t> bits(n);  // bf16 is the high half of an f32
-        device_copy(bits.data(), logits_, n * sizeof(std::uint16_t));
-        for (std::size_t i = 0; i < n; ++i)
-            host_logits_[i] = std::bit_cast<float>(static_cast<std::uint32_t>(bits[i]) << 16);
-    }
+    copy_to_host(host_logits_, logits_, static_cast<std::size_t>(batch_ * time_ * config_.vocab_size));
     return host_logits_.data();
 }
 

@@ -10,7 +10,7 @@
 
 namespace levers::models {
 
-class MlpCuda;
+class MlpCard;
 
 struct MlpConfig {
     int inputs = 784;
@@ -32,8 +32,10 @@ public:
     void backward();
 
     // Moves the parameters to `device`; on a card forward and backward run
-    // there (models/mlp_cuda) and params() holds card memory. f32 only.
-    void to_device(Device device);
+    // there (models/mlp_cuda) and params() holds card memory. Mlp<float>
+    // only. `compute` bf16: bf16 weights, activations and gradients, f32
+    // sums, the f32 parameters kept as master weights.
+    void to_device(Device device, DType compute = DType::f32);
     Device device() const { return params_.device(); }
 
     const T* logits() const;  // on the host wherever the model runs
@@ -55,7 +57,8 @@ private:
     T *logits_ = nullptr, *lse_ = nullptr, *d_a_ = nullptr, *d_b_ = nullptr;
     std::vector<std::int32_t> labels_;
     bool has_labels_ = false;
-    std::shared_ptr<MlpCuda> cuda_;  // set by to_device(a card)
+    std::shared_ptr<MlpCard> cuda_;  // set by to_device(a card)
+    DType compute_ = dtype_of<T>();
 };
 
 extern template class Mlp<float>;

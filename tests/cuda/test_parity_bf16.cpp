@@ -17,6 +17,7 @@
 #include "kernels/linear.hpp"
 #include "kernels/residual.hpp"
 #include "models/gpt.hpp"
+#include "models/mlp.hpp"
 #include "tests/cuda/device_vector.hpp"
 
 #include <doctest/doctest.h>
@@ -25,6 +26,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 using namespace levers;
 using levers::kernels::index_t;
@@ -95,6 +97,22 @@ double relative_error(const std::vector<float>& want, const std::vector<float>& 
         norm += double(want[i]) * want[i];
     }
     return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+// Zeroes both models' gradients, runs backward on each (after a forward with
+// targets), and returns the CPU's f32 gradients and the card's bf16 ones as f32.
+template <class Model>
+std::pair<std::vector<float>, std::vector<float>> both_gradients(Model& cpu_model, Model& gpu_model) {
+    cpu_model.params().zero_grad();
+    gpu_model.params().zero_grad();
+    cpu_model.backward();
+    gpu_model.backward();
+    const float* c = cpu_model.params().grads().template data<float>();
+    const Tensor bits = gpu_model.params().grads().to(Device::cpu());
+    const auto* raw = static_cast<const std::uint16_t*>(bits.raw());
+    std::vector<float> card;
+    for (std::int64_t i = 0; i < bits.numel(); ++i) card.push_back(from_bits(raw[i]));
+    return {std::vector<float>(c, c + cpu_model.params().size()), card};
 }
 
 }  // namespace
@@ -274,17 +292,9 @@ void check_gpt_in_bf16(const models::GptConfig& config) {
     const float cpu_loss = cpu_model.forward(tokens.data(), targets.data(), 3, 16);
     const float gpu_loss = gpu_model.forward(tokens.data(), targets.data(), 3, 16);
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(2e-2));
-    cpu_model.params().zero_grad();
-    gpu_model.params().zero_grad();
-    cpu_model.backward();
-    gpu_model.backward();
-    const Tensor bits = gpu_model.params().grads().to(Device::cpu());
-    const auto* raw = static_cast<const std::uint16_t*>(bits.raw());
-    std::vector<float> gpu_grads;
-    for (std::int64_t i = 0; i < bits.numel(); ++i) gpu_grads.push_back(from_bits(raw[i]));
-    const float* c = cpu_model.params().grads().data<float>();
+    const auto [c, gpu_grads] = both_gradients(cpu_model, gpu_model);
     for (const auto& e : cpu_model.params().entries()) {
-        const std::vector<float> want(c + e.offset, c + e.offset + e.shape.numel());
+        const std::vector<float> want(c.begin() + e.offset, c.begin() + e.offset + e.shape.numel());
         const std::vector<float> got(gpu_grads.begin() + e.offset, gpu_grads.begin() + e.offset + e.shape.numel());
         INFO(e.name);
         CHECK(relative_error(want, got) < 5e-2);
@@ -320,4 +330,21 @@ TEST_CASE("the whole GPT in bf16 on the card follows the CPU's f32: loss, gradie
     SUBCASE("head size 64: the fused attention kernel") {
         check_gpt_in_bf16({.vocab_size = 97, .block_size = 16, .n_layer = 1, .n_head = 2, .n_embd = 128});
     }
+}
+
+TEST_CASE("the MLP classifier in bf16 on the card follows the CPU's f32: loss, logits, gradients" *
+          doctest::skip(kNoGpu)) {
+    use_gpu(0);
+    const models::MlpConfig config{.inputs = 20, .hidden = {16, 8}, .classes = 5};
+    models::Mlp<float> cpu_model(config, 7), gpu_model(config, 7);
+    gpu_model.to_device(Device::cuda(0), DType::bf16);
+    CHECK(gpu_model.params().grad_dtype() == DType::bf16);
+    const auto x = random(6 * 20, 41);
+    const std::vector<std::int32_t> y = {0, 4, 2, 1, 3, 2};
+    const float cpu_loss = cpu_model.forward(x.data(), y.data(), 6);
+    CHECK(gpu_model.forward(x.data(), y.data(), 6) == doctest::Approx(cpu_loss).epsilon(2e-2));
+    check_close("MLP logits", std::vector<float>(cpu_model.logits(), cpu_model.logits() + 30),
+                std::vector<float>(gpu_model.logits(), gpu_model.logits() + 30), 5e-2);
+    const auto [want, got] = both_gradients(cpu_model, gpu_model);
+    CHECK(relative_error(want, got) < 5e-2);
 }

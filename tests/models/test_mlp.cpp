@@ -23,3 +23,12 @@ TEST_CASE("MLP: a config with a zero width is refused") {
     CHECK_THROWS_WITH_AS(models::Mlp<float>({.inputs = 4, .hidden = {8, 0}, .classes = 3}, 0),
                          doctest::Contains("hidden widths must be >= 1, got 0"), Error);
 }
+
+TEST_CASE("MLP: to_device on the CPU keeps it there; bf16 there is refused, naming what would work") {
+    const models::MlpConfig config{.inputs = 3, .hidden = {4}, .classes = 2};
+    models::Mlp<double> m64(config, 1);
+    m64.to_device(Device::cpu());
+    CHECK(m64.device().is_cpu());
+    models::Mlp<float> m32(config, 1);
+    CHECK_THROWS_WITH_AS(m32.to_device(Device::cpu(), DType::bf16), doctest::Contains("bf16 needs a card"), Error);
+}

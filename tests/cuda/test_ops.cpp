@@ -1,0 +1,261 @@
+// Every CUDA op against its CPU version, in every storage type the card
+// computes in: f64 to 1e-10, f32 to 1e-5, bf16 to 3% (statistics kept in
+// f32 to 1e-5), relative to the values' scale (tests/cuda/card_values.hpp).
+// Shapes are not multiples of a warp, a block or a tile. Skipped, and counted
+// as skipped, where no card is present.
+#include "framework/core/gpu.hpp"
+#include "kernels/adamw.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/cross_entropy.hpp"
+#include "kernels/cuda/ops.hpp"
+#include "kernels/embedding.hpp"
+#include "kernels/gelu.hpp"
+#include "kernels/grad_clip.hpp"
+#include "kernels/layernorm.hpp"
+#include "kernels/linear.hpp"
+#include "kernels/lora.hpp"
+#include "kernels/residual.hpp"
+#include "tests/cuda/card_values.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <type_traits>
+
+using namespace levers;
+using namespace levers::testing;
+using levers::kernels::index_t;
+namespace cpu = levers::kernels::cpu;
+namespace gpu = levers::kernels::cuda;
+
+namespace {
+const bool kNoGpu = gpu_count() == 0;
+}  // namespace
+
+#define LEVERS_EVERY_PRECISION float, double, gpu::bf16
+
+TEST_CASE_TEMPLATE("CUDA GELU and the residual add match the CPU" * doctest::skip(kNoGpu), S, LEVERS_EVERY_PRECISION) {
+    using H = host_t<S>;
+    const index_t n = 10007;  // not a multiple of a block
+    auto x = random<S>(n, 1), y = random<S>(n, 2), g = random<S>(n, 3);
+    std::vector<H> out(n), d(n), sum(n);
+    cpu::gelu_forward(out.data(), x.data(), n);
+    cpu::gelu_backward(d.data(), g.data(), x.data(), n);
+    cpu::residual_forward(sum.data(), x.data(), y.data(), n);
+    Card<S> cx(x), cy(y), cg(g), cout(n), cd(n), csum(n);
+    gpu::gelu_forward(cout.get(), cx.get(), n, nullptr);
+    gpu::gelu_backward(cd.get(), cg.get(), cx.get(), n, nullptr);
+    gpu::residual_forward(csum.get(), cx.get(), cy.get(), n, nullptr);
+    check_close("gelu forward", out, cout.host(), Precision<S>::values);
+    check_close("gelu backward", d, cd.host(), Precision<S>::values);
+    check_close("residual", sum, csum.host(), Precision<S>::values);
+}
+
+TEST_CASE_TEMPLATE("CUDA AdamW over a chunk table matches the CPU's per-tensor steps" * doctest::skip(kNoGpu), S,
+                   LEVERS_EVERY_PRECISION) {
+    // Parameters and moments in P (f32 master weights under bf16), gradients in S.
+    using P = host_t<S>;
+    const index_t n = 10007, split = 9000;  // the first tensor decays, the second (a bias) does not
+    auto p = random<P>(n, 3), m = random<P>(n, 4, 0.1), v = random<P>(n, 5, 0.1);
+    for (auto& e : v) e = e * e;  // second moments are non-negative
+    auto g = random<S>(n, 6);
+    std::vector<kernels::AdamWChunk> chunks;
+    kernels::append_adamw_chunks(chunks, 0, split, true);
+    kernels::append_adamw_chunks(chunks, split, n - split, false);
+    const kernels::AdamWHyper h{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+    DeviceVector<P> cp(p), cm(m), cv(v);
+    Card<S> cg(g);
+    DeviceVector<kernels::AdamWChunk> cchunks(chunks);
+    kernels::AdamWHyper no_decay = h;
+    no_decay.weight_decay = 0;
+    cpu::adamw_step(p.data(), m.data(), v.data(), g.data(), split, h, 7);
+    cpu::adamw_step(p.data() + split, m.data() + split, v.data() + split, g.data() + split, n - split, no_decay, 7);
+    gpu::adamw_step(cp.get(), cm.get(), cv.get(), cg.get(), cchunks.get(), static_cast<index_t>(chunks.size()), h, 7,
+                    nullptr);
+    // The same gradient values on both sides and the update in P throughout: the sums' tolerance.
+    check_close("adamw parameters", p, cp.host(), Precision<S>::sums);
+    check_close("adamw first moments", m, cm.host(), Precision<S>::sums);
+    check_close("adamw second moments", v, cv.host(), Precision<S>::sums);
+}
+
+TEST_CASE_TEMPLATE("CUDA layernorm matches the CPU, forward and backward" * doctest::skip(kNoGpu), S,
+                   LEVERS_EVERY_PRECISION) {
+    using H = host_t<S>;
+    using A = gpu::acc_t<S>;
+    const index_t rows = 37, c = 100;  // not a multiple of a warp
+    auto x = random<S>(rows * c, 6), w = random<S>(c, 7), b = random<S>(c, 8), dy = random<S>(rows * c, 9);
+    std::vector<H> out(rows * c), mean(rows), rstd(rows), dx(rows * c), dw(c, H(1)), db(c, H(2));
+    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, c);
+    cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), mean.data(), rstd.data(), w.data(),
+                            rows, c);
+    Card<S> cx(x), cw(w), cb(b), cdy(dy), cout(rows * c), cdx(rows * c), cdw(std::vector<H>(c, H(1))),
+        cdb(std::vector<H>(c, H(2)));
+    DeviceVector<A> cmean(rows), crstd(rows);
+    gpu::layernorm_forward(cout.get(), cmean.get(), crstd.get(), cx.get(), cw.get(), cb.get(), rows, c, nullptr);
+    gpu::layernorm_backward(cdx.get(), cdw.get(), cdb.get(), cdy.get(), cx.get(), cmean.get(), crstd.get(), cw.get(),
+                            rows, c, nullptr);
+    check_close("layernorm out", out, cout.host(), Precision<S>::values);
+    check_close("layernorm rstd", rstd, crstd.host(), Precision<S>::sums * 10);
+    check_close("layernorm d_x", dx, cdx.host(), Precision<S>::values);
+    check_close("layernorm d_weight (added)", dw, cdw.host(), Precision<S>::values);
+    check_close("layernorm d_bias (added)", db, cdb.host(), Precision<S>::values);
+}
+
+TEST_CASE_TEMPLATE("CUDA cross-entropy matches the CPU, with ignored rows" * doctest::skip(kNoGpu), S,
+                   LEVERS_EVERY_PRECISION) {
+    using H = host_t<S>;
+    using A = gpu::acc_t<S>;
+    const index_t rows = 29, vocab = 2500;  // more than a block of threads per row
+    auto logits = random<S>(rows * vocab, 10, 3.0);
+    std::vector<std::int32_t> targets(rows);
+    for (index_t r = 0; r < rows; ++r) targets[r] = r % 5 == 0 ? -100 : static_cast<std::int32_t>((r * 37) % vocab);
+    std::vector<H> lse(rows), d(rows * vocab);
+    const H loss = cpu::cross_entropy_forward(lse.data(), logits.data(), targets.data(), rows, vocab);
+    cpu::cross_entropy_backward(d.data(), lse.data(), logits.data(), targets.data(), H(1), rows, vocab);
+    Card<S> clogits(logits), cd(rows * vocab);
+    DeviceVector<A> clse(rows), closs(1);
+    DeviceVector<std::int32_t> ctargets(targets);
+    gpu::cross_entropy_forward(closs.get(), clse.get(), clogits.get(), ctargets.get(), rows, vocab, nullptr);
+    gpu::cross_entropy_backward(cd.get(), clse.get(), clogits.get(), ctargets.get(), A(1), rows, vocab, nullptr);
+    check_close("cross-entropy loss", std::vector<H>{loss}, closs.host(), Precision<S>::sums);
+    check_close("cross-entropy lse", lse, clse.host(), Precision<S>::sums);
+    check_close("cross-entropy d_logits", d, cd.host(), Precision<S>::values);
+}
+
+TEST_CASE_TEMPLATE("CUDA linear (cuBLAS, cuBLASLt epilogues) matches the CPU, forward and backward" *
+                       doctest::skip(kNoGpu),
+                   S, LEVERS_EVERY_PRECISION) {
+    using H = host_t<S>;
+    const index_t n = 33, in = 48, out = 80;
+    auto x = random<S>(n * in, 11), w = random<S>(out * in, 12, 0.2), b = random<S>(out, 13);
+    auto dy = random<S>(n * out, 14);
+    std::vector<H> y(n * out), act(n * out), dx(n * in), dw(out * in, H(0.5)), db(out, H(0.25));
+    cpu::linear_forward(y.data(), x.data(), w.data(), b.data(), n, in, out);
+    cpu::gelu_forward(act.data(), y.data(), n * out);
+    cpu::linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), n, in, out);
+    Card<S> cx(x), cw(w), cb(b), cdy(dy), cy(n * out), cpre(n * out), cact(n * out), cdx(n * in),
+        cdw(std::vector<H>(out * in, H(0.5))), cdb(std::vector<H>(out, H(0.25)));
+    gpu::linear_forward(cy.get(), cx.get(), cw.get(), cb.get(), n, in, out, nullptr);
+    gpu::linear_gelu_forward(cact.get(), cpre.get(), cx.get(), cw.get(), cb.get(), n, in, out, nullptr);
+    gpu::linear_backward(cdx.get(), cdw.get(), cdb.get(), cdy.get(), cx.get(), cw.get(), n, in, out, nullptr);
+    check_close("linear out", y, cy.host(), Precision<S>::values);
+    check_close("linear+GELU pre-activation", y, cpre.host(), Precision<S>::values);
+    check_close("linear+GELU output", act, cact.host(), Precision<S>::values);
+    check_close("linear d_in", dx, cdx.host(), Precision<S>::values);
+    check_close("linear d_weight (added)", dw, cdw.host(), Precision<S>::values);
+    check_close("linear d_bias (added)", db, cdb.host(), Precision<S>::values);
+}
+
+TEST_CASE_TEMPLATE("CUDA attention (batched GEMMs) matches the CPU, forward and backward" * doctest::skip(kNoGpu), S,
+                   LEVERS_EVERY_PRECISION) {
+    using H = host_t<S>;
+    const index_t batch = 2, time = 19, channels = 24, heads = 3;
+    auto qkv = random<S>(batch * time * 3 * channels, 15), dy = random<S>(batch * time * channels, 16);
+    std::vector<H> y(batch * time * channels), att(batch * heads * time * time), dqkv(qkv.size());
+    cpu::attention_forward(y.data(), att.data(), qkv.data(), batch, time, channels, heads);
+    cpu::attention_backward(dqkv.data(), dy.data(), att.data(), qkv.data(), batch, time, channels, heads);
+    Card<S> cqkv(qkv), cdy(dy), cy(y.size()), catt(att.size()), cdqkv(qkv.size());
+    gpu::attention_forward(cy.get(), catt.get(), cqkv.get(), batch, time, channels, heads, nullptr);
+    gpu::attention_backward(cdqkv.get(), cdy.get(), catt.get(), cqkv.get(), batch, time, channels, heads, nullptr);
+    check_close("attention y", y, cy.host(), Precision<S>::values);
+    check_close("attention probabilities", att, catt.host(), Precision<S>::values);
+    check_close("attention d_qkv", dqkv, cdqkv.host(), Precision<S>::values);
+}
+
+TEST_CASE("CUDA fused (flash-style) attention in bf16 matches the CPU's f32 attention, forward and backward" *
+          doctest::skip(kNoGpu)) {
+    struct Shape {
+        index_t batch, time;
+    };
+    // Tiles are 64 rows: one partial tile, one and a half tiles, a single position.
+    for (const Shape shape : {Shape{2, 17}, Shape{2, 100}, Shape{3, 1}}) {
+        const index_t batch = shape.batch, time = shape.time, channels = 128, heads = 2, d = 64;
+        CAPTURE(time);
+        REQUIRE(gpu::attention_fused_supported(channels, heads));
+        auto qkv = random<gpu::bf16>(batch * time * 3 * channels, 40, 0.5);
+        auto dy = random<gpu::bf16>(batch * time * channels, 41);
+        std::vector<float> y(batch * time * channels), att(batch * heads * time * time), dqkv(qkv.size());
+        cpu::attention_forward(y.data(), att.data(), qkv.data(), batch, time, channels, heads);
+        cpu::attention_backward(dqkv.data(), dy.data(), att.data(), qkv.data(), batch, time, channels, heads);
+        // Each query row's log-sum-exp of its scaled causal scores, in double.
+        std::vector<float> lse(batch * heads * time);
+        for (index_t b = 0; b < batch; ++b)
+            for (index_t h = 0; h < heads; ++h)
+                for (index_t t = 0; t < time; ++t) {
+                    std::vector<double> scores;
+                    for (index_t k = 0; k <= t; ++k) {
+                        double dot = 0;
+                        for (index_t c = 0; c < d; ++c)
+                            dot += double(qkv[(b * time + t) * 3 * channels + h * d + c]) *
+                                   qkv[(b * time + k) * 3 * channels + channels + h * d + c];
+                        scores.push_back(dot / std::sqrt(double(d)));
+                    }
+                    const double m = *std::max_element(scores.begin(), scores.end());
+                    double sum = 0;
+                    for (double x : scores) sum += std::exp(x - m);
+                    lse[(b * heads + h) * time + t] = static_cast<float>(m + std::log(sum));
+                }
+        Card<gpu::bf16> cqkv(qkv), cdy(dy), cy(y.size()), cdqkv(qkv.size());
+        DeviceVector<float> clse(lse.size());
+        gpu::attention_fused_forward(cy.get(), clse.get(), cqkv.get(), batch, time, channels, heads, nullptr);
+        gpu::attention_fused_backward(cdqkv.get(), cdy.get(), cy.get(), clse.get(), cqkv.get(), batch, time, channels,
+                                      heads, nullptr);
+        check_close("fused attention y", y, cy.host(), Precision<gpu::bf16>::values);
+        check_close("fused attention log-sum-exp", lse, clse.host(), 1e-3);
+        check_close("fused attention d_qkv", dqkv, cdqkv.host(), Precision<gpu::bf16>::values);
+    }
+}
+
+TEST_CASE_TEMPLATE("CUDA embedding matches the CPU, a repeated token's rows summed" * doctest::skip(kNoGpu), S,
+                   LEVERS_EVERY_PRECISION) {
+    using H = host_t<S>;
+    const index_t batch = 3, time = 7, channels = 16, vocab = 50;
+    std::vector<std::int32_t> tokens(batch * time);
+    for (index_t i = 0; i < batch * time; ++i) tokens[i] = static_cast<std::int32_t>((i * 13) % vocab);
+    tokens[5] = tokens[9] = tokens[20] = tokens[2];  // one token's gradient gathers four rows
+    auto wte = random<S>(vocab * channels, 17), wpe = random<S>(time * channels, 18);
+    auto dy = random<S>(batch * time * channels, 19);
+    std::vector<H> out(batch * time * channels), dwte(vocab * channels), dwpe(time * channels);
+    cpu::embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), batch, time, channels, vocab);
+    cpu::embedding_backward(dwte.data(), dwpe.data(), dy.data(), tokens.data(), batch, time, channels);
+    DeviceVector<std::int32_t> ctok(tokens);
+    Card<S> cwte(wte), cwpe(wpe), cdy(dy), cout(out.size()), cdwte(dwte.size()), cdwpe(dwpe.size());
+    gpu::embedding_forward(cout.get(), ctok.get(), cwte.get(), cwpe.get(), batch, time, channels, nullptr);
+    gpu::embedding_backward(cdwte.get(), cdwpe.get(), cdy.get(), ctok.get(), batch, time, channels, nullptr);
+    check_close("embedding out", out, cout.host(), Precision<S>::values);
+    check_close("embedding d_wte", dwte, cdwte.host(), Precision<S>::values);
+    check_close("embedding d_wpe", dwpe, cdwpe.host(), Precision<S>::values);
+}
+
+TEST_CASE_TEMPLATE("CUDA gradient clipping matches the CPU" * doctest::skip(kNoGpu), S, LEVERS_EVERY_PRECISION) {
+    const index_t n = 300007;  // more than the clipping grid covers in one sweep
+    auto g = random<S>(n, 20);
+    Card<S> cg(g);
+    const double norm = cpu::clip_grad_norm(g.data(), n, 1.0);
+    const double card_norm = gpu::clip_grad_norm(cg.get(), n, 1.0, nullptr);
+    CHECK(card_norm == doctest::Approx(norm).epsilon(Precision<S>::sums * 10));  // the same values, summed in double
+    check_close("clipped gradients", g, cg.host(), Precision<S>::values);
+}
+
+TEST_CASE_TEMPLATE("CUDA LoRA matches the CPU, forward and backward" * doctest::skip(kNoGpu), S,
+                   LEVERS_EVERY_PRECISION) {
+    using H = host_t<S>;
+    const index_t n = 21, in = 32, out = 40, r = 4;
+    const H scale = H(2);
+    auto x = random<S>(n * in, 21), a = random<S>(r * in, 22), b = random<S>(out * r, 23);
+    auto dy = random<S>(n * out, 24), y = random<S>(n * out, 25), dx = random<S>(n * in, 26);  // y, dx added to
+    std::vector<H> u(n * r), du(n * r), da(r * in, H(0.5)), db(out * r, H(0.5));
+    Card<S> cx(x), ca(a), cb(b), cdy(dy), cy(y), cdx(dx), cu(n * r), cdu(n * r), cda(std::vector<H>(r * in, H(0.5))),
+        cdb(std::vector<H>(out * r, H(0.5)));
+    cpu::lora_forward(y.data(), u.data(), x.data(), a.data(), b.data(), n, in, out, r, scale);
+    cpu::lora_backward(dx.data(), da.data(), db.data(), du.data(), dy.data(), x.data(), u.data(), a.data(), b.data(),
+                       n, in, out, r, scale);
+    gpu::lora_forward(cy.get(), cu.get(), cx.get(), ca.get(), cb.get(), n, in, out, r, scale, nullptr);
+    gpu::lora_backward(cdx.get(), cda.get(), cdb.get(), cdu.get(), cdy.get(), cx.get(), cu.get(), ca.get(), cb.get(), n,
+                       in, out, r, scale, nullptr);
+    check_close("lora out (added)", y, cy.host(), Precision<S>::values);
+    check_close("lora u", u, cu.host(), Precision<S>::values);
+    check_close("lora d_in (added)", dx, cdx.host(), Precision<S>::values);
+    check_close("lora d_a (added)", da, cda.host(), Precision<S>::values);
+    check_close("lora d_b (added)", db, cdb.host(), Precision<S>::values);
+}

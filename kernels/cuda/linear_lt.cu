@@ -1,12 +1,15 @@
 // The linear layer through cuBLASLt: one matrix product whose epilogue adds
 // the bias (and applies GELU, keeping its input for backward). Descriptors
-// are made per call (microseconds on the host, beside a product of
-// milliseconds); the workspace is one allocation per thread.
+// and the chosen algorithm are kept per shape and thread; the workspace is
+// one allocation per thread.
 #include "kernels/cuda/blas.cuh"
 
 #include <cublasLt.h>
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
 
 namespace levers::kernels::cuda {
 
@@ -27,24 +30,13 @@ LtThread& lt() {
     return t;
 }
 
-// Owners of the descriptors, destroyed on every path out.
-struct Desc {
-    cublasLtMatmulDesc_t d = nullptr;
-    ~Desc() { cublasLtMatmulDescDestroy(d); }
-};
-struct Layout {
-    cublasLtMatrixLayout_t l = nullptr;
-    Layout(cudaDataType t, index_t rows, index_t cols, index_t ld) {
-        LEVERS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows),
-                                                       static_cast<std::uint64_t>(cols),
-                                                       static_cast<std::int64_t>(ld)));
-    }
-    ~Layout() { cublasLtMatrixLayoutDestroy(l); }
-};
-struct Preference {
-    cublasLtMatmulPreference_t p = nullptr;
-    ~Preference() { cublasLtMatmulPreferenceDestroy(p); }
-};
+// The largest power of two (up to 256) dividing the address: what the
+// heuristic may assume about a matrix's alignment.
+std::uint32_t alignment(const void* p) {
+    std::uint32_t a = 256;
+    while (a > 1 && reinterpret_cast<std::uintptr_t>(p) % a != 0) a /= 2;
+    return a;
+}
 
 template <class V> void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t what, const V& value) {
     LEVERS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, what, &value, sizeof value));
@@ -53,12 +45,70 @@ template <class V> void set(cublasLtMatmulPreference_t p, cublasLtMatmulPreferen
     LEVERS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, what, &value, sizeof value));
 }
 
-// The largest power of two (up to 256) dividing the address: what the
-// heuristic may assume about a matrix's alignment.
-std::uint32_t alignment(const void* p) {
-    std::uint32_t a = 256;
-    while (a > 1 && reinterpret_cast<std::uintptr_t>(p) % a != 0) a /= 2;
-    return a;
+// What decides the algorithm: type, shape, epilogue and the alignments.
+struct PlanKey {
+    cudaDataType type;
+    index_t n, in_dim, out_dim;
+    bool gelu;
+    std::uint32_t align_w, align_in, align_out;
+    bool operator<(const PlanKey& o) const {
+        return std::tie(type, n, in_dim, out_dim, gelu, align_w, align_in, align_out) <
+               std::tie(o.type, o.n, o.in_dim, o.out_dim, o.gelu, o.align_w, o.align_in, o.align_out);
+    }
+};
+
+// A shape's descriptors and chosen algorithm, made once per thread (the
+// heuristic costs tens of microseconds, as much as a small product): each
+// call only sets its bias and GELU-input pointers.
+struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+    cublasLtMatmulHeuristicResult_t algo{};
+    bool usable = false;  // cuBLASLt offered an algorithm
+    Plan() = default;
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+    ~Plan() {
+        cublasLtMatrixLayoutDestroy(a);
+        cublasLtMatrixLayoutDestroy(b);
+        cublasLtMatrixLayoutDestroy(d);
+        cublasLtMatmulDescDestroy(desc);
+    }
+};
+
+cublasLtMatrixLayout_t layout(cudaDataType t, index_t rows, index_t cols, index_t ld) {
+    cublasLtMatrixLayout_t l = nullptr;
+    LEVERS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows),
+                                                   static_cast<std::uint64_t>(cols), static_cast<std::int64_t>(ld)));
+    return l;
+}
+
+std::unique_ptr<Plan> make_plan(const PlanKey& k) {
+    auto plan = std::make_unique<Plan>();
+    LEVERS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    // out'[out, n] = W'ᵀ · in' in column-major terms (W' = W seen as [in, out]).
+    set(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<std::int32_t>(CUBLAS_OP_T));
+    set(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<std::int32_t>(CUBLAS_OP_N));
+    const auto epilogue = k.gelu ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    set(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<std::uint32_t>(epilogue));
+    if (k.gelu) set(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(k.out_dim));
+    plan->a = layout(k.type, k.in_dim, k.out_dim, k.in_dim);
+    plan->b = layout(k.type, k.in_dim, k.n, k.in_dim);
+    plan->d = layout(k.type, k.out_dim, k.n, k.out_dim);
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    LEVERS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<std::uint64_t>(kWorkspaceBytes));
+    set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, k.align_w);
+    set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, k.align_in);
+    set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, k.align_out);
+    set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, k.align_out);
+    int found = 0;
+    const auto status = cublasLtMatmulAlgoGetHeuristic(lt().handle, plan->desc, plan->a, plan->b, plan->d, plan->d,
+                                                       pref, 1, &plan->algo, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    plan->usable = status == CUBLAS_STATUS_SUCCESS && found > 0;
+    return plan;
 }
 
 }  // namespace
@@ -69,41 +119,21 @@ bool linear_epilogue(S* out, S* pre_gelu, const S* in, const S* weight, const S*
     if constexpr (sizeof(S) == 8) {
         return false;  // no epilogue kernels for doubles; the plain path serves the f64 checks
     } else {
-        if (!bias || reinterpret_cast<std::uintptr_t>(bias) % 16 != 0) return false;
+        if (!bias || alignment(bias) < 16) return false;
         if (pre_gelu && (out_dim % 8 != 0 || alignment(pre_gelu) < 16)) return false;
-        constexpr cudaDataType t = data_type<S>();
-        Desc desc;
-        LEVERS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        // out'[out, n] = W'ᵀ · in' in column-major terms (W' = W seen as [in, out]).
-        set(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<std::int32_t>(CUBLAS_OP_T));
-        set(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<std::int32_t>(CUBLAS_OP_N));
-        const auto epilogue = pre_gelu ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS;
-        set(desc.d, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<std::uint32_t>(epilogue));
-        set(desc.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(bias));
-        if (pre_gelu) {
-            set(desc.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<void*>(pre_gelu));
-            set(desc.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(out_dim));
-        }
-        const Layout a(t, in_dim, out_dim, in_dim), b(t, in_dim, n, in_dim), d(t, out_dim, n, out_dim);
-
-        Preference pref;
-        LEVERS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.p));
-        set(pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<std::uint64_t>(kWorkspaceBytes));
-        set(pref.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(weight));
-        set(pref.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(in));
-        set(pref.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(out));
-        set(pref.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(out));
-
-        LtThread& thread = lt();
-        cublasLtMatmulHeuristicResult_t best{};
-        int found = 0;
-        if (cublasLtMatmulAlgoGetHeuristic(thread.handle, desc.d, a.l, b.l, d.l, d.l, pref.p, 1, &best, &found) !=
-                CUBLAS_STATUS_SUCCESS ||
-            found == 0)
-            return false;
+        const PlanKey key{data_type<S>(), n,           in_dim, out_dim, pre_gelu != nullptr, alignment(weight),
+                          alignment(in),  alignment(out)};
+        thread_local std::map<PlanKey, std::unique_ptr<Plan>> plans;
+        auto& plan = plans[key];
+        if (!plan) plan = make_plan(key);
+        if (!plan->usable) return false;
+        set(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(bias));
+        if (pre_gelu) set(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<void*>(pre_gelu));
         const float alpha = 1, beta = 0;
-        LEVERS_CUBLAS_CHECK(cublasLtMatmul(thread.handle, desc.d, &alpha, weight, a.l, in, b.l, &beta, out, d.l, out,
-                                           d.l, &best.algo, thread.workspace, kWorkspaceBytes, stream));
+        LtThread& thread = lt();
+        LEVERS_CUBLAS_CHECK(cublasLtMatmul(thread.handle, plan->desc, &alpha, weight, plan->a, in, plan->b, &beta, out,
+                                           plan->d, out, plan->d, &plan->algo.algo, thread.workspace, kWorkspaceBytes,
+                                           stream));
         return true;
     }
 }

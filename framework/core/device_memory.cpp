@@ -116,13 +116,6 @@ void release_cached_device_memory() {
         for (void* p : list) cudaFree(p);
     c.free.clear();
     c.stats.cached = 0;
-    // And what the ops' stream-ordered scratch pool keeps (use_gpu tells it to keep everything).
-    int card = 0;
-    cudaMemPool_t pool = nullptr;
-    if (cudaGetDevice(&card) == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, card) == cudaSuccess) {
-        cudaDeviceSynchronize();
-        cudaMemPoolTrimTo(pool, 0);
-    }
 }
 
 #else

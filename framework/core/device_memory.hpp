@@ -58,7 +58,7 @@ struct DeviceMemoryStats {
     std::size_t in_use = 0, cached = 0;
 };
 DeviceMemoryStats device_memory_stats();
-// Returns the cached free blocks, and what the ops' scratch pool keeps, to the card.
+// Returns the cached free blocks to the card.
 void release_cached_device_memory();
 
 }  // namespace levers

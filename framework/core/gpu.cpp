@@ -6,7 +6,6 @@
 #include "framework/core/cuda_check.hpp"
 #endif
 
-#include <cstdint>
 #include <filesystem>
 #include <system_error>
 
@@ -47,13 +46,6 @@ void use_gpu(int index) {
     LEVERS_CHECK(index >= 0 && index < n, "card {} asked for, but this process sees {} card{} (CUDA_VISIBLE_DEVICES "
                  "limits them)", index, n, n == 1 ? "" : "s");
     LEVERS_CUDA_CHECK(cudaSetDevice(index));
-    // The ops' scratch comes from CUDA's stream-ordered pool: keep what it
-    // holds across synchronisations (each step syncs for its loss) instead
-    // of returning it to the driver and mapping it again next step.
-    cudaMemPool_t pool = nullptr;
-    LEVERS_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, index));
-    std::uint64_t keep = UINT64_MAX;
-    LEVERS_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
 }
 
 bool built_with_cuda() { return true; }

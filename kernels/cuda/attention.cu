@@ -75,7 +75,7 @@ void attention_backward(S* d_qkv, const S* d_y, const S* att, const S* qkv, inde
     using A = acc_t<S>;
     const index_t d = channels / heads, row = 3 * channels;
     const A scale = A(1) / std::sqrt(static_cast<A>(d));
-    Scratch<S> d_s(static_cast<std::size_t>(batch * heads * time * time), stream);  // dP, then dS in place
+    Scratch<S> d_s(static_cast<std::size_t>(batch * heads * time * time));  // dP, then dS in place
     for (index_t b = 0; b < batch; ++b) {
         const S* base = qkv + b * time * row;
         const S* dy = d_y + b * time * channels;

@@ -43,7 +43,7 @@ template <class S, class F> void add_column_sums(S* out, index_t rows, index_t c
     // 64 rows per chunk unless that needs more chunks than a grid's y allows.
     const index_t chunk_rows = std::max<index_t>(64, (rows + 65534) / 65535);
     const index_t chunks = (rows + chunk_rows - 1) / chunk_rows;
-    Scratch<A> partial(static_cast<std::size_t>(chunks * cols), stream);
+    Scratch<A> partial(static_cast<std::size_t>(chunks * cols));
     const dim3 grid(blocks_for(cols, kThreads), static_cast<unsigned>(chunks));
     LEVERS_LAUNCH(column_partials_kernel<<<grid, kThreads, 0, stream>>>(partial.get(), rows, cols, chunk_rows, f));
     LEVERS_LAUNCH(column_finish_kernel<<<blocks_for(cols, kThreads), kThreads, 0, stream>>>(out, partial.get(),

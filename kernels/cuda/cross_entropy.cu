@@ -82,7 +82,7 @@ void cross_entropy_backward(S* d_logits, const acc_t<S>* lse, const S* logits, c
                             acc_t<S> d_loss, index_t rows, index_t vocab, cudaStream_t stream,
                             std::int32_t ignore_index) {
     if (rows <= 0) return;
-    Scratch<int> counted(1, stream);
+    Scratch<int> counted(1);
     LEVERS_LAUNCH(count_kernel<<<1, kRowThreads, 0, stream>>>(counted.get(), targets, rows, ignore_index));
     LEVERS_LAUNCH(ce_backward_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(
         d_logits, lse, logits, targets, d_loss, counted.get(), vocab, ignore_index));

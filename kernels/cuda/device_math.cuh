@@ -4,7 +4,11 @@
 #pragma once
 
 #include "framework/core/cuda_check.hpp"
+#include "framework/core/device_memory.hpp"
 #include "kernels/cuda/ops.hpp"
+
+#include <cstddef>
+#include <memory>
 
 namespace levers::kernels::cuda {
 
@@ -57,23 +61,17 @@ template <int kThreads, bool kMax = false, class T> __device__ T block_reduce(T 
 template <int kThreads, class T> __device__ T block_sum(T value) { return block_reduce<kThreads, false>(value); }
 template <int kThreads, class T> __device__ T block_max(T value) { return block_reduce<kThreads, true>(value); }
 
-// Scratch memory for one op from CUDA's stream-ordered pool: allocated on
-// `stream` and freed on it after the op's kernels, whatever stream the caller
-// uses (the arena of framework/core/device_memory orders reuse on the compute
-// stream only).
+// Scratch memory for one op from the card's caching arena
+// (framework/core/device_memory): back in the cache when the op returns, while
+// its kernels may still run; the next user queues behind them on the same
+// stream (every op of a process runs on its compute stream).
 template <class T> class Scratch {
 public:
-    Scratch(std::size_t n, cudaStream_t stream) : stream_(stream) {
-        LEVERS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data_), n * sizeof(T) + 1, stream));
-    }
-    ~Scratch() { cudaFreeAsync(data_, stream_); }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-    T* get() const { return data_; }
+    explicit Scratch(std::size_t n) : memory_(device_alloc(n * sizeof(T) + 1)) {}
+    T* get() const { return reinterpret_cast<T*>(memory_.get()); }
 
 private:
-    T* data_ = nullptr;
-    cudaStream_t stream_;
+    std::shared_ptr<std::byte> memory_;
 };
 
 // Launches, then checks the launch (a bad configuration fails here, naming the call site).

@@ -72,13 +72,13 @@ void embedding_backward(S* d_wte, S* d_wpe, const S* d_out, const std::int32_t* 
             d_wpe, d_out, batch, time, channels));
     if (!d_wte) return;
     const auto n = static_cast<std::size_t>(bt);
-    Scratch<std::int32_t> rows(n, stream), sorted_tokens(n, stream), sorted_rows(n, stream);
+    Scratch<std::int32_t> rows(n), sorted_tokens(n), sorted_rows(n);
     LEVERS_LAUNCH(iota_kernel<<<blocks_for(bt, kThreads), kThreads, 0, stream>>>(rows.get(), bt));
     std::size_t temp_bytes = 0;
     const int count = static_cast<int>(bt);
     LEVERS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, tokens, sorted_tokens.get(), rows.get(),
                                                       sorted_rows.get(), count, 0, 32, stream));
-    Scratch<std::byte> temp(temp_bytes, stream);
+    Scratch<std::byte> temp(temp_bytes);
     LEVERS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, tokens, sorted_tokens.get(), rows.get(),
                                                       sorted_rows.get(), count, 0, 32, stream));
     const dim3 grid(static_cast<unsigned>(bt), blocks_for(channels, kThreads));

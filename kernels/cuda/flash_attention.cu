@@ -355,7 +355,7 @@ void attention_fused_backward(bf16* d_qkv, const bf16* d_y, const bf16* y, const
         detail::op_refused("fused attention needs a head size (channels / heads) of 64", __FILE__, __LINE__);
     if (batch <= 0 || time <= 0) return;
     const index_t rows = batch * heads * time;
-    Scratch<float> dot(static_cast<std::size_t>(rows), stream);
+    Scratch<float> dot(static_cast<std::size_t>(rows));
     LEVERS_LAUNCH(row_dot_kernel<<<blocks_for(rows, kWarps), kThreads, 0, stream>>>(dot.get(), d_y, y, rows, time,
                                                                                     channels, heads));
     const float scale = 1.0f / std::sqrt(static_cast<float>(kD));

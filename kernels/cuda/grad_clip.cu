@@ -33,7 +33,7 @@ __global__ void sum_partials_kernel(double* out, const double* partial) {
 }  // namespace
 
 template <class S> double clip_grad_norm(S* grad, index_t n, double max_norm, cudaStream_t stream) {
-    Scratch<double> partial(kBlocks + 1, stream);
+    Scratch<double> partial(kBlocks + 1);
     LEVERS_LAUNCH(sum_squares_kernel<<<kBlocks, kThreads, 0, stream>>>(partial.get(), grad, n));
     LEVERS_LAUNCH(sum_partials_kernel<<<1, kThreads, 0, stream>>>(partial.get() + kBlocks, partial.get()));
     double host = 0;

@@ -43,9 +43,9 @@ void adamw_step(T* param, T* m, T* v, const G* grad, const AdamWChunk* chunks, i
 template <class S>
 void linear_forward(S* out, const S* in, const S* weight, const S* bias, index_t n, index_t in_dim, index_t out_dim,
                     cudaStream_t stream);
-// The MLP's first layer in one cuBLASLt call where its epilogues allow:
+// The MLP's first layer, in bf16 one cuBLASLt call where its epilogues allow:
 // pre = in·Wᵀ + bias (kept for backward), out = gelu(pre). The same results as
-// linear_forward then gelu_forward, which is what runs where they do not.
+// linear_forward then gelu_forward, which is what runs elsewhere.
 template <class S>
 void linear_gelu_forward(S* out, S* pre, const S* in, const S* weight, const S* bias, index_t n, index_t in_dim,
                          index_t out_dim, cudaStream_t stream);

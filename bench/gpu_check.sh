@@ -15,30 +15,44 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || { echo "gpu_check: no nvcc: install the CUDA toolkit"; exit 1; }
 export PATH=$PATH:/usr/local/cuda/bin
-bash "$root/scripts/setup.sh" build
 build=${LEVERS_BUILD:-$root/build}
+data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
+# Only what this check runs is built (card machines may have no network: the
+# full set-up, which fetches data, is `bash scripts/setup.sh build`).
+[ -f "$build/build.ninja" ] || meson setup "$build" "$root" --buildtype=release >/dev/null
+ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda >/dev/null || ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda
 [ -x "$build/tests/levers_gpu_tests" ] || { echo "gpu_check: this build has no CUDA (was nvcc on PATH when it was configured?)"; exit 1; }
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader
 fi
 status=0
-"$build/tests/levers_gpu_tests" || status=$?
-
-if [ "$status" -eq 0 ]; then echo "gpu_check: every GPU test passed (skipped ones mean no card was visible)"; else echo "gpu_check: GPU tests FAILED"; fi
-[ "$status" -eq 0 ] || exit "$status"
+# Every step has a time limit (a kernel that hangs must not eat the machine's
+# time) and a failure does not stop the steps after it: one run shows all.
+timeout 180 "$build/tests/levers_gpu_tests" || status=$?
+if [ "$status" -eq 0 ]; then echo "gpu_check: every GPU test passed (skipped ones mean no card was visible)"; else echo "gpu_check: GPU tests FAILED (exit $status)"; fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
     echo "gpu_check: no card visible here: GPU tests skipped, throughput not measured"
-    exit 0
+    exit "$status"
 fi
 
-# The recipes on the card, as users run them (a few steps each).
+# The recipes on the card, as users run them (a few steps each), where their
+# data is here: the books (scripts/setup.sh fetches them) and Fashion-MNIST.
 runs=$(mktemp -d)
 trap 'rm -rf "$runs"' EXIT
-jobs=("pretrain --set steps=30 --set sample_tokens=40" "pretrain --set steps=30 --set sample_tokens=40 --precision bf16"
-      "classify --set steps=200" "classify --set steps=200 --precision bf16")
+jobs=()
+if [ -f "$data/books/.complete" ]; then
+    jobs+=("pretrain --set steps=30 --set sample_tokens=40" "pretrain --set steps=30 --set sample_tokens=40 --precision bf16")
+else
+    echo "gpu_check: pretrain not run: no books in $data (bash scripts/setup.sh build fetches them; LEVERS_DATA points elsewhere)"
+fi
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+    jobs+=("classify --set steps=200" "classify --set steps=200 --precision bf16")
+else
+    echo "gpu_check: classify not run: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"
+fi
 for i in "${!jobs[@]}"; do
     job=${jobs[$i]}
-    if "$build/recipe" run $job --device cuda --out "$runs/$i" >"$runs/$i.out" 2>&1; then
+    if LEVERS_DATA=$data timeout 120 "$build/recipe" run $job --device cuda --out "$runs/$i" >"$runs/$i.out" 2>&1; then
         echo "gpu_check: recipe run $job --device cuda: $(tail -n 1 "$runs/$i.out" | cut -c1-200)"
     else
         echo "gpu_check: recipe run $job --device cuda FAILED:"; tail -n 20 "$runs/$i.out"; status=1
@@ -52,16 +66,16 @@ ratio() { /usr/bin/python3 -c 'import json, sys; l, t = json.loads(sys.argv[1]),
 has_torch=0
 /usr/bin/python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && has_torch=1
 for precision in bf16 f32; do
-    levers_json=$("$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision "$precision") || { echo "gpu_check: bench_gpt_cuda --precision $precision FAILED"; status=1; continue; }
+    levers_json=$(timeout 120 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision "$precision") || { echo "gpu_check: bench_gpt_cuda --precision $precision FAILED"; status=1; continue; }
     echo "levers $precision: $levers_json"
     if [ "$precision" = bf16 ]; then  # the same without the fused attention kernel, to see what it brings
-        echo "levers bf16, attention through cuBLAS: $(LEVERS_FUSED_ATTENTION=0 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision bf16)"
+        echo "levers bf16, attention through cuBLAS: $(LEVERS_FUSED_ATTENTION=0 timeout 120 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision bf16 || echo FAILED)"
     fi
     [ "$has_torch" -eq 1 ] || continue
     attentions="explicit"
     [ "$precision" = bf16 ] && attentions="explicit sdpa"
     for attention in $attentions; do
-        torch_json=$(/usr/bin/python3 "$root/bench/gpt_step.py" --device cuda --precision "$precision" --attention "$attention" "${gpt2[@]}")
+        torch_json=$(timeout 120 /usr/bin/python3 "$root/bench/gpt_step.py" --device cuda --precision "$precision" --attention "$attention" "${gpt2[@]}") || { echo "pytorch $precision ($attention attention) FAILED"; continue; }
         echo "pytorch $precision ($attention attention): $torch_json"
         echo "levers / PyTorch $precision ($attention attention) tokens/s: $(ratio "$levers_json" "$torch_json")"
     done

@@ -255,10 +255,11 @@ TEST_CASE("an external launch that levers cannot join says why") {
 
 namespace {
 // Runs a recipe of the test binary (tests/launch/test_recipes.cpp) on `gpus` ranks.
-nlohmann::json test_recipe(const std::string& name, int gpus, std::vector<std::string> sets = {}) {
+nlohmann::json test_recipe(const std::string& name, int gpus, std::vector<std::string> sets = {},
+                           std::vector<std::string> env = {}) {
     std::vector<std::string> args = {"run", name, "--gpus", std::to_string(gpus), "--threads", "1"};
     for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-    auto b = start_program(std::getenv("LEVERS_TEST_RECIPES_BIN"), args);
+    auto b = start_program(std::getenv("LEVERS_TEST_RECIPES_BIN"), args, env);
     auto status = b.wait(120s);
     INFO(b.output());
     REQUIRE(status.has_value());
@@ -281,6 +282,12 @@ TEST_CASE("ranks hold no file descriptor beyond stdin, stdout and stderr") {
         INFO(got.dump());
         CHECK(got["extra_fds"] == 0);
     }
+}
+
+TEST_CASE("ranks number cards in PCI order, as the card ledger does, unless the user chose an order") {
+    CHECK(test_recipe("card_order", 2)["cuda_device_order"] == "PCI_BUS_ID");
+    CHECK(test_recipe("card_order", 2, {}, {"CUDA_DEVICE_ORDER=FASTEST_FIRST"})["cuda_device_order"] ==
+          "FASTEST_FIRST");
 }
 
 TEST_CASE("the shared-memory store: set, get (waiting), add, on 2 and 4 ranks") {

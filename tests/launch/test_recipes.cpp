@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +102,14 @@ Result fds(const Config&) {
     std::vector<double> count = {static_cast<double>(extra.size())};
     dist::all_reduce_sum(count);
     return {{"extra_fds", count[0]}, {"rank0_extra", extra}};
+}
+
+// What CUDA would see of the card order in every rank (all the same, or "mixed").
+Result card_order(const Config&) {
+    const char* order = std::getenv("CUDA_DEVICE_ORDER");
+    const std::vector<std::string> all = dist::all_gather_text(order ? order : "(unset)");
+    const bool same = std::all_of(all.begin(), all.end(), [&](const std::string& o) { return o == all.front(); });
+    return {{"cuda_device_order", same ? all.front() : std::string("mixed")}};
 }
 
 Result store(const Config&) {
@@ -215,6 +224,9 @@ LEVERS_RECIPE(hold) {
 
 LEVERS_RECIPE(collectives) { return levers::recipe("collectives").describe("checks every collective").run(collectives); }
 LEVERS_RECIPE(fds) { return levers::recipe("fds").describe("counts the files each rank holds open").run(fds); }
+LEVERS_RECIPE(card_order) {
+    return levers::recipe("card_order").describe("reports CUDA_DEVICE_ORDER as each rank sees it").run(card_order);
+}
 LEVERS_RECIPE(store) { return levers::recipe("store").describe("checks the shared-memory store").run(store); }
 LEVERS_RECIPE(wrapped) {
     return levers::recipe("wrapped")

@@ -1,7 +1,5 @@
 #include "framework/recipe/framework_loop.hpp"
 
-#include "framework/recipe/device_choice.hpp"
-
 #include "framework/core/live_progress.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/checkpoints.hpp"

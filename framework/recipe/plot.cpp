@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <sstream>
 #include <sys/wait.h>
@@ -87,10 +88,16 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out) {
 }
 
 void run_gnuplot(const std::string& script, const fs::path& out) {
+    // A gnuplot that is missing (or dies) closes the pipe while we write: the
+    // write must fail quietly, not kill this process with SIGPIPE.
+    struct sigaction ignore {}, previous {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &previous);
     FILE* gp = ::popen("gnuplot 2>&1", "w");
+    if (gp) std::fputs(script.c_str(), gp);
+    const int status = gp ? ::pclose(gp) : -1;
+    ::sigaction(SIGPIPE, &previous, nullptr);
     LEVERS_CHECK(gp != nullptr, "cannot start gnuplot");
-    std::fputs(script.c_str(), gp);
-    const int status = ::pclose(gp);
     LEVERS_CHECK(WIFEXITED(status) && WEXITSTATUS(status) != 127,
                  "drawing takes gnuplot, which is not installed: apt-get install gnuplot-nox");
     LEVERS_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(out),

@@ -18,8 +18,14 @@ export PATH=$PATH:/usr/local/cuda/bin
 build=${LEVERS_BUILD:-$root/build}
 data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
 # Only what this check runs is built (card machines may have no network: the
-# full set-up, which fetches data, is `bash scripts/setup.sh build`).
-[ -f "$build/build.ninja" ] || meson setup "$build" "$root" --buildtype=release >/dev/null
+# full set-up, which fetches data, is `bash scripts/setup.sh build`), and a
+# new build only for this card's architecture (a quarter of the CUDA compile).
+if [ ! -f "$build/build.ninja" ]; then
+    archs=()
+    cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.' || true)
+    [ -n "$cap" ] && archs=(-Dgpu_archs="$cap")
+    meson setup "$build" "$root" --buildtype=release "${archs[@]}" >/dev/null
+fi
 ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda >/dev/null || ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda
 [ -x "$build/tests/levers_gpu_tests" ] || { echo "gpu_check: this build has no CUDA (was nvcc on PATH when it was configured?)"; exit 1; }
 if command -v nvidia-smi >/dev/null; then

@@ -1,3 +1,4 @@
+#include "framework/core/error.hpp"
 #include "framework/core/params.hpp"
 #include "framework/core/tensor.hpp"
 
@@ -47,4 +48,16 @@ TEST_CASE("parameter set: one flat buffer, aligned views, decay flags") {
     CHECK(ps.param_tensor(w).shape() == Shape{3, 5});
     CHECK_FALSE(ps.entries()[b].decay);
     CHECK_THROWS_AS(ps.add("late", {1}, true), Error);
+}
+
+TEST_CASE("parameter set: gradients in bf16 only on a card, the offsets of grad_raw in that dtype") {
+    ParamSet<float> ps;
+    ps.add("w", {3, 5}, true);
+    const int b = ps.add("b", {5}, false);
+    ps.allocate();
+    CHECK(ps.grad_dtype() == DType::f32);
+    CHECK(static_cast<float*>(ps.grad_raw(b)) == ps.grad(b));
+    CHECK_THROWS_WITH_AS(ps.to_device(Device::cpu(), DType::bf16),
+                         doctest::Contains("gradients in bf16 for f32 parameters on cpu: only f32 there"), Error);
+    CHECK(ps.grad_dtype() == DType::f32);  // refused before anything changed
 }

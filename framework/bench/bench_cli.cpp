@@ -23,6 +23,8 @@ BenchCli::BenchCli(CLI::App& app) {
     scaling_->add_option("--price", s.price, "price per card-hour: adds the time and cost of the work");
     scaling_->add_option("--total-steps", s.total_steps, "one card's steps to price (default: the recipe's steps)");
     scaling_->add_option("--out", s.out, "results directory (default: runs/NAME/bench-scaling-<date-time>)");
+    scaling_->add_option("--precision", s.precision, "every run's: f32, or bf16 on cards")
+        ->check(CLI::IsMember({"f32", "bf16"}));
     scaling_->footer("\nExamples:\n  recipe bench scaling pretrain --gpus 1,2 --steps 80\n"
                      "  recipe bench scaling classify --gpus 1,2,4,8 --global-batch 512 --price 0.68");
 

@@ -18,6 +18,7 @@ struct ScalingFlags {
     double price = 0;                 // per card-hour; 0: no cost columns
     long total_steps = 0;             // one card's steps to price (0: the recipe's default steps)
     std::string out;
+    std::string precision = "f32";    // every run's --precision
 };
 int bench_scaling(const ScalingFlags& f);
 

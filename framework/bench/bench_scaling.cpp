@@ -4,6 +4,7 @@
 #include "framework/bench/child_run.hpp"
 #include "framework/core/error.hpp"
 #include "framework/launch/card_ledger.hpp"
+#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/plot.hpp"
 
 #include <fmt/format.h>
@@ -35,6 +36,7 @@ int bench_scaling(const ScalingFlags& f) {
     LEVERS_CHECK(f.global_batch == 0 || r.defaults().has("global_batch"),
                  "--global-batch: recipe '{}' declares no global_batch parameter", r.name());
     LEVERS_CHECK(f.price >= 0, "--price must be >= 0, got {}", f.price);
+    resolve_precision(f.precision, resolve_device("auto", 1));  // refused here, not once per run
     const fs::path dir = bench_dir(r.name(), f.out, "scaling");
     const int slots = static_cast<int>(launch::CardLedger::for_node().cards().size());
     fmt::print("bench scaling {}: cards {}, {} steps each ({} warm-up), {}; results in {}\n", r.name(),
@@ -54,8 +56,9 @@ int bench_scaling(const ScalingFlags& f) {
         if (g * f.threads > slots)
             fmt::print("note: {} cards x {} thread{} exceed this node's {} CPU slots: ranks share cores\n", g,
                        f.threads, f.threads == 1 ? "" : "s", slots);
-        std::vector<std::string> args = {"--gpus", std::to_string(g), "--threads", std::to_string(f.threads),
-                                         "--output", "rank0", "--set", fmt::format("steps={}", f.steps)};
+        std::vector<std::string> args = {"--gpus",      std::to_string(g), "--threads", std::to_string(f.threads),
+                                         "--output",    "rank0",           "--set",     fmt::format("steps={}", f.steps),
+                                         "--precision", f.precision};
         if (f.global_batch > 0) args.insert(args.end(), {"--set", fmt::format("global_batch={}", f.global_batch)});
         for (const auto& flag : as_set_flags(quiet_sets(r))) args.push_back(flag);
         for (const auto& flag : as_set_flags(f.sets)) args.push_back(flag);

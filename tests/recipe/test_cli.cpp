@@ -128,6 +128,9 @@ TEST_CASE("--precision bf16 is refused on the CPU, naming the device and what wo
     CHECK(sweep.code == 2);
     CHECK_MESSAGE(sweep.output.find("--precision bf16 computes on cards only") != std::string::npos, sweep.output);
     CHECK(sweep.output.find("cell 00 started") == std::string::npos);
+    auto bench = recipe("bench scaling classify --gpus 1 --precision bf16");
+    CHECK(bench.code == 2);
+    CHECK_MESSAGE(bench.output.find("--precision bf16 computes on cards only") != std::string::npos, bench.output);
 }
 
 TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON on the last line") {

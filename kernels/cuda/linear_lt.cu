@@ -131,9 +131,16 @@ bool linear_epilogue(S* out, S* pre_gelu, const S* in, const S* weight, const S*
         if (pre_gelu) set(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<void*>(pre_gelu));
         const float alpha = 1, beta = 0;
         LtThread& thread = lt();
-        LEVERS_CUBLAS_CHECK(cublasLtMatmul(thread.handle, plan->desc, &alpha, weight, plan->a, in, plan->b, &beta, out,
+        // An algorithm the heuristic offered but the call refuses (shapes it
+        // did not foresee) sends this shape to the plain path from now on.
+        const auto status = cublasLtMatmul(thread.handle, plan->desc, &alpha, weight, plan->a, in, plan->b, &beta, out,
                                            plan->d, out, plan->d, &plan->algo.algo, thread.workspace, kWorkspaceBytes,
-                                           stream));
+                                           stream);
+        if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+            plan->usable = false;
+            return false;
+        }
+        LEVERS_CUBLAS_CHECK(status);
         return true;
     }
 }

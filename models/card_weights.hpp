@@ -45,16 +45,22 @@ private:
     std::shared_ptr<std::byte> copy_;
 };
 
-// n values of S on the card into `out` on the host, as f32 (waits for the card).
-template <class S> void copy_to_host(std::vector<float>& out, const S* card, std::size_t n) {
-    out.resize(n);
-    if constexpr (std::is_same_v<S, float>) {
-        device_copy(out.data(), card, n * sizeof(float));
-    } else {
-        std::vector<std::uint16_t> bits(n);  // bf16 is the high half of an f32
-        device_copy(bits.data(), card, n * sizeof(std::uint16_t));
-        for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(bits[i]) << 16);
-    }
+// rows x cols values of S on the card, rows `ld` apart, into `out` on the
+// host as f32 with rows `cols` apart (waits for the card).
+template <class S>
+void copy_to_host(std::vector<float>& out, const S* card, std::size_t rows, std::size_t cols, std::size_t ld) {
+    using Raw = std::conditional_t<std::is_same_v<S, float>, float, std::uint16_t>;  // bf16: an f32's high half
+    std::vector<Raw> raw(rows * ld);
+    device_copy(raw.data(), card, raw.size() * sizeof(Raw));
+    out.resize(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < cols; ++c) {
+            const Raw x = raw[r * ld + c];
+            if constexpr (std::is_same_v<S, float>)
+                out[r * cols + c] = x;
+            else
+                out[r * cols + c] = std::bit_cast<float>(static_cast<std::uint32_t>(x) << 16);
+        }
 }
 
 }  // namespace levers::models

@@ -38,6 +38,9 @@ private:
     S* LP(std::size_t layer, int which) const { return lora_weights_.at(lora_.ids[layer][which]); }
     S* LG(std::size_t layer, int which) const { return lora_weights_.grad(lora_.ids[layer][which]); }
     void ensure_activations(std::int64_t batch, std::int64_t time);
+    // Logits rows are this far apart: the vocabulary rounded up to 64, so
+    // every row of the products starts aligned (50257 is odd).
+    std::int64_t padded_vocab() const { return (config_.vocab_size + 63) / 64 * 64; }
 
     GptConfig config_;
     ParamSet<float>& params_;
@@ -95,7 +98,7 @@ GptCuda<S>::GptCuda(const GptConfig& config, ParamSet<float>& params, Lora lora)
 
 template <class S> void GptCuda<S>::ensure_activations(std::int64_t batch, std::int64_t time) {
     if (batch == batch_ && time == time_) return;
-    const std::int64_t BT = batch * time, C = config_.n_embd, H = config_.n_head, V = config_.vocab_size;
+    const std::int64_t BT = batch * time, C = config_.n_embd, H = config_.n_head;
     const int rank = lora_.rank;
     block_.lay_out([&](CarvedBlock& block) {
         tokens_ = block.take<std::int32_t>(BT);
@@ -123,7 +126,7 @@ template <class S> void GptCuda<S>::ensure_activations(std::int64_t batch, std::
         lnf_ = block.take<S>(BT * C);
         lnf_mean_ = block.take<A>(BT);
         lnf_rstd_ = block.take<A>(BT);
-        logits_ = block.take<S>(BT * V);
+        logits_ = block.take<S>(BT * padded_vocab());
         lse_ = block.take<A>(BT);
         loss_ = block.take<A>(1);
         d_res_ = block.take<S>(BT * C);
@@ -181,9 +184,10 @@ float GptCuda<S>::forward(const std::int32_t* tokens, const std::int32_t* target
         x = a.x_out;
     }
     cu::layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x, P(lnf_w_), P(lnf_b_), BT, C, s);
-    cu::linear_forward(logits_, lnf_, P(wte_), static_cast<const S*>(nullptr), BT, C, V, s);  // tied output
+    const std::int64_t Vp = padded_vocab();
+    cu::linear_forward(logits_, lnf_, P(wte_), static_cast<const S*>(nullptr), BT, C, V, s, Vp);  // tied output
     if (!has_targets_) return 0;  // sampling: host_logits() fetches them
-    cu::cross_entropy_forward(loss_, lse_, logits_, targets_, BT, V, s);
+    cu::cross_entropy_forward(loss_, lse_, logits_, targets_, BT, V, s, -100, Vp);
     A loss = 0;
     device_copy(&loss, loss_, sizeof loss);  // waits for the stream
     return static_cast<float>(loss);
@@ -198,8 +202,9 @@ template <class S> void GptCuda<S>::backward() {
     S* d_logits = logits_;  // in place
     const bool frozen = lora_.rank > 0;  // with LoRA only the adapters learn
     auto G = [&](int id) { return frozen ? static_cast<S*>(nullptr) : weights_.grad(id); };
-    cu::cross_entropy_backward(d_logits, lse_, logits_, targets_, A(1), BT, V, s);
-    cu::linear_backward(d_a_, G(wte_), static_cast<S*>(nullptr), d_logits, lnf_, P(wte_), BT, C, V, s);
+    const std::int64_t Vp = padded_vocab();
+    cu::cross_entropy_backward(d_logits, lse_, logits_, targets_, A(1), BT, V, s, -100, Vp);
+    cu::linear_backward(d_a_, G(wte_), static_cast<S*>(nullptr), d_logits, lnf_, P(wte_), BT, C, V, s, Vp);
     cu::layernorm_backward(d_res_, G(lnf_w_), G(lnf_b_), d_a_, acts_.back().x_out, lnf_mean_, lnf_rstd_, P(lnf_w_),
                            BT, C, s);
     for (std::size_t l = acts_.size(); l-- > 0;) {
@@ -235,7 +240,8 @@ template <class S> void GptCuda<S>::backward() {
 }
 
 template <class S> const float* GptCuda<S>::host_logits() const {
-    copy_to_host(host_logits_, logits_, static_cast<std::size_t>(batch_ * time_ * config_.vocab_size));
+    copy_to_host(host_logits_, logits_, static_cast<std::size_t>(batch_ * time_),
+                 static_cast<std::size_t>(config_.vocab_size), static_cast<std::size_t>(padded_vocab()));
     return host_logits_.data();
 }
 

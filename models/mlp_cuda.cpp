@@ -29,7 +29,8 @@ public:
     float forward(const float* x, const std::int32_t* labels, std::int64_t batch) override;
     void backward() override;
     const float* host_logits() const override {
-        copy_to_host(host_logits_, logits_, static_cast<std::size_t>(batch_ * widths_.back()));
+        const auto classes = static_cast<std::size_t>(widths_.back());
+        copy_to_host(host_logits_, logits_, static_cast<std::size_t>(batch_), classes, classes);
         return host_logits_.data();
     }
 

@@ -39,10 +39,12 @@ void adamw_step(T* param, T* m, T* v, const G* grad, const AdamWChunk* chunks, i
 // Through cuBLAS (the calling thread's handle, on `stream`; bf16 products
 // accumulate in fp32); the layouts of kernels/linear.hpp: weight
 // [out_dim, in_dim], d_weight and d_bias added to, d_in written, each skipped
-// if null.
+// if null. `out_ld` (0: out_dim): how far apart rows of out and d_out are, for
+// a layer without bias whose output rows are padded (the GPT's logits, so
+// bf16 products keep aligned strides with a vocabulary of 50257).
 template <class S>
 void linear_forward(S* out, const S* in, const S* weight, const S* bias, index_t n, index_t in_dim, index_t out_dim,
-                    cudaStream_t stream);
+                    cudaStream_t stream, index_t out_ld = 0);
 // The MLP's first layer, in bf16 one cuBLASLt call where its epilogues allow:
 // pre = in·Wᵀ + bias (kept for backward), out = gelu(pre). The same results as
 // linear_forward then gelu_forward, which is what runs elsewhere.
@@ -51,7 +53,7 @@ void linear_gelu_forward(S* out, S* pre, const S* in, const S* weight, const S* 
                          index_t out_dim, cudaStream_t stream);
 template <class S>
 void linear_backward(S* d_in, S* d_weight, S* d_bias, const S* d_out, const S* in, const S* weight, index_t n,
-                     index_t in_dim, index_t out_dim, cudaStream_t stream);
+                     index_t in_dim, index_t out_dim, cudaStream_t stream, index_t out_ld = 0);
 
 // Attention as batched GEMMs per batch row (heads strided) and a causal
 // softmax kernel (one warp per row); the layouts of kernels/attention.hpp.
@@ -107,13 +109,13 @@ void layernorm_backward(S* d_x, S* d_weight, S* d_bias, const S* d_out, const S*
 // logits, one thread block per row: forward keeps one log-sum-exp per row
 // and writes the mean over counted rows into `loss` (one element, device);
 // backward overwrites the logits' rows with their gradient (d_logits may be
-// the logits themselves).
+// the logits themselves). `stride` (0: vocab): how far apart rows are.
 template <class S>
 void cross_entropy_forward(acc_t<S>* loss, acc_t<S>* lse, const S* logits, const std::int32_t* targets, index_t rows,
-                           index_t vocab, cudaStream_t stream, std::int32_t ignore_index = -100);
+                           index_t vocab, cudaStream_t stream, std::int32_t ignore_index = -100, index_t stride = 0);
 template <class S>
 void cross_entropy_backward(S* d_logits, const acc_t<S>* lse, const S* logits, const std::int32_t* targets,
                             acc_t<S> d_loss, index_t rows, index_t vocab, cudaStream_t stream,
-                            std::int32_t ignore_index = -100);
+                            std::int32_t ignore_index = -100, index_t stride = 0);
 
 }  // namespace levers::kernels::cuda

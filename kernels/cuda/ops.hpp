@@ -30,7 +30,8 @@ template <class S> void scale(S* x, acc_t<S> s, index_t n, cudaStream_t stream);
 template <class To, class From> void convert(To* to, const From* from, index_t n, cudaStream_t stream);
 
 // AdamW over a whole flat parameter buffer in one launch: one thread block
-// per chunk (kernels/adamw.hpp's adamw_chunks, the table in device memory).
+// per chunk (made by kernels/adamw.hpp's append_adamw_chunks; the table in
+// device memory).
 // Parameters and moments in T (the fp32 master weights), gradients in G.
 template <class T, class G>
 void adamw_step(T* param, T* m, T* v, const G* grad, const AdamWChunk* chunks, index_t n_chunks, const AdamWHyper& h,
@@ -45,7 +46,8 @@ void adamw_step(T* param, T* m, T* v, const G* grad, const AdamWChunk* chunks, i
 template <class S>
 void linear_forward(S* out, const S* in, const S* weight, const S* bias, index_t n, index_t in_dim, index_t out_dim,
                     cudaStream_t stream, index_t out_ld = 0);
-// The MLP's first layer, in bf16 one cuBLASLt call where its epilogues allow:
+// A layer followed by GELU (the GPT's c_fc, the MLP's hidden layers), in bf16
+// one cuBLASLt call where its epilogues allow:
 // pre = in·Wᵀ + bias (kept for backward), out = gelu(pre). The same results as
 // linear_forward then gelu_forward, which is what runs elsewhere.
 template <class S>

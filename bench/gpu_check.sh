@@ -71,11 +71,29 @@ gpt2=(--layers 12 --heads 12 --embd 768 --block 1024 --vocab 50257 --batch 8 --s
 ratio() { /usr/bin/python3 -c 'import json, sys; l, t = json.loads(sys.argv[1]), json.loads(sys.argv[2]); print("%.2fx" % (l["tokens_per_second"] / t["tokens_per_second"]))' "$1" "$2"; }
 has_torch=0
 /usr/bin/python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && has_torch=1
+# The same 13 steps at full scale must also agree: bf16 with and without the
+# fused attention, and bf16 against f32 (the same seed and tokens).
+# same_loss WHAT JSON_A JSON_B TOLERANCE: says whether the two runs' losses agree (a mismatch fails the check).
+same_loss() {
+    local verdict
+    if verdict=$(/usr/bin/python3 -c 'import json, sys; a, b = json.loads(sys.argv[1])["loss"], json.loads(sys.argv[2])["loss"]; ok = abs(a - b) <= float(sys.argv[3]) * abs(b); print(("agree" if ok else "DISAGREE") + " (%.4f vs %.4f)" % (a, b)); sys.exit(0 if ok else 1)' "$2" "$3" "$4"); then
+        echo "gpu_check: $1 $verdict"
+    else
+        echo "gpu_check: $1 $verdict"; status=1
+    fi
+}
+declare -A losses=()
 for precision in bf16 f32; do
     levers_json=$(timeout 120 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision "$precision") || { echo "gpu_check: bench_gpt_cuda --precision $precision FAILED"; status=1; continue; }
     echo "levers $precision: $levers_json"
+    losses[$precision]=$levers_json
     if [ "$precision" = bf16 ]; then  # the same without the fused attention kernel, to see what it brings
-        echo "levers bf16, attention through cuBLAS: $(LEVERS_FUSED_ATTENTION=0 timeout 120 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision bf16 || echo FAILED)"
+        if gemm_json=$(LEVERS_FUSED_ATTENTION=0 timeout 120 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision bf16); then
+            echo "levers bf16, attention through cuBLAS: $gemm_json"
+            same_loss "bf16 losses with and without the fused attention" "$levers_json" "$gemm_json" 0.02
+        else
+            echo "gpu_check: bench_gpt_cuda with LEVERS_FUSED_ATTENTION=0 FAILED"; status=1
+        fi
     fi
     [ "$has_torch" -eq 1 ] || continue
     attentions="explicit"
@@ -86,5 +104,8 @@ for precision in bf16 f32; do
         echo "levers / PyTorch $precision ($attention attention) tokens/s: $(ratio "$levers_json" "$torch_json")"
     done
 done
+if [ -n "${losses[bf16]:-}" ] && [ -n "${losses[f32]:-}" ]; then
+    same_loss "bf16 and f32 losses after the same steps" "${losses[bf16]}" "${losses[f32]}" 0.05
+fi
 [ "$has_torch" -eq 1 ] || echo "pytorch: not measured (no PyTorch with CUDA for /usr/bin/python3 on this machine)"
 exit "$status"

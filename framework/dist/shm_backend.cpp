@@ -84,24 +84,30 @@ ShmBackend::ShmBackend(void* memory, std::size_t bytes, int rank, std::chrono::m
 
 std::byte* ShmBackend::slot(int r) const { return slots_ + static_cast<std::size_t>(r) * slot_bytes_; }
 
-void ShmBackend::abort(const std::string& why) {
+namespace {
+// aborted_by while the first aborter writes its reason: readers wait for the
+// real value, so nobody reports an abort whose reason is not there yet.
+constexpr std::uint32_t kWritingReason = 0xffffffffu;
+
+void publish_abort(ShmBackend::Layout* layout, std::uint32_t by, const std::string& why) {
     std::uint32_t none = 0;
-    if (layout_->aborted_by.compare_exchange_strong(none, static_cast<std::uint32_t>(rank_ + 1))) {
-        std::snprintf(layout_->abort_reason, sizeof(layout_->abort_reason), "%s", why.c_str());
+    if (layout->aborted_by.compare_exchange_strong(none, kWritingReason, std::memory_order_acq_rel)) {
+        std::snprintf(layout->abort_reason, sizeof(layout->abort_reason), "%s", why.c_str());
+        layout->aborted_by.store(by, std::memory_order_release);
     }
-    futex_wake_all(&layout_->generation);
+    futex_wake_all(&layout->generation);
 }
+}  // namespace
+
+void ShmBackend::abort(const std::string& why) { publish_abort(layout_, static_cast<std::uint32_t>(rank_ + 1), why); }
 
 void ShmBackend::abort_group(void* memory, const std::string& why) {
-    auto* layout = static_cast<Layout*>(memory);
-    std::uint32_t none = 0;
-    if (layout->aborted_by.compare_exchange_strong(none, kMaxRanks + 1))
-        std::snprintf(layout->abort_reason, sizeof(layout->abort_reason), "%s", why.c_str());
-    futex_wake_all(&layout->generation);
+    publish_abort(static_cast<Layout*>(memory), kMaxRanks + 1, why);
 }
 
 void ShmBackend::fail_aborted() {
-    const std::uint32_t by = layout_->aborted_by.load();
+    std::uint32_t by = 0;
+    while ((by = layout_->aborted_by.load(std::memory_order_acquire)) == kWritingReason) pause_cpu();
     const std::string who = by > kMaxRanks ? std::string("the launcher") : fmt::format("rank {}", by - 1);
     LEVERS_FAIL("rank {}: the process group was aborted by {}: {}", rank_, who,
                 std::string(layout_->abort_reason, strnlen(layout_->abort_reason, sizeof(layout_->abort_reason))));

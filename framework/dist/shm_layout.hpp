@@ -39,7 +39,8 @@ struct ShmBackend::Layout {
     std::uint64_t slot_bytes;
     alignas(kAlign) std::atomic<std::uint32_t> arrived;
     alignas(kAlign) std::atomic<std::uint32_t> generation;
-    alignas(kAlign) std::atomic<std::uint32_t> aborted_by;  // 0: running; else rank + 1
+    // 0: running; else rank + 1 (kMaxRanks + 1: the launcher), 0xffffffff while the reason is written.
+    alignas(kAlign) std::atomic<std::uint32_t> aborted_by;
     char abort_reason[256];
     RankRecord ranks[kMaxRanks];
     alignas(kAlign) std::atomic<std::uint32_t> store_version;  // bumped (and woken) on every store change

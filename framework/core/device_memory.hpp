@@ -30,14 +30,21 @@ void device_zero(void* dst, std::size_t bytes);
 
 // One card allocation carved into 256-byte aligned pieces, for a model's
 // activations: layout(block) calls block.take<T>(n) for every piece, once to
-// count (the pointers are null) and once more after the one allocation.
+// count (the pointers are null) and once more over the allocation. A layout
+// that fits the block it has (a shorter sequence while sampling, a smaller
+// last batch) is carved from it again: no allocation, no synchronisation.
 class CarvedBlock {
 public:
     template <class Layout> void lay_out(const Layout& layout) {
-        memory_.reset();  // back to the cache first, so a same-sized block is reused
+        std::shared_ptr<std::byte> kept = std::move(memory_);  // null while counting
         used_ = 0;
         layout(*this);
-        memory_ = device_alloc(used_);
+        if (!kept || used_ > capacity_) {
+            kept.reset();  // back to the cache first, so a same-sized block is reused
+            kept = device_alloc(used_);
+            capacity_ = used_;
+        }
+        memory_ = std::move(kept);
         used_ = 0;
         layout(*this);
     }
@@ -50,7 +57,7 @@ public:
 
 private:
     std::shared_ptr<std::byte> memory_;
-    std::size_t used_ = 0;
+    std::size_t used_ = 0, capacity_ = 0;
 };
 
 // Bytes held by the cache: handed out, and kept free for reuse.

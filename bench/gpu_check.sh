@@ -29,7 +29,7 @@ fi
 ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda >/dev/null || ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda
 [ -x "$build/tests/levers_gpu_tests" ] || { echo "gpu_check: this build has no CUDA (was nvcc on PATH when it was configured?)"; exit 1; }
 # What was measured, for the record: the commit, the toolkit, the cards.
-echo "gpu_check: levers $(git -C "$root" log -1 --format='%h %cd' --date=short 2>/dev/null || echo '(not a git checkout)'), $(nvcc --version | tail -n 1)"
+echo "gpu_check: levers $(git -C "$root" log -1 --format='%h %cd' --date=short 2>/dev/null || echo '(not a git checkout)'), $(nvcc --version | sed -n 's/.*release \([^,]*\).*/nvcc \1/p')"
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader
 fi

@@ -1,5 +1,6 @@
 #include "models/gpt.hpp"
 
+#include "framework/core/model_move.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/embedding.hpp"
@@ -124,22 +125,9 @@ template <class T> void Gpt<T>::ensure_activations(std::int64_t batch, std::int6
 }
 
 template <class T> void Gpt<T>::to_device(Device device, DType compute) {
-    if (device.is_cpu()) {  // where every GPT starts: nothing moves
-        LEVERS_CHECK(params_.device().is_cpu() && compute != DType::bf16,
-                     "a GPT computes in {} on the CPU (bf16 needs a card) and cannot move back from {}",
-                     name_of(dtype_of<T>()), params_.device().str());
-        return;
-    }
-    if (device == params_.device()) {
-        LEVERS_CHECK(compute == compute_, "a GPT on {} computes in {}; it cannot switch to {}", device.str(),
-                     name_of(compute_), name_of(compute));
-        return;
-    }
-    LEVERS_CHECK(params_.device().is_cpu(), "a GPT on {} cannot move to {}", params_.device().str(), device.str());
-    LEVERS_CHECK(compute == DType::f32 || compute == DType::bf16,
-                 "a GPT on a card computes in f32 or bf16, not {}", name_of(compute));
+    if (!needs_move_to_card("a GPT", params_.device(), compute_, device, compute, dtype_of<T>())) return;
 #if defined(LEVERS_CUDA)
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (std::is_same_v<T, float>) {  // the only parameters needs_move_to_card lets through
         params_.to_device(device, compute);
         GptCard::Lora lora;
         if (lora_rank_ > 0) {
@@ -151,13 +139,7 @@ template <class T> void Gpt<T>::to_device(Device device, DType compute) {
         compute_ = compute;
         arena_ = Arena();  // the CPU activations are not used any more
         batch_ = time_ = 0;
-        return;
     }
-    LEVERS_FAIL("a GPT of {} runs on the CPU only; cards run f32 (or bf16 from f32 master weights)",
-                name_of(dtype_of<T>()));
-#else
-    LEVERS_FAIL("GPT on {}: this build of levers has no CUDA backend (nvcc was not found when it was configured)",
-                device.str());
 #endif
 }
 

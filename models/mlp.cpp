@@ -1,5 +1,6 @@
 #include "models/mlp.hpp"
 
+#include "framework/core/model_move.hpp"
 #include "framework/core/rng.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/gelu.hpp"
@@ -64,32 +65,15 @@ template <class T> void Mlp<T>::ensure_activations(std::int64_t batch) {
 }
 
 template <class T> void Mlp<T>::to_device(Device device, DType compute) {
-    if (device.is_cpu()) {  // where every MLP starts: nothing moves
-        LEVERS_CHECK(params_.device().is_cpu() && compute != DType::bf16,
-                     "an MLP computes in {} on the CPU (bf16 needs a card) and cannot move back from {}",
-                     name_of(dtype_of<T>()), params_.device().str());
-        return;
-    }
-    if (device == params_.device()) {
-        LEVERS_CHECK(compute == compute_, "an MLP on {} computes in {}; it cannot switch to {}", device.str(),
-                     name_of(compute_), name_of(compute));
-        return;
-    }
-    LEVERS_CHECK(params_.device().is_cpu(), "an MLP on {} cannot move to {}", params_.device().str(), device.str());
+    if (!needs_move_to_card("an MLP", params_.device(), compute_, device, compute, dtype_of<T>())) return;
 #if defined(LEVERS_CUDA)
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (std::is_same_v<T, float>) {  // the only parameters needs_move_to_card lets through
         params_.to_device(device, compute);
         cuda_ = make_mlp_card(widths_, weight_ids_, bias_ids_, params_, compute);
         compute_ = compute;
         arena_ = Arena();
         batch_ = 0;
-        return;
     }
-    LEVERS_FAIL("an MLP of {} runs on the CPU only; cards run f32 (or bf16 from f32 master weights)",
-                name_of(dtype_of<T>()));
-#else
-    LEVERS_FAIL("MLP on {}: this build of levers has no CUDA backend (nvcc was not found when it was configured)",
-                device.str());
 #endif
 }
 

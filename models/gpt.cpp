@@ -160,13 +160,13 @@ template <class T> std::size_t Gpt<T>::activation_bytes() const {
 
 template <class T>
 T Gpt<T>::forward(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t batch, std::int64_t time) {
+    LEVERS_CHECK(batch >= 1 && time >= 1 && time <= config_.block_size,
+                 "GPT forward needs batch >= 1 and 1 <= time <= block_size ({}), got batch {} time {}",
+                 config_.block_size, batch, time);
 #if defined(LEVERS_CUDA)
     if constexpr (std::is_same_v<T, float>)
         if (cuda_) return cuda_->forward(tokens, targets, batch, time);
 #endif
-    LEVERS_CHECK(batch >= 1 && time >= 1 && time <= config_.block_size,
-                 "GPT forward needs batch >= 1 and 1 <= time <= block_size ({}), got batch {} time {}",
-                 config_.block_size, batch, time);
     ensure_activations(batch, time);
     const std::int64_t B = batch, Tm = time, BT = B * Tm, C = config_.n_embd, H = config_.n_head;
     const std::int64_t V = config_.vocab_size;

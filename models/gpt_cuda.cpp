@@ -143,9 +143,6 @@ template <class S> void GptCuda<S>::ensure_activations(std::int64_t batch, std::
 template <class S>
 float GptCuda<S>::forward(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t batch,
                           std::int64_t time) {
-    LEVERS_CHECK(batch >= 1 && time >= 1 && time <= config_.block_size,
-                 "GPT forward needs batch >= 1 and 1 <= time <= block_size ({}), got batch {} time {}",
-                 config_.block_size, batch, time);
     for (std::int64_t i = 0; i < batch * time; ++i)
         LEVERS_CHECK(tokens[i] >= 0 && tokens[i] < config_.vocab_size, "token {} at {} is outside the vocabulary",
                      tokens[i], i);

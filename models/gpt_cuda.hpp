@@ -31,7 +31,8 @@ public:
     };
     virtual ~GptCard() = default;
 
-    // tokens and targets on the host [batch, time], validated there. With
+    // tokens and targets on the host [batch, time], their shape checked by
+    // Gpt::forward, the token ids here (the card does not check them). With
     // targets: the mean loss (waits for the card). Without: 0 (the logits are
     // there for host_logits()).
     virtual float forward(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t batch,

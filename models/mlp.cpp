@@ -86,11 +86,11 @@ template <class T> const T* Mlp<T>::logits() const {
 }
 
 template <class T> T Mlp<T>::forward(const T* x, const std::int32_t* labels, std::int64_t batch) {
+    LEVERS_CHECK(batch >= 1, "MLP forward needs batch >= 1, got {}", batch);
 #if defined(LEVERS_CUDA)
     if constexpr (std::is_same_v<T, float>)
         if (cuda_) return cuda_->forward(x, labels, batch);
 #endif
-    LEVERS_CHECK(batch >= 1, "MLP forward needs batch >= 1, got {}", batch);
     ensure_activations(batch);
     x_ = x;
     const T* in = x;

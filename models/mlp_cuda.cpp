@@ -74,7 +74,6 @@ template <class S> void MlpCuda<S>::ensure_activations(std::int64_t batch) {
 }
 
 template <class S> float MlpCuda<S>::forward(const float* x, const std::int32_t* labels, std::int64_t batch) {
-    LEVERS_CHECK(batch >= 1, "MLP forward needs batch >= 1, got {}", batch);
     ensure_activations(batch);
     const auto s = card_stream();
     weights_.refresh();

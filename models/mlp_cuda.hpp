@@ -17,7 +17,8 @@ namespace levers::models {
 class MlpCard {
 public:
     virtual ~MlpCard() = default;
-    // x [batch, inputs] and labels [batch] on the host. With labels: the mean
+    // x [batch, inputs] and labels [batch] on the host (batch checked by
+    // Mlp::forward, the labels here). With labels: the mean
     // loss (waits for the card). Without: 0 (the logits are there for host_logits()).
     virtual float forward(const float* x, const std::int32_t* labels, std::int64_t batch) = 0;
     virtual void backward() = 0;  // adds into the gradients, announcing each finished layer

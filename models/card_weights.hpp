@@ -6,10 +6,10 @@
 #pragma once
 
 #include "framework/core/device_memory.hpp"
+#include "framework/core/dtype.hpp"
 #include "framework/core/params.hpp"
 #include "kernels/cuda/ops.hpp"
 
-#include <bit>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
@@ -49,7 +49,7 @@ private:
 // host as f32 with rows `cols` apart (waits for the card).
 template <class S>
 void copy_to_host(std::vector<float>& out, const S* card, std::size_t rows, std::size_t cols, std::size_t ld) {
-    using Raw = std::conditional_t<std::is_same_v<S, float>, float, std::uint16_t>;  // bf16: an f32's high half
+    using Raw = std::conditional_t<std::is_same_v<S, float>, float, std::uint16_t>;  // bf16 as its bits
     std::vector<Raw> raw(rows * ld);
     device_copy(raw.data(), card, raw.size() * sizeof(Raw));
     out.resize(rows * cols);
@@ -59,7 +59,7 @@ void copy_to_host(std::vector<float>& out, const S* card, std::size_t rows, std:
             if constexpr (std::is_same_v<S, float>)
                 out[r * cols + c] = x;
             else
-                out[r * cols + c] = std::bit_cast<float>(static_cast<std::uint32_t>(x) << 16);
+                out[r * cols + c] = bf16_to_float(x);
         }
 }
 

@@ -2,6 +2,7 @@
 // reserved for the CUDA backend (storage only, fp32 accumulation).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -29,6 +30,9 @@ constexpr std::string_view name_of(DType t) {
     }
     return "?";
 }
+
+// A bf16 value (its 16 bits) as f32: bf16 is an f32's high half.
+inline float bf16_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
 
 // dtype_of<T>: the DType tag of a C++ element type.
 template <class T> constexpr DType dtype_of();

@@ -101,7 +101,7 @@ SafeTensors read_safetensors(const fs::path& path) {
             } else {
                 std::uint16_t h;
                 std::memcpy(&h, src + 2 * i, 2);
-                dst[i] = dtype == "F16" ? half_to_float(h) : std::bit_cast<float>(std::uint32_t{h} << 16);
+                dst[i] = dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
             }
         }
         out.tensors.emplace(name, std::move(t));

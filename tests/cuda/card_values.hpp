@@ -6,6 +6,7 @@
 #pragma once
 
 #include "framework/core/cuda_check.hpp"
+#include "framework/core/dtype.hpp"
 #include "framework/core/rng.hpp"
 #include "kernels/cuda/ops.hpp"
 
@@ -38,17 +39,17 @@ template <> struct Precision<bf16> {
     static constexpr double values = 3e-2, sums = 1e-5;
 };
 
-// bf16 is the high half of an f32, rounded to nearest even.
+// An f32 rounded to nearest even into bf16's 16 bits (bf16_to_float, in
+// framework/core/dtype.hpp, widens them back).
 inline std::uint16_t bf16_bits(float f) {
     std::uint32_t u = std::bit_cast<std::uint32_t>(f);
     u += 0x7fffu + ((u >> 16) & 1u);
     return static_cast<std::uint16_t>(u >> 16);
 }
-inline float from_bf16_bits(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
 template <class S> host_t<S> rounded(double x) {
     if constexpr (std::is_same_v<S, bf16>)
-        return from_bf16_bits(bf16_bits(static_cast<float>(x)));
+        return bf16_to_float(bf16_bits(static_cast<float>(x)));
     else
         return static_cast<S>(x);
 }
@@ -98,7 +99,7 @@ public:
     std::vector<Host> host() const {
         if constexpr (std::is_same_v<S, bf16>) {
             std::vector<float> out;
-            for (std::uint16_t b : raw_.host()) out.push_back(from_bf16_bits(b));
+            for (std::uint16_t b : raw_.host()) out.push_back(bf16_to_float(b));
             return out;
         } else {
             return raw_.host();

@@ -30,7 +30,7 @@ std::vector<float> host(const Tensor& t) {
     if (h.dtype() != DType::bf16) return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
     const auto* bits = static_cast<const std::uint16_t*>(h.raw());
     std::vector<float> out;
-    for (std::int64_t i = 0; i < h.numel(); ++i) out.push_back(from_bf16_bits(bits[i]));
+    for (std::int64_t i = 0; i < h.numel(); ++i) out.push_back(bf16_to_float(bits[i]));
     return out;
 }
 

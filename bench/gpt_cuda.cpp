@@ -8,8 +8,8 @@
 #include "framework/core/device_memory.hpp"
 #include "framework/train/optimizer.hpp"
 #include "framework/train/param_kernels.hpp"
-#include "kernels/cuda/ops.hpp"
 #include "models/gpt.hpp"
+#include "models/gpt_cuda.hpp"
 
 #include <cuda_runtime.h>
 
@@ -18,7 +18,6 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cstdlib>
 #include <string>
 
 namespace {
@@ -54,7 +53,8 @@ int main(int argc, char** argv) {
     const levers::models::GptConfig config{.vocab_size = vocab, .block_size = block, .n_layer = layers,
                                            .n_head = heads, .n_embd = embd};
     levers::models::Gpt<float> model(config, 1);
-    model.to_device(levers::Device::cuda(0), precision == "bf16" ? levers::DType::bf16 : levers::DType::f32);
+    const levers::DType compute = precision == "bf16" ? levers::DType::bf16 : levers::DType::f32;
+    model.to_device(levers::Device::cuda(0), compute);
     levers::Rng rng(2);
     std::vector<std::int32_t> x(static_cast<std::size_t>(batch * block)), y(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -91,11 +91,7 @@ int main(int argc, char** argv) {
                           {"flops_per_token", flops_per_token}};
     if (peak > 0) out["mfu"] = flops_per_token * tokens_per_s / peak;
     out["activation_gib"] = static_cast<double>(model.activation_bytes()) / (1 << 30);
-    const char* fused = std::getenv("LEVERS_FUSED_ATTENTION");
-    out["attention"] = precision == "bf16" && levers::kernels::cuda::attention_fused_supported(embd, heads) &&
-                               !(fused && std::string(fused) == "0")
-                           ? "fused"
-                           : "cublas";
+    out["attention"] = levers::models::fused_attention(config, compute) ? "fused" : "cublas";
     fmt::print("{}\n", out.dump());
     return 0;
 }

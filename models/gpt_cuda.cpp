@@ -53,9 +53,8 @@ private:
     std::int64_t batch_ = 0, time_ = 0;
     bool has_targets_ = false;
     std::int32_t *tokens_ = nullptr, *targets_ = nullptr;
-    // bf16 with head size 64: attention without the [T, T] matrices (flash
-    // style), unless LEVERS_FUSED_ATTENTION=0 asks for the GEMM path.
-    bool fused_attention_ = false;
+    // Attention without the [T, T] matrices (flash style): fused_attention().
+    const bool fused_attention_ = fused_attention(config_, std::is_same_v<S, cu::bf16> ? DType::bf16 : DType::f32);
     struct Acts {
         S *ln1, *qkv, *att, *atty, *x_mid, *ln2, *fc, *fc_gelu, *x_out;
         A *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
@@ -80,11 +79,6 @@ GptCuda<S>::GptCuda(const GptConfig& config, ParamSet<float>& params, Lora lora)
             if (entries[i].name == name) return static_cast<int>(i);
         LEVERS_FAIL("GPT parameter '{}' is missing", name);
     };
-    if constexpr (std::is_same_v<S, cu::bf16>) {
-        const char* fused = std::getenv("LEVERS_FUSED_ATTENTION");
-        fused_attention_ =
-            cu::attention_fused_supported(config_.n_embd, config_.n_head) && !(fused && std::string(fused) == "0");
-    }
     wte_ = id_of("wte");
     wpe_ = id_of("wpe");
     lnf_w_ = id_of("ln_f.weight");
@@ -243,6 +237,12 @@ template <class S> const float* GptCuda<S>::host_logits() const {
 }
 
 }  // namespace
+
+bool fused_attention(const GptConfig& config, DType compute) {
+    const char* fused = std::getenv("LEVERS_FUSED_ATTENTION");
+    return compute == DType::bf16 && cu::attention_fused_supported(config.n_embd, config.n_head) &&
+           !(fused && std::string(fused) == "0");
+}
 
 std::shared_ptr<GptCard> make_gpt_card(const GptConfig& config, ParamSet<float>& params, GptCard::Lora lora,
                                        DType compute) {

@@ -45,6 +45,11 @@ public:
     virtual std::size_t activation_bytes() const = 0;
 };
 
+// Whether a GPT of `config` computing in `compute` runs attention fused
+// (flash-style): in bf16 with head size 64, unless LEVERS_FUSED_ATTENTION=0
+// asks for the GEMM path.
+bool fused_attention(const GptConfig& config, DType compute);
+
 // `params` (and `lora`'s) already on the current card, with gradients in
 // `compute` (f32 or bf16).
 std::shared_ptr<GptCard> make_gpt_card(const GptConfig& config, ParamSet<float>& params, GptCard::Lora lora,

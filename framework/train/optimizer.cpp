@@ -13,7 +13,7 @@ AdamW<T>::AdamW(ParamSet<T>& params, const kernels::AdamWHyper& hyper)
       m_(Tensor::zeros({params.size()}, dtype_of<T>(), params.device())),
       v_(Tensor::zeros({params.size()}, dtype_of<T>(), params.device())) {
     if (params.device().is_cpu()) return;
-    const auto chunks = adamw_chunks(params.entries());
+    const auto chunks = adamw_chunks(params);
     const std::size_t bytes = chunks.size() * sizeof(kernels::AdamWChunk);
     card_chunks_ = device_alloc(bytes);
     device_copy(card_chunks_.get(), chunks.data(), bytes);

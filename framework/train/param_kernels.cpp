@@ -25,12 +25,6 @@ template <class F> auto with_card_grads(const ParamSet<float>& params, F&& f) {
 #else
 [[noreturn]] void no_cuda(Device d) { LEVERS_FAIL("{}: this build of levers has no CUDA backend", d.str()); }
 #endif
-
-template <class Entry> std::vector<kernels::AdamWChunk> chunks_of(const std::vector<Entry>& entries) {
-    std::vector<kernels::AdamWChunk> out;
-    for (const auto& e : entries) kernels::append_adamw_chunks(out, e.offset, e.shape.numel(), e.decay);
-    return out;
-}
 }  // namespace
 
 void scale_grads(ParamSet<float>& params, float s) {
@@ -57,11 +51,10 @@ double clip_grad_norm(ParamSet<float>& params, double max_norm) {
 #endif
 }
 
-std::vector<kernels::AdamWChunk> adamw_chunks(const std::vector<ParamSet<float>::Entry>& entries) {
-    return chunks_of(entries);
-}
-std::vector<kernels::AdamWChunk> adamw_chunks(const std::vector<ParamSet<double>::Entry>& entries) {
-    return chunks_of(entries);
+template <class T> std::vector<kernels::AdamWChunk> adamw_chunks(const ParamSet<T>& params) {
+    std::vector<kernels::AdamWChunk> out;
+    for (const auto& e : params.entries()) kernels::append_adamw_chunks(out, e.offset, e.shape.numel(), e.decay);
+    return out;
 }
 
 template <class T>
@@ -91,6 +84,8 @@ void adamw_update(ParamSet<T>& params, T* m, T* v, const kernels::AdamWHyper& hy
 #endif
 }
 
+template std::vector<kernels::AdamWChunk> adamw_chunks<float>(const ParamSet<float>&);
+template std::vector<kernels::AdamWChunk> adamw_chunks<double>(const ParamSet<double>&);
 template void adamw_update<float>(ParamSet<float>&, float*, float*, const kernels::AdamWHyper&, long,
                                   const kernels::AdamWChunk*, std::int64_t);
 template void adamw_update<double>(ParamSet<double>&, double*, double*, const kernels::AdamWHyper&, long,

@@ -19,8 +19,7 @@ double clip_grad_norm(ParamSet<float>& params, double max_norm);
 // AdamW over every parameter of `params`, moments m and v (flat, in T, on the
 // parameters' device): on the CPU one call per parameter; on a card one
 // launch over `chunks` (adamw_chunks(params), copied to the card: card_chunks).
-std::vector<kernels::AdamWChunk> adamw_chunks(const std::vector<ParamSet<float>::Entry>& entries);
-std::vector<kernels::AdamWChunk> adamw_chunks(const std::vector<ParamSet<double>::Entry>& entries);
+template <class T> std::vector<kernels::AdamWChunk> adamw_chunks(const ParamSet<T>& params);
 template <class T>
 void adamw_update(ParamSet<T>& params, T* m, T* v, const kernels::AdamWHyper& h, long step,
                   const kernels::AdamWChunk* card_chunks, std::int64_t n_chunks);

@@ -29,11 +29,10 @@ std::byte* CardStagedBackend::stage(std::size_t bytes) {
 
 void CardStagedBackend::all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) {
     const std::size_t bytes = bytes_of(n, dtype);
-    if (bytes == 0) return cards_.all_reduce(stage(1), 0, dtype, op);  // still collective
-    std::byte* card = stage(bytes);
-    device_copy(card, data, bytes);
+    std::byte* card = stage(std::max<std::size_t>(bytes, 1));  // an empty one is still collective
+    if (bytes > 0) device_copy(card, data, bytes);
     cards_.all_reduce(card, n, dtype, op);
-    device_copy(data, card, bytes);
+    if (bytes > 0) device_copy(data, card, bytes);
 }
 
 void CardStagedBackend::broadcast(void* data, std::size_t bytes, int root) {

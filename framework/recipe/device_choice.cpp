@@ -40,14 +40,11 @@ DType resolve_precision(const std::string& flag, const std::string& device) {
 }
 
 namespace {
-DType& compute_dtype_slot() {
-    static DType dtype = DType::f32;
-    return dtype;
-}
+DType process_compute_dtype = DType::f32;
 }  // namespace
 
-void set_compute_dtype(DType dtype) { compute_dtype_slot() = dtype; }
-DType compute_dtype() { return compute_dtype_slot(); }
+void set_compute_dtype(DType dtype) { process_compute_dtype = dtype; }
+DType compute_dtype() { return process_compute_dtype; }
 
 int runtime_index(int card) {
     const auto visible = launch::visible_cuda_cards(node_gpu_count(), std::getenv("CUDA_VISIBLE_DEVICES"));

@@ -9,6 +9,11 @@ namespace {
 
 constexpr int kRowThreads = 1024;
 
+// Whether a row's target counts: the forward's and backward's one rule.
+__device__ bool counts(std::int32_t target, index_t vocab, std::int32_t ignore_index) {
+    return target != ignore_index && target >= 0 && target < vocab;
+}
+
 // lse[r] over one row, by one block: each thread keeps a running max and a
 // sum rescaled to it (one pass over the row), then the block combines them.
 template <class S> __global__ void lse_kernel(acc_t<S>* lse, const S* logits, index_t vocab, index_t stride) {
@@ -36,7 +41,7 @@ __global__ void mean_loss_kernel(acc_t<S>* loss, const acc_t<S>* lse, const S* l
     double s = 0, c = 0;
     for (index_t r = threadIdx.x; r < rows; r += kRowThreads) {
         const std::int32_t t = targets[r];
-        if (t == ignore_index || t < 0 || t >= vocab) continue;
+        if (!counts(t, vocab, ignore_index)) continue;
         s += static_cast<double>(lse[r]) - static_cast<double>(load(logits[r * stride + t]));
         c += 1;
     }
@@ -44,9 +49,10 @@ __global__ void mean_loss_kernel(acc_t<S>* loss, const acc_t<S>* lse, const S* l
     if (threadIdx.x == 0) *loss = counted > 0 ? static_cast<acc_t<S>>(total / counted) : acc_t<S>(0);
 }
 
-__global__ void count_kernel(int* counted, const std::int32_t* targets, index_t rows, std::int32_t ignore_index) {
+__global__ void count_kernel(int* counted, const std::int32_t* targets, index_t rows, index_t vocab,
+                             std::int32_t ignore_index) {
     int c = 0;
-    for (index_t r = threadIdx.x; r < rows; r += kRowThreads) c += targets[r] != ignore_index;
+    for (index_t r = threadIdx.x; r < rows; r += kRowThreads) c += counts(targets[r], vocab, ignore_index);
     const int total = block_sum<kRowThreads>(c);
     if (threadIdx.x == 0) *counted = total;
 }
@@ -59,7 +65,7 @@ __global__ void ce_backward_kernel(S* d_logits, const acc_t<S>* lse, const S* lo
     using A = acc_t<S>;
     const index_t r = blockIdx.x;
     const std::int32_t t = targets[r];
-    const bool skip = t == ignore_index || *counted == 0;
+    const bool skip = !counts(t, vocab, ignore_index) || *counted == 0;
     const A scale = skip ? A(0) : d_loss / static_cast<A>(*counted), l = lse[r];
     const S* in = logits + r * stride;
     S* out = d_logits + r * stride;
@@ -86,7 +92,7 @@ void cross_entropy_backward(S* d_logits, const acc_t<S>* lse, const S* logits, c
     if (rows <= 0) return;
     if (stride == 0) stride = vocab;
     Scratch<int> counted(1);
-    LEVERS_LAUNCH(count_kernel<<<1, kRowThreads, 0, stream>>>(counted.get(), targets, rows, ignore_index));
+    LEVERS_LAUNCH(count_kernel<<<1, kRowThreads, 0, stream>>>(counted.get(), targets, rows, vocab, ignore_index));
     LEVERS_LAUNCH(ce_backward_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(
         d_logits, lse, logits, targets, d_loss, counted.get(), vocab, stride, ignore_index));
 }

@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(kThreads)
     float* o = carve.take<float>(kWarps * 16 * kLdF) + warp * 16 * kLdF;  // the output rows, rescaled as max moves
     bf16* p = carve.take<bf16>(kWarps * 16 * kLdP) + warp * 16 * kLdP;
     float *row_max = carve.take<float>(kTile), *row_sum = carve.take<float>(kTile);
-    const index_t b = blockIdx.y / heads, h = blockIdx.y % heads, q0 = static_cast<index_t>(blockIdx.x) * kTile;
+    const index_t b = blockIdx.x / heads, h = blockIdx.x % heads, q0 = static_cast<index_t>(blockIdx.y) * kTile;
 
     load_tile(q, qkv, b, h, 0, q0, time, channels);
     for (int i = lane; i < 16 * kLdF; i += 32) o[i] = 0;
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads)
         const float m = row_max[warp * 16 + r], l = row_sum[warp * 16 + r];
         for (int c = lane; c < kD; c += 32)
             y[(b * time + t) * channels + h * kD + c] = __float2bfloat16_rn(o[r * kLdF + c] / l);
-        if (lane == 0) lse[blockIdx.y * time + t] = m + logf(l);
+        if (lane == 0) lse[blockIdx.x * time + t] = m + logf(l);
     }
 }
 
@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(kThreads)
     bf16 *k = m.k, *v = m.v, *q = m.q, *dout = m.dout, *operand = m.operand;  // operand: Pᵀ, then dSᵀ
     float *pt = m.scores, *dpt = m.dp, *tile_lse = m.lse, *tile_dot = m.dot;   // Pᵀ: this warp's keys x queries
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const index_t bh = blockIdx.y, b = bh / heads, h = bh % heads, k0 = static_cast<index_t>(blockIdx.x) * kTile;
+    const index_t bh = blockIdx.x, b = bh / heads, h = bh % heads, k0 = static_cast<index_t>(blockIdx.y) * kTile;
 
     load_tile(k, qkv, b, h, 1, k0, time, channels);
     load_tile(v, qkv, b, h, 2, k0, time, channels);
@@ -294,7 +294,7 @@ __global__ void __launch_bounds__(kThreads)
     bf16 *q = m.q, *dout = m.dout, *k = m.k, *v = m.v, *ds = m.operand;
     float *s = m.scores, *dp = m.dp, *tile_lse = m.lse, *tile_dot = m.dot;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const index_t bh = blockIdx.y, b = bh / heads, h = bh % heads, q0 = static_cast<index_t>(blockIdx.x) * kTile;
+    const index_t bh = blockIdx.x, b = bh / heads, h = bh % heads, q0 = static_cast<index_t>(blockIdx.y) * kTile;
 
     load_tile(q, qkv, b, h, 0, q0, time, channels);
     load_rows(dout, d_y, b, h, q0, time, channels);
@@ -327,6 +327,14 @@ __global__ void __launch_bounds__(kThreads)
     write_rows(d_qkv, dq, s, scale, b, q0 + warp * 16, time, 3 * channels, h * kD);
 }
 
+// (batch·head, tile): batch·heads on x, whose limit is 2^31 - 1, rather than
+// on y (65535), which then caps the sequence at 4M tokens instead.
+dim3 tile_grid(index_t heads_in_batch, index_t time) {
+    if (blocks_for(time, kTile) > 65535)
+        detail::op_refused("fused attention takes sequences of at most 65535 * 64 tokens", __FILE__, __LINE__);
+    return dim3(static_cast<unsigned>(heads_in_batch), blocks_for(time, kTile));
+}
+
 template <class Kernel> void allow_shared(Kernel kernel, std::size_t bytes) {
     LEVERS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(bytes)));
@@ -344,7 +352,7 @@ void attention_fused_forward(bf16* y, float* lse, const bf16* qkv, index_t batch
         detail::op_refused("fused attention needs a head size (channels / heads) of 64", __FILE__, __LINE__);
     if (batch <= 0 || time <= 0) return;
     allow_shared(forward_kernel, kForwardShared);
-    const dim3 grid(blocks_for(time, kTile), static_cast<unsigned>(batch * heads));
+    const dim3 grid = tile_grid(batch * heads, time);
     LEVERS_LAUNCH(forward_kernel<<<grid, kThreads, kForwardShared, stream>>>(
         y, lse, qkv, time, channels, heads, 1.0f / std::sqrt(static_cast<float>(kD))));
 }
@@ -359,7 +367,7 @@ void attention_fused_backward(bf16* d_qkv, const bf16* d_y, const bf16* y, const
     LEVERS_LAUNCH(row_dot_kernel<<<blocks_for(rows, kWarps), kThreads, 0, stream>>>(dot.get(), d_y, y, rows, time,
                                                                                     channels, heads));
     const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
-    const dim3 grid(blocks_for(time, kTile), static_cast<unsigned>(batch * heads));
+    const dim3 grid = tile_grid(batch * heads, time);
     allow_shared(backward_kv_kernel, kBackwardShared);
     allow_shared(backward_q_kernel, kBackwardShared);
     LEVERS_LAUNCH(backward_kv_kernel<<<grid, kThreads, kBackwardShared, stream>>>(d_qkv, d_y, lse, dot.get(), qkv,

@@ -112,6 +112,9 @@ void layernorm_backward(S* d_x, S* d_weight, S* d_bias, const S* d_out, const S*
 // and writes the mean over counted rows into `loss` (one element, device);
 // backward overwrites the logits' rows with their gradient (d_logits may be
 // the logits themselves). `stride` (0: vocab): how far apart rows are.
+// Targets live on the card, so the caller checks them on the host (the CPU
+// op's rule: in [0, vocab) or ignore_index); rows with other targets are
+// left out of both passes, like ignored ones.
 template <class S>
 void cross_entropy_forward(acc_t<S>* loss, acc_t<S>* lse, const S* logits, const std::int32_t* targets, index_t rows,
                            index_t vocab, cudaStream_t stream, std::int32_t ignore_index = -100, index_t stride = 0);

@@ -84,6 +84,12 @@ TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, clip
     gpu_model.forward(tokens.data(), nullptr, 1, 16);
     check_close("GPT logits without targets", std::vector<float>(cpu_model.logits(), cpu_model.logits() + 16 * 97),
                 std::vector<float>(gpu_model.logits(), gpu_model.logits() + 16 * 97), kF32);
+
+    // A target outside the vocabulary is refused on the card as on the CPU.
+    targets[7] = 97;
+    for (auto* m : {&cpu_model, &gpu_model})
+        CHECK_THROWS_WITH_AS(m->forward(tokens.data(), targets.data(), 3, 16),
+                             doctest::Contains("target 97 in row 7 is outside [0, 97)"), Error);
 }
 
 namespace {

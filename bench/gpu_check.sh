@@ -4,40 +4,78 @@
 # f32 and bf16, LoRA, the MLP), train the shipped recipes on the card through
 # `recipe run --device cuda` (in f32 and bf16), and print a summary.
 #
-#   bash bench/gpu_check.sh
+#   bash bench/gpu_check.sh             build here (needs scripts/setup.sh's packages)
+#   bash bench/gpu_check.sh BUNDLE      run what bench/gpu_bundle.sh packed elsewhere
 #
 # Then GPT-2 124M training throughput on one card in bf16, the target (with
 # the fused attention kernel and without), and f32: tokens/s and MFU against
 # the card's dense peak, next to PyTorch eager
 # (autocast bf16; its explicit attention as levers computes it, and its fused
-# scaled_dot_product_attention) where /usr/bin/python3 has PyTorch with CUDA.
+# scaled_dot_product_attention) where python3 (or $PYTHON) has PyTorch with CUDA.
+# LEVERS_GPU_SANITIZE=1 also runs the GPU tests under compute-sanitizer's memcheck.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || { echo "gpu_check: no nvcc: install the CUDA toolkit"; exit 1; }
 export PATH=$PATH:/usr/local/cuda/bin
-build=${LEVERS_BUILD:-$root/build}
-data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
-# Only what this check runs is built (card machines may have no network: the
-# full set-up, which fetches data, is `bash scripts/setup.sh build`), and a
-# new build only for this card's architecture (a quarter of the CUDA compile).
-if [ ! -f "$build/build.ninja" ]; then
-    archs=()
-    cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.' || true)
-    [ -n "$cap" ] && archs=(-Dgpu_archs="$cap")
-    meson setup "$build" "$root" --buildtype=release "${archs[@]}" >/dev/null
+python=${PYTHON:-python3}
+if [ $# -ge 1 ]; then
+    bundle=$(realpath "$1")
+    [ -x "$bundle/build/tests/levers_gpu_tests" ] || { echo "gpu_check: $1 is not a bundle from bench/gpu_bundle.sh (no build/tests/levers_gpu_tests)"; exit 2; }
+    build=$bundle/build
+    data=${LEVERS_DATA:-$bundle/data}
+    export LEVERS_FASHION_MNIST=${LEVERS_FASHION_MNIST:-$bundle/data/fashion-mnist}
+    export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    built=$(cat "$bundle/built")
+    here=$(git -C "$root" log -1 --format='%H' 2>/dev/null || echo unknown)
+    [ "${built%% *}" = "$here" ] || echo "gpu_check: warning: the bundle was built from ${built%% *}, this checkout is $here"
+else
+    command -v nvcc >/dev/null || { echo "gpu_check: no nvcc: install the CUDA toolkit, or run a bundle (bench/gpu_bundle.sh)"; exit 1; }
+    build=${LEVERS_BUILD:-$root/build}
+    data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
+    # Only what this check runs is built (card machines may have no network: the
+    # full set-up, which fetches data, is `bash scripts/setup.sh build`), and a
+    # new build only for this card's architecture (a quarter of the CUDA compile).
+    if [ ! -f "$build/build.ninja" ]; then
+        archs=()
+        cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.' || true)
+        [ -n "$cap" ] && archs=(-Dgpu_archs="$cap")
+        meson setup "$build" "$root" --buildtype=release "${archs[@]}" >/dev/null
+    fi
+    ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda >/dev/null || ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda
+    [ -x "$build/tests/levers_gpu_tests" ] || { echo "gpu_check: this build has no CUDA (was nvcc on PATH when it was configured?)"; exit 1; }
+    built="$(git -C "$root" log -1 --format='%H' 2>/dev/null || echo unknown) $(nvcc --version | sed -n 's/.*release \([^,]*\).*/nvcc \1/p')"
 fi
-ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda >/dev/null || ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda
-[ -x "$build/tests/levers_gpu_tests" ] || { echo "gpu_check: this build has no CUDA (was nvcc on PATH when it was configured?)"; exit 1; }
+export LEVERS_FASHION_MNIST=${LEVERS_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+# cuBLAS and NCCL are the machine's own: where the loader does not find them
+# (NCCL from pip, a toolkit outside /usr/local/cuda), look in the usual places.
+for lib in $(ldd "$build/tests/levers_gpu_tests" "$build/recipe" | awk '/=> not found/ { print $1 }' | sort -u); do
+    found=$( { "$python" -c 'import nvidia, os; print(*[os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p)], sep="\n")' 2>/dev/null || true
+               ls -d /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu /opt/*/lib 2>/dev/null; } |
+             while read -r dir; do [ -e "$dir/$lib" ] && { echo "$dir"; break; }; done || true)
+    if [ -n "$found" ]; then
+        echo "gpu_check: $lib from $found"; export LD_LIBRARY_PATH=$found${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    else
+        echo "gpu_check: $lib not found on this machine (cuBLAS comes with the CUDA toolkit, NCCL as libnccl2 or pip's nvidia-nccl-cu13)"; exit 1
+    fi
+done
 # What was measured, for the record: the commit, the toolkit, the cards.
-echo "gpu_check: levers $(git -C "$root" log -1 --format='%h %cd' --date=short 2>/dev/null || echo '(not a git checkout)'), $(nvcc --version | sed -n 's/.*release \([^,]*\).*/nvcc \1/p')"
+echo "gpu_check: levers $built"
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader
 fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 status=0
 # Every step has a time limit (a kernel that hangs must not eat the machine's
 # time) and a failure does not stop the steps after it: one run shows all.
 timeout 180 "$build/tests/levers_gpu_tests" || status=$?
 if [ "$status" -eq 0 ]; then echo "gpu_check: every GPU test passed (skipped ones mean no card was visible)"; else echo "gpu_check: GPU tests FAILED (exit $status)"; fi
+if [ "${LEVERS_GPU_SANITIZE:-0}" = 1 ]; then  # out-of-bounds and misaligned accesses that leave the values right
+    if timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/levers_gpu_tests" >"$work/sanitizer.log" 2>&1; then
+        echo "gpu_check: compute-sanitizer memcheck: no errors"
+    else
+        echo "gpu_check: compute-sanitizer memcheck FAILED:"; grep -m 40 -E "=========|error" "$work/sanitizer.log" || tail -n 40 "$work/sanitizer.log"; status=1
+    fi
+fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
     echo "gpu_check: no card visible here: GPU tests skipped, throughput not measured"
     exit "$status"
@@ -45,15 +83,14 @@ fi
 
 # The recipes on the card, as users run them (a few steps each), where their
 # data is here: the books (scripts/setup.sh fetches them) and Fashion-MNIST.
-runs=$(mktemp -d)
-trap 'rm -rf "$runs"' EXIT
+runs=$work/runs; mkdir -p "$runs"
 jobs=()
 if [ -f "$data/books/.complete" ]; then
     jobs+=("pretrain --set steps=30 --set sample_tokens=40" "pretrain --set steps=30 --set sample_tokens=40 --precision bf16")
 else
     echo "gpu_check: pretrain not run: no books in $data (bash scripts/setup.sh build fetches them; LEVERS_DATA points elsewhere)"
 fi
-if [ -d /usr/share/datasets/fashion-mnist ]; then
+if [ -d "$LEVERS_FASHION_MNIST" ]; then
     jobs+=("classify --set steps=200" "classify --set steps=200 --precision bf16")
 else
     echo "gpu_check: classify not run: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"
@@ -70,15 +107,15 @@ done
 # GPT-2 124M (12 x 768, context 1024, batch 8) training throughput: levers in
 # bf16 and f32, then PyTorch eager with the same model, batch and precision.
 gpt2=(--layers 12 --heads 12 --embd 768 --block 1024 --vocab 50257 --batch 8 --steps 10 --warmup 3)
-ratio() { /usr/bin/python3 -c 'import json, sys; l, t = json.loads(sys.argv[1]), json.loads(sys.argv[2]); print("%.2fx" % (l["tokens_per_second"] / t["tokens_per_second"]))' "$1" "$2"; }
+ratio() { "$python" -c 'import json, sys; l, t = json.loads(sys.argv[1]), json.loads(sys.argv[2]); print("%.2fx" % (l["tokens_per_second"] / t["tokens_per_second"]))' "$1" "$2"; }
 has_torch=0
-/usr/bin/python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && has_torch=1
+"$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && has_torch=1
 # The same 13 steps at full scale must also agree: bf16 with and without the
 # fused attention, and bf16 against f32 (the same seed and tokens).
 # same_loss WHAT JSON_A JSON_B TOLERANCE: says whether the two runs' losses agree (a mismatch fails the check).
 same_loss() {
     local verdict
-    if verdict=$(/usr/bin/python3 -c 'import json, sys; a, b = json.loads(sys.argv[1])["loss"], json.loads(sys.argv[2])["loss"]; ok = abs(a - b) <= float(sys.argv[3]) * abs(b); print(("agree" if ok else "DISAGREE") + " (%.4f vs %.4f)" % (a, b)); sys.exit(0 if ok else 1)' "$2" "$3" "$4"); then
+    if verdict=$("$python" -c 'import json, sys; a, b = json.loads(sys.argv[1])["loss"], json.loads(sys.argv[2])["loss"]; ok = abs(a - b) <= float(sys.argv[3]) * abs(b); print(("agree" if ok else "DISAGREE") + " (%.4f vs %.4f)" % (a, b)); sys.exit(0 if ok else 1)' "$2" "$3" "$4"); then
         echo "gpu_check: $1 $verdict"
     else
         echo "gpu_check: $1 $verdict"; status=1
@@ -101,7 +138,7 @@ for precision in bf16 f32; do
     attentions="explicit"
     [ "$precision" = bf16 ] && attentions="explicit sdpa"
     for attention in $attentions; do
-        torch_json=$(timeout 120 /usr/bin/python3 "$root/bench/gpt_step.py" --device cuda --precision "$precision" --attention "$attention" "${gpt2[@]}") || { echo "pytorch $precision ($attention attention) FAILED"; continue; }
+        torch_json=$(timeout 120 "$python" "$root/bench/gpt_step.py" --device cuda --precision "$precision" --attention "$attention" "${gpt2[@]}") || { echo "pytorch $precision ($attention attention) FAILED"; continue; }
         echo "pytorch $precision ($attention attention): $torch_json"
         echo "levers / PyTorch $precision ($attention attention) tokens/s: $(ratio "$levers_json" "$torch_json")"
     done
@@ -109,5 +146,5 @@ done
 if [ -n "${losses[bf16]:-}" ] && [ -n "${losses[f32]:-}" ]; then
     same_loss "bf16 and f32 losses after the same steps" "${losses[bf16]}" "${losses[f32]}" 0.05
 fi
-[ "$has_torch" -eq 1 ] || echo "pytorch: not measured (no PyTorch with CUDA for /usr/bin/python3 on this machine)"
+[ "$has_torch" -eq 1 ] || echo "pytorch: not measured (no PyTorch with CUDA for $python on this machine)"
 exit "$status"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Packs what bench/gpu_check.sh runs into one folder, for a card machine that
+# has the NVIDIA driver, cuBLAS and NCCL but no compilers' libraries, Boost or
+# network (a compute node, a CUDA container):
+#
+#   bash bench/gpu_bundle.sh [DIR]        here, where levers builds (default DIR: gpu-bundle)
+#   bash bench/gpu_check.sh DIR           there, from a checkout of the same commit
+#
+# DIR holds build/ (recipe, the GPU tests, bench_gpt_cuda and liblevers.so,
+# built without -march=native so that another processor runs them), lib/
+# (the shared libraries they need beyond glibc, cuBLAS and NCCL, which are the
+# card machine's own) and data/ (the books and Fashion-MNIST, where they are
+# here). GPU_ARCHS (e.g. "90") narrows the CUDA build to the card's architecture.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$(realpath -m "${1:-$root/gpu-bundle}")
+export PATH=$PATH:/usr/local/cuda/bin
+command -v nvcc >/dev/null || { echo "gpu_bundle: no nvcc: the bundle needs the CUDA build"; exit 1; }
+data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
+build=${LEVERS_BUNDLE_BUILD:-$root/build-bundle}
+archs=${GPU_ARCHS:-80,90,100,120}
+
+# A build of its own: portable code for the host processor, and no OpenBLAS
+# (the GPU checks' CPU references are small; OpenBLAS would bring 40 MB).
+if [ ! -f "$build/build.ninja" ]; then
+    meson setup "$build" "$root" --buildtype=release -Dnative=false -Dblas=disabled -Dcuda=enabled \
+        -Dgpu_archs="$archs" >/dev/null
+fi
+ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda >/dev/null
+
+rm -rf "$out"
+mkdir -p "$out/build/tests" "$out/build/bench" "$out/lib" "$out/data"
+cp "$build/recipe" "$build/liblevers.so" "$out/build/"
+cp "$build/tests/levers_gpu_tests" "$out/build/tests/"
+cp "$build/bench/bench_gpt_cuda" "$out/build/bench/"
+# Every shared library they load, but glibc's own (any newer glibc runs what
+# was linked here), cuBLAS and NCCL (hundreds of MB, and the card machine's
+# must match its driver anyway).
+for bin in "$out/build/recipe" "$out/build/tests/levers_gpu_tests" "$out/build/bench/bench_gpt_cuda"; do
+    ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
+done | sort -u | while read -r name path; do
+    case $name in
+        liblevers.so | libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux*) ;;
+        libcublas.so.* | libcublasLt.so.* | libnccl.so.*) ;;
+        *) cp -L "$path" "$out/lib/$name" ;;
+    esac
+done
+[ -d "$data/books" ] && cp -r "$data/books" "$out/data/"
+[ -d /usr/share/datasets/fashion-mnist ] && cp -r /usr/share/datasets/fashion-mnist "$out/data/"
+# What was built, for gpu_check's record: the commit and the toolkit.
+echo "$(git -C "$root" log -1 --format='%H' 2>/dev/null || echo unknown) $(nvcc --version | sed -n 's/.*release \([^,]*\).*/nvcc \1/p')" >"$out/built"
+echo "gpu_bundle: $out ($(du -sh "$out" | cut -f1)): $(ls "$out/lib" | tr '\n' ' ')"

@@ -2,7 +2,8 @@
 // GPT-2 124M by default, random tokens, forward + backward + clipping + AdamW
 // per step, tokens/s over the steps after a warm-up, and MFU: 6N + 6LCT FLOPs
 // per token against the card's dense peak for the precision used (--precision
-// f32 or bf16). Prints one JSON object.
+// f32 or bf16), and the milliseconds of each phase of a step (forward, backward,
+// clipping, AdamW) on the card. Prints one JSON object.
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/core/device_memory.hpp"
@@ -63,7 +64,14 @@ int main(int argc, char** argv) {
     }
     const levers::kernels::AdamWHyper h{.lr = 6e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
     levers::train::AdamW<float> optimizer(model.params(), h);
-    auto synchronize = [] { cudaStreamSynchronize(static_cast<cudaStream_t>(levers::compute_stream())); };
+    const auto stream = static_cast<cudaStream_t>(levers::compute_stream());
+    auto synchronize = [&] { cudaStreamSynchronize(stream); };
+    // Where a step's time goes on the card: events between its phases,
+    // summed over the timed steps (a phase's idle gaps count in it).
+    const char* phase_names[] = {"forward", "backward", "clip", "adamw"};
+    constexpr int kPhases = 4;
+    std::vector<cudaEvent_t> marks(static_cast<std::size_t>(steps) * (kPhases + 1));
+    for (auto& e : marks) cudaEventCreate(&e);
     std::chrono::steady_clock::time_point start;
     float loss = 0;
     for (int step = 0; step < warmup + steps; ++step) {
@@ -71,14 +79,35 @@ int main(int argc, char** argv) {
             synchronize();
             start = std::chrono::steady_clock::now();
         }
+        cudaEvent_t* mark = step >= warmup ? &marks[static_cast<std::size_t>(step - warmup) * (kPhases + 1)] : nullptr;
+        auto phase_done = [&](int i) {
+            if (mark) cudaEventRecord(mark[i], stream);
+        };
         // What the training loop does per step on a card.
+        phase_done(0);
         model.params().zero_grad();
         loss = model.forward(x.data(), y.data(), batch, block);
+        phase_done(1);
         model.backward();
+        phase_done(2);
         levers::train::clip_grad_norm(model.params(), 1.0);
+        phase_done(3);
         optimizer.step(6e-4);
+        phase_done(4);
     }
     synchronize();
+    nlohmann::json phases;
+    for (int i = 0; i < kPhases; ++i) {
+        double ms = 0;
+        for (int step = 0; step < steps; ++step) {
+            float elapsed = 0;
+            cudaEventElapsedTime(&elapsed, marks[static_cast<std::size_t>(step) * (kPhases + 1) + i],
+                                 marks[static_cast<std::size_t>(step) * (kPhases + 1) + i + 1]);
+            ms += elapsed;
+        }
+        phases[phase_names[i]] = ms / steps;
+    }
+    for (auto& e : marks) cudaEventDestroy(e);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double tokens_per_s = static_cast<double>(steps) * batch * block / seconds;
     const double n = static_cast<double>(config.parameter_count());
@@ -90,6 +119,7 @@ int main(int argc, char** argv) {
                           {"ms_per_step", 1000 * seconds / steps}, {"loss", loss},
                           {"flops_per_token", flops_per_token}};
     if (peak > 0) out["mfu"] = flops_per_token * tokens_per_s / peak;
+    out["ms_per_phase"] = phases;
     out["activation_gib"] = static_cast<double>(model.activation_bytes()) / (1 << 30);
     out["attention"] = levers::models::fused_attention(config, compute) ? "fused" : "cublas";
     fmt::print("{}\n", out.dump());

@@ -8,10 +8,12 @@
 #   bash bench/gpu_check.sh BUNDLE      run what bench/gpu_bundle.sh packed elsewhere
 #
 # Then GPT-2 124M training throughput on one card in bf16, the target (with
-# the fused attention kernel and without), and f32: tokens/s and MFU against
-# the card's dense peak, next to PyTorch eager
+# the fused attention kernel and without), and f32: tokens/s, MFU against
+# the card's dense peak and each phase's milliseconds, next to PyTorch eager
 # (autocast bf16; its explicit attention as levers computes it, and its fused
 # scaled_dot_product_attention) where python3 (or $PYTHON) has PyTorch with CUDA.
+# Last, each op of a step alone (bench_ops_cuda): its time and its share of
+# the card's peak FLOP/s or memory bandwidth.
 # LEVERS_GPU_SANITIZE=1 also runs the GPU tests under compute-sanitizer's memcheck.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,13 +36,14 @@ else
     # Only what this check runs is built (card machines may have no network: the
     # full set-up, which fetches data, is `bash scripts/setup.sh build`), and a
     # new build only for this card's architecture (a quarter of the CUDA compile).
+    targets=(tests/levers_gpu_tests recipe bench/bench_gpt_cuda bench/bench_ops_cuda)
     if [ ! -f "$build/build.ninja" ]; then
         archs=()
         cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.' || true)
         [ -n "$cap" ] && archs=(-Dgpu_archs="$cap")
         meson setup "$build" "$root" --buildtype=release "${archs[@]}" >/dev/null
     fi
-    ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda >/dev/null || ninja -C "$build" tests/levers_gpu_tests recipe bench/bench_gpt_cuda
+    ninja -C "$build" "${targets[@]}" >/dev/null || ninja -C "$build" "${targets[@]}"
     [ -x "$build/tests/levers_gpu_tests" ] || { echo "gpu_check: this build has no CUDA (was nvcc on PATH when it was configured?)"; exit 1; }
     built="$(git -C "$root" log -1 --format='%H' 2>/dev/null || echo unknown) $(nvcc --version | sed -n 's/.*release \([^,]*\).*/nvcc \1/p')"
 fi
@@ -147,4 +150,7 @@ if [ -n "${losses[bf16]:-}" ] && [ -n "${losses[f32]:-}" ]; then
     same_loss "bf16 and f32 losses after the same steps" "${losses[bf16]}" "${losses[f32]}" 0.05
 fi
 [ "$has_torch" -eq 1 ] || echo "pytorch: not measured (no PyTorch with CUDA for $python on this machine)"
+# Each op alone at the same shapes in bf16: where a step's time goes.
+echo "gpu_check: each op alone (bf16, GPT-2 124M shapes, batch 8):"
+timeout 120 "$build/bench/bench_ops_cuda" || { echo "gpu_check: bench_ops_cuda FAILED"; status=1; }
 exit "$status"

@@ -1,0 +1,226 @@
+// Each CUDA op of a GPT step alone, at GPT-2 124M's shapes by default (batch
+// 8, context 1024, 768 wide, 12 heads, vocabulary 50257), in bf16: the
+// median time of repeated calls (CUDA events) and what it achieves, TFLOP/s
+// for the products and attention (useful FLOPs: the causal half), GB/s of
+// the bytes an op must move for the memory-bound ones, each against the
+// card's peak. Says which op keeps a step from its target before a profiler
+// is needed (bench/gpu_check.sh runs it). One JSON object per line.
+#include "framework/core/device_memory.hpp"
+#include "framework/core/gpu.hpp"
+#include "framework/core/rng.hpp"
+#include "kernels/adamw.hpp"
+#include "kernels/cuda/ops.hpp"
+
+#include <cuda_runtime.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace cu = levers::kernels::cuda;
+using cu::bf16;
+
+// Dense bf16 FLOP/s and memory bytes/s by card name (SXM parts); 0 when unknown.
+struct Peaks {
+    double flops = 0, bytes = 0;
+};
+Peaks peaks(const std::string& name) {
+    if (name.find("H200") != std::string::npos) return {989e12, 4.8e12};
+    if (name.find("H100") != std::string::npos) return {989e12, 3.35e12};
+    if (name.find("A100") != std::string::npos) return {312e12, 2.0e12};
+    return {};
+}
+
+// `n` elements of T on the card, filled with uniform values in [-scale,
+// scale): a random block from the host, repeated (filling gigabytes from
+// the host would take longer than the measurements).
+template <class T> struct Buffer {
+    std::shared_ptr<std::byte> memory;
+    T* get() const { return reinterpret_cast<T*>(memory.get()); }
+    Buffer(std::int64_t n, float scale, std::uint64_t seed) : memory(levers::device_alloc(sizeof(T) * n)) {
+        constexpr std::int64_t kBlock = 1 << 20;
+        const std::int64_t first = std::min(n, kBlock);
+        std::vector<T> host(static_cast<std::size_t>(first));
+        levers::Rng rng(seed);
+        for (auto& x : host) {
+            const float v = scale * (2 * static_cast<float>(rng.uniform()) - 1);
+            if constexpr (std::is_same_v<T, bf16>)
+                x = __float2bfloat16_rn(v);
+            else
+                x = static_cast<T>(v);
+        }
+        cudaMemcpy(get(), host.data(), sizeof(T) * first, cudaMemcpyHostToDevice);
+        for (std::int64_t at = first; at < n; at += first)
+            cudaMemcpy(get() + at, get(), sizeof(T) * std::min(first, n - at), cudaMemcpyDeviceToDevice);
+    }
+};
+
+// The median milliseconds of `repeats` calls, after two warm-up calls.
+double median_ms(const std::function<void()>& op, int repeats, cudaStream_t stream) {
+    cudaEvent_t begin, end;
+    cudaEventCreate(&begin);
+    cudaEventCreate(&end);
+    op();
+    op();
+    std::vector<float> times;
+    for (int i = 0; i < repeats; ++i) {
+        cudaEventRecord(begin, stream);
+        op();
+        cudaEventRecord(end, stream);
+        cudaEventSynchronize(end);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, begin, end);
+        times.push_back(ms);
+    }
+    cudaEventDestroy(begin);
+    cudaEventDestroy(end);
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app("Each CUDA op of a GPT step alone, in bf16");
+    std::int64_t batch = 8, block = 1024, embd = 768, heads = 12, vocab = 50257, layers = 12;
+    int repeats = 20;
+    app.add_option("--batch", batch);
+    app.add_option("--block", block);
+    app.add_option("--embd", embd);
+    app.add_option("--heads", heads);
+    app.add_option("--vocab", vocab);
+    app.add_option("--layers", layers, "for the parameter count AdamW and clipping run over");
+    app.add_option("--repeats", repeats);
+    CLI11_PARSE(app, argc, argv);
+    if (levers::gpu_count() == 0) {
+        fmt::print(stderr, "bench_ops_cuda: no CUDA card is visible\n");
+        return 1;
+    }
+    levers::use_gpu(0);
+    const auto s = static_cast<cudaStream_t>(levers::compute_stream());
+    const std::string card = levers::gpu_names().front();
+    const Peaks peak = peaks(card);
+    const std::int64_t B = batch, T = block, C = embd, H = heads, V = vocab, BT = B * T, Vp = (V + 63) / 64 * 64;
+    const std::int64_t P = V * C + T * C + layers * (12 * C * C + 13 * C) + 2 * C;  // GPT-2's parameter count
+
+    // One layer's activations and weights, and the head's.
+    Buffer<bf16> x(BT * C, 1, 1), ln(BT * C, 1, 2), qkv(BT * 3 * C, 1, 3), y(BT * C, 1, 4), fc(BT * 4 * C, 1, 5),
+        fc_gelu(BT * 4 * C, 1, 6), d_x(BT * C, 1, 7), d_ln(BT * C, 1, 8), d_qkv(BT * 3 * C, 1, 9),
+        d_fc(BT * 4 * C, 1, 10), logits(BT * Vp, 1, 11), w_qkv(3 * C * C, 0.02f, 12), b_qkv(3 * C, 0.02f, 13),
+        w_fc(4 * C * C, 0.02f, 14), b_fc(4 * C, 0.02f, 15), d_w_fc(4 * C * C, 0, 16), d_b_fc(4 * C, 0, 17),
+        wte(V * C, 0.02f, 18), d_wte(V * C, 0, 19), wpe(T * C, 0.02f, 20), d_wpe(T * C, 0, 21), ln_w(C, 1, 22),
+        ln_b(C, 0.02f, 23), d_ln_w(C, 0, 24), d_ln_b(C, 0, 25), grads(P, 1e-3f, 26);
+    Buffer<float> mean(BT, 0, 27), rstd(BT, 1, 28), lse(BT * H, 1, 29), ce_lse(BT, 1, 30), loss(1, 0, 31),
+        param(P, 0.02f, 32), m(P, 0, 33), v(P, 0, 34);
+    std::vector<std::int32_t> host_tokens(static_cast<std::size_t>(BT));
+    levers::Rng rng(35);
+    for (auto& t : host_tokens) t = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(V)));
+    auto tokens_memory = levers::device_alloc(sizeof(std::int32_t) * BT);
+    auto* tokens = reinterpret_cast<std::int32_t*>(tokens_memory.get());
+    cudaMemcpy(tokens, host_tokens.data(), sizeof(std::int32_t) * BT, cudaMemcpyHostToDevice);
+    std::vector<levers::kernels::AdamWChunk> chunks;
+    levers::kernels::append_adamw_chunks(chunks, 0, P, true);
+    auto chunk_memory = levers::device_alloc(sizeof(levers::kernels::AdamWChunk) * chunks.size());
+    auto* device_chunks = reinterpret_cast<levers::kernels::AdamWChunk*>(chunk_memory.get());
+    cudaMemcpy(device_chunks, chunks.data(), sizeof(levers::kernels::AdamWChunk) * chunks.size(),
+               cudaMemcpyHostToDevice);
+    const levers::kernels::AdamWHyper hyper{.lr = 6e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+    const bool fused = cu::attention_fused_supported(C, H);
+    // Attention through cuBLAS keeps [B, H, T, T] probabilities (both paths
+    // are timed: the GPT in bf16 takes the fused one where it applies).
+    Buffer<bf16> att(B * H * T * T, 0.001f, 36);
+    const double e = 2;  // bytes per bf16
+    const double attention_flops = 2.0 * B * T * T * C;  // QKᵀ and PV, the causal half
+
+    struct Op {
+        std::string name;
+        double flops, bytes;  // what it must do and move (one of the two matters)
+        std::function<void()> run;
+        bool runs = true;  // false: not at these shapes (the fused attention needs head size 64)
+    };
+    const bf16* no_bias = nullptr;
+    bf16* no_grad = nullptr;
+    const auto n_chunks = static_cast<levers::kernels::index_t>(chunks.size());
+    const std::vector<Op> ops = {
+        {"embedding forward", 0, e * 3 * BT * C,
+         [&] { cu::embedding_forward(x.get(), tokens, wte.get(), wpe.get(), B, T, C, s); }},
+        {"layernorm forward", 0, e * 2 * BT * C + 8.0 * BT,
+         [&] { cu::layernorm_forward(ln.get(), mean.get(), rstd.get(), x.get(), ln_w.get(), ln_b.get(), BT, C, s); }},
+        {"linear qkv forward (bias epilogue)", 2.0 * BT * C * 3 * C, 0,
+         [&] { cu::linear_forward(qkv.get(), ln.get(), w_qkv.get(), b_qkv.get(), BT, C, 3 * C, s); }},
+        {"attention forward (fused)", attention_flops, 0,
+         [&] { cu::attention_fused_forward(y.get(), lse.get(), qkv.get(), B, T, C, H, s); }, fused},
+        {"attention forward (cuBLAS + softmax)", attention_flops, 0,
+         [&] { cu::attention_forward(y.get(), att.get(), qkv.get(), B, T, C, H, s); }},
+        {"residual", 0, e * 3 * BT * C, [&] { cu::residual_forward(d_x.get(), x.get(), ln.get(), BT * C, s); }},
+        {"linear fc forward + GELU", 2.0 * BT * C * 4 * C, 0,
+         [&] {
+             cu::linear_gelu_forward(fc_gelu.get(), fc.get(), ln.get(), w_fc.get(), b_fc.get(), BT, C, 4 * C, s);
+         }},
+        {"logits forward (tied head)", 2.0 * BT * C * V, 0,
+         [&] { cu::linear_forward(logits.get(), ln.get(), wte.get(), no_bias, BT, C, V, s, Vp); }},
+        {"cross-entropy forward", 0, e * BT * V,
+         [&] { cu::cross_entropy_forward(loss.get(), ce_lse.get(), logits.get(), tokens, BT, V, s, -100, Vp); }},
+        {"cross-entropy backward", 0, e * 2 * BT * V,
+         [&] {
+             cu::cross_entropy_backward(logits.get(), ce_lse.get(), logits.get(), tokens, 1.0f, BT, V, s, -100, Vp);
+         }},
+        {"logits backward", 4.0 * BT * C * V, 0,
+         [&] {
+             cu::linear_backward(d_ln.get(), d_wte.get(), no_grad, logits.get(), ln.get(), wte.get(), BT, C, V, s,
+                                 Vp);
+         }},
+        {"linear fc backward", 4.0 * BT * C * 4 * C, 0,
+         [&] {
+             cu::linear_backward(d_ln.get(), d_w_fc.get(), d_b_fc.get(), d_fc.get(), ln.get(), w_fc.get(), BT, C,
+                                 4 * C, s);
+         }},
+        {"gelu backward", 0, e * 3 * BT * 4 * C,
+         [&] { cu::gelu_backward(d_fc.get(), d_fc.get(), fc.get(), BT * 4 * C, s); }},
+        {"layernorm backward", 0, e * 3 * BT * C + 8.0 * BT,
+         [&] {
+             cu::layernorm_backward(d_x.get(), d_ln_w.get(), d_ln_b.get(), d_ln.get(), x.get(), mean.get(),
+                                    rstd.get(), ln_w.get(), BT, C, s);
+         }},
+        {"attention backward (fused)", 2 * attention_flops, 0,
+         [&] {
+             cu::attention_fused_backward(d_qkv.get(), d_x.get(), y.get(), lse.get(), qkv.get(), B, T, C, H, s);
+         },
+         fused},
+        {"attention backward (cuBLAS + softmax)", 2 * attention_flops, 0,
+         [&] { cu::attention_backward(d_qkv.get(), d_x.get(), att.get(), qkv.get(), B, T, C, H, s); }},
+        {"embedding backward", 0, e * 3 * BT * C,
+         [&] { cu::embedding_backward(d_wte.get(), d_wpe.get(), d_x.get(), tokens, B, T, C, s); }},
+        {"clip_grad_norm (whole model)", 0, e * P, [&] { cu::clip_grad_norm(grads.get(), P, 1e30, s); }},
+        {"adamw (whole model, f32 master)", 0, 24.0 * P + e * P,
+         [&] { cu::adamw_step(param.get(), m.get(), v.get(), grads.get(), device_chunks, n_chunks, hyper, 1, s); }},
+    };
+    for (const Op& op : ops) {
+        if (!op.runs) continue;
+        const double ms = median_ms(op.run, repeats, s);
+        nlohmann::json line = {{"op", op.name}, {"ms", ms}};
+        if (op.flops > 0) {
+            line["tflops"] = op.flops / ms / 1e9;
+            if (peak.flops > 0) line["of_peak"] = op.flops / (ms * 1e-3) / peak.flops;
+        } else {
+            line["gb_per_s"] = op.bytes / ms / 1e6;
+            if (peak.bytes > 0) line["of_peak"] = op.bytes / (ms * 1e-3) / peak.bytes;
+        }
+        fmt::print("{}\n", line.dump());
+    }
+    if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) {
+        fmt::print(stderr, "bench_ops_cuda: {}\n", cudaGetErrorString(status));
+        return 1;
+    }
+    const nlohmann::json shapes = {{"card", card}, {"batch", B}, {"block", T}, {"embd", C}, {"heads", H}, {"vocab", V}};
+    fmt::print("{}\n", shapes.dump());
+    return 0;
+}

@@ -12,6 +12,7 @@
 #include <mma.h>
 
 #include <cmath>
+#include <cstdint>
 
 namespace levers::kernels::cuda {
 
@@ -50,26 +51,30 @@ constexpr std::size_t kRowBytes = piece(kTile * sizeof(float));
 constexpr std::size_t kForwardShared = 3 * kTileBytes + 2 * kScoreBytes + kProbBytes + 2 * kRowBytes;
 constexpr std::size_t kBackwardShared = 4 * kTileBytes + 2 * kScoreBytes + kProbBytes + 2 * kRowBytes;
 
-// Rows [row0, row0 + 64) of one head's q, k or v (`part` 0, 1, 2) into a
-// tile, zeros past the sequence's end.
+// Rows [row0, row0 + 64) of one head's 64 channels into a tile, zeros past
+// the sequence's end: `head` is row 0's first channel, rows `stride` apart.
+// 16 bytes (8 channels) per load; the launchers check the alignment.
+__device__ void load_head_rows(bf16* tile, const bf16* head, index_t stride, index_t row0, index_t time) {
+    constexpr int kVec = 8, kPerRow = kD / kVec;
+    for (int i = threadIdx.x; i < kTile * kPerRow; i += kThreads) {
+        const int r = i / kPerRow, c = i % kPerRow * kVec;
+        const index_t t = row0 + r;
+        uint4 value = make_uint4(0, 0, 0, 0);  // bf16 zeros
+        if (t < time) value = *reinterpret_cast<const uint4*>(head + t * stride + c);
+        *reinterpret_cast<uint4*>(tile + r * kLdH + c) = value;
+    }
+}
+
+// Rows of one head's q, k or v (`part` 0, 1, 2) of qkv [B, T, 3C].
 __device__ void load_tile(bf16* tile, const bf16* qkv, index_t b, index_t h, int part, index_t row0, index_t time,
                           index_t channels) {
-    for (int i = threadIdx.x; i < kTile * kD; i += kThreads) {
-        const int r = i / kD, c = i % kD;
-        const index_t t = row0 + r;
-        tile[r * kLdH + c] = t < time ? qkv[(b * time + t) * 3 * channels + part * channels + h * kD + c]
-                                      : __float2bfloat16_rn(0.0f);
-    }
+    load_head_rows(tile, qkv + b * time * 3 * channels + part * channels + h * kD, 3 * channels, row0, time);
 }
 
 // Rows of y-shaped arrays ([B, T, C], this head's 64 channels).
 __device__ void load_rows(bf16* tile, const bf16* x, index_t b, index_t h, index_t row0, index_t time,
                           index_t channels) {
-    for (int i = threadIdx.x; i < kTile * kD; i += kThreads) {
-        const int r = i / kD, c = i % kD;
-        const index_t t = row0 + r;
-        tile[r * kLdH + c] = t < time ? x[(b * time + t) * channels + h * kD + c] : __float2bfloat16_rn(0.0f);
-    }
+    load_head_rows(tile, x + b * time * channels + h * kD, channels, row0, time);
 }
 
 // out[16 x 64] (f32, ld kLdF) = a[16 x 64] · bᵀ where b is [64 x 64] row-major
@@ -118,6 +123,11 @@ __device__ void write_rows(bf16* out, FragC (&acc)[kD / 16], float* scratch, flo
     }
 }
 
+// A query tile walks every key tile up to it, so the last tiles cost the
+// most: they run first (blocks start in grid order), leaving light ones for
+// the tail instead of a last wave of heavy ones.
+__device__ index_t heavy_first(unsigned tile) { return static_cast<index_t>(gridDim.y - 1 - tile); }
+
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(bf16* y, float* lse, const bf16* qkv, index_t time, index_t channels, index_t heads, float scale) {
     extern __shared__ __align__(128) char shared[];
@@ -128,7 +138,7 @@ __global__ void __launch_bounds__(kThreads)
     float* o = carve.take<float>(kWarps * 16 * kLdF) + warp * 16 * kLdF;  // the output rows, rescaled as max moves
     bf16* p = carve.take<bf16>(kWarps * 16 * kLdP) + warp * 16 * kLdP;
     float *row_max = carve.take<float>(kTile), *row_sum = carve.take<float>(kTile);
-    const index_t b = blockIdx.x / heads, h = blockIdx.x % heads, q0 = static_cast<index_t>(blockIdx.y) * kTile;
+    const index_t b = blockIdx.x / heads, h = blockIdx.x % heads, q0 = heavy_first(blockIdx.y) * kTile;
 
     load_tile(q, qkv, b, h, 0, q0, time, channels);
     for (int i = lane; i < 16 * kLdF; i += 32) o[i] = 0;
@@ -242,6 +252,7 @@ __global__ void __launch_bounds__(kThreads)
     bf16 *k = m.k, *v = m.v, *q = m.q, *dout = m.dout, *operand = m.operand;  // operand: Pᵀ, then dSᵀ
     float *pt = m.scores, *dpt = m.dp, *tile_lse = m.lse, *tile_dot = m.dot;   // Pᵀ: this warp's keys x queries
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    // Key tile 0 meets every query tile: the heaviest blocks already come first.
     const index_t bh = blockIdx.x, b = bh / heads, h = bh % heads, k0 = static_cast<index_t>(blockIdx.y) * kTile;
 
     load_tile(k, qkv, b, h, 1, k0, time, channels);
@@ -294,7 +305,7 @@ __global__ void __launch_bounds__(kThreads)
     bf16 *q = m.q, *dout = m.dout, *k = m.k, *v = m.v, *ds = m.operand;
     float *s = m.scores, *dp = m.dp, *tile_lse = m.lse, *tile_dot = m.dot;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const index_t bh = blockIdx.x, b = bh / heads, h = bh % heads, q0 = static_cast<index_t>(blockIdx.y) * kTile;
+    const index_t bh = blockIdx.x, b = bh / heads, h = bh % heads, q0 = heavy_first(blockIdx.y) * kTile;
 
     load_tile(q, qkv, b, h, 0, q0, time, channels);
     load_rows(dout, d_y, b, h, q0, time, channels);
@@ -335,6 +346,12 @@ dim3 tile_grid(index_t heads_in_batch, index_t time) {
     return dim3(static_cast<unsigned>(heads_in_batch), blocks_for(time, kTile));
 }
 
+// The tile loads read 16 bytes at a time.
+void check_aligned(const void* p) {
+    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+        detail::op_refused("fused attention needs qkv and d_y 16-byte aligned", __FILE__, __LINE__);
+}
+
 template <class Kernel> void allow_shared(Kernel kernel, std::size_t bytes) {
     LEVERS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(bytes)));
@@ -351,6 +368,7 @@ void attention_fused_forward(bf16* y, float* lse, const bf16* qkv, index_t batch
     if (!attention_fused_supported(channels, heads))
         detail::op_refused("fused attention needs a head size (channels / heads) of 64", __FILE__, __LINE__);
     if (batch <= 0 || time <= 0) return;
+    check_aligned(qkv);
     allow_shared(forward_kernel, kForwardShared);
     const dim3 grid = tile_grid(batch * heads, time);
     LEVERS_LAUNCH(forward_kernel<<<grid, kThreads, kForwardShared, stream>>>(
@@ -362,6 +380,8 @@ void attention_fused_backward(bf16* d_qkv, const bf16* d_y, const bf16* y, const
     if (!attention_fused_supported(channels, heads))
         detail::op_refused("fused attention needs a head size (channels / heads) of 64", __FILE__, __LINE__);
     if (batch <= 0 || time <= 0) return;
+    check_aligned(qkv);
+    check_aligned(d_y);
     const index_t rows = batch * heads * time;
     Scratch<float> dot(static_cast<std::size_t>(rows));
     LEVERS_LAUNCH(row_dot_kernel<<<blocks_for(rows, kWarps), kThreads, 0, stream>>>(dot.get(), d_y, y, rows, time,

@@ -21,6 +21,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 using namespace levers;
@@ -207,8 +208,9 @@ TEST_CASE("CUDA fused (flash-style) attention in bf16 matches the CPU's f32 atte
     struct Shape {
         index_t batch, time;
     };
-    // Tiles are 64 rows: one partial tile, one and a half tiles, a single position.
-    for (const Shape shape : {Shape{2, 17}, Shape{2, 100}, Shape{3, 1}}) {
+    // Tiles are 64 rows: one partial tile, one and a half tiles, a single
+    // position, and four tiles (three partly masked key tiles per last query tile).
+    for (const Shape shape : {Shape{2, 17}, Shape{2, 100}, Shape{3, 1}, Shape{1, 200}}) {
         const index_t batch = shape.batch, time = shape.time, channels = 128, heads = 2, d = 64;
         CAPTURE(time);
         REQUIRE(gpu::attention_fused_supported(channels, heads));
@@ -244,6 +246,20 @@ TEST_CASE("CUDA fused (flash-style) attention in bf16 matches the CPU's f32 atte
         check_close("fused attention log-sum-exp", lse, clse.host(), 1e-3);
         check_close("fused attention d_qkv", dqkv, cdqkv.host(), Precision<gpu::bf16>::values);
     }
+}
+
+// Refused by name before any CUDA call, so this runs without a card too.
+TEST_CASE("CUDA fused attention refuses a head size other than 64 and misaligned arrays") {
+    auto* aligned = reinterpret_cast<gpu::bf16*>(std::uintptr_t{1} << 20);  // never dereferenced
+    auto* lse = reinterpret_cast<float*>(std::uintptr_t{1} << 21);
+    CHECK_FALSE(gpu::attention_fused_supported(96, 2));
+    CHECK_THROWS_WITH_AS(gpu::attention_fused_forward(aligned, lse, aligned, 1, 8, 96, 2, nullptr),
+                         doctest::Contains("head size (channels / heads) of 64"), Error);
+    CHECK_THROWS_WITH_AS(gpu::attention_fused_forward(aligned, lse, aligned + 1, 1, 8, 128, 2, nullptr),
+                         doctest::Contains("qkv and d_y 16-byte aligned"), Error);
+    CHECK_THROWS_WITH_AS(
+        gpu::attention_fused_backward(aligned, aligned + 4, aligned, lse, aligned, 1, 8, 128, 2, nullptr),
+        doctest::Contains("qkv and d_y 16-byte aligned"), Error);
 }
 
 TEST_CASE_TEMPLATE("CUDA embedding matches the CPU, a repeated token's rows summed" * doctest::skip(kNoGpu), S,

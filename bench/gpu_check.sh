@@ -28,7 +28,8 @@ if [ $# -ge 1 ]; then
     export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     built=$(cat "$bundle/built")
     here=$(git -C "$root" log -1 --format='%H' 2>/dev/null || echo unknown)
-    [ "${built%% *}" = "$here" ] || echo "gpu_check: warning: the bundle was built from ${built%% *}, this checkout is $here"
+    [ "$here" = unknown ] || [ "${built%% *}" = "$here" ] ||
+        echo "gpu_check: warning: the bundle was built from ${built%% *}, this checkout is $here"
 else
     command -v nvcc >/dev/null || { echo "gpu_check: no nvcc: install the CUDA toolkit, or run a bundle (bench/gpu_bundle.sh)"; exit 1; }
     build=${LEVERS_BUILD:-$root/build}

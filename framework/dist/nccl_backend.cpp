@@ -19,6 +19,8 @@ void nccl_check(ncclResult_t r, const char* call, int rank) {
     LEVERS_CHECK(r == ncclSuccess || r == ncclInProgress, "rank {}: {} failed: {}", rank, call, ncclGetErrorString(r));
 }
 #define LEVERS_NCCL_CHECK(call) nccl_check((call), #call, rank_)
+// For the collectives: see NcclBackend::enqueued.
+#define LEVERS_NCCL_ENQUEUE(call) enqueued(static_cast<int>(call), #call)
 
 ncclDataType_t nccl_type(DType t) {
     switch (t) {
@@ -112,28 +114,47 @@ void NcclBackend::wait(const char* what) {
     timing_.in_collectives += seconds_since(start);
 }
 
+void NcclBackend::enqueued(int result, const char* call) {
+    const auto r = static_cast<ncclResult_t>(result);
+    nccl_check(r, call, rank_);
+    const auto start = Clock::now();
+    for (ncclResult_t state = r; state == ncclInProgress;) {
+        LEVERS_NCCL_CHECK(ncclCommGetAsyncError(state_->comm, &state));
+        if (state != ncclSuccess && state != ncclInProgress) {
+            abort(call);
+            LEVERS_FAIL("rank {}: {} failed: {}", rank_, call, ncclGetErrorString(state));
+        }
+        if (state == ncclInProgress && Clock::now() - start > timeout_) {
+            abort(call);
+            LEVERS_FAIL("rank {}: {} was not queued within {} ms; the communicator was aborted", rank_, call,
+                        timeout_.count());
+        }
+        std::this_thread::yield();
+    }
+}
+
 void NcclBackend::barrier() {
     float* one = nullptr;
     LEVERS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&one), sizeof(float), state_->stream));
     LEVERS_CUDA_CHECK(cudaMemsetAsync(one, 0, sizeof(float), state_->stream));
-    LEVERS_NCCL_CHECK(ncclAllReduce(one, one, 1, ncclFloat32, ncclSum, state_->comm, state_->stream));
+    LEVERS_NCCL_ENQUEUE(ncclAllReduce(one, one, 1, ncclFloat32, ncclSum, state_->comm, state_->stream));
     LEVERS_CUDA_CHECK(cudaFreeAsync(one, state_->stream));
     wait("barrier");
 }
 
 void NcclBackend::all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) {
-    LEVERS_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
+    LEVERS_NCCL_ENQUEUE(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
                                     op == ReduceOp::mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
     wait("all_reduce");
 }
 
 void NcclBackend::broadcast(void* data, std::size_t bytes, int root) {
-    LEVERS_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream));
+    LEVERS_NCCL_ENQUEUE(ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream));
     wait("broadcast");
 }
 
 void NcclBackend::all_gather(void* out, const void* in, std::int64_t n, DType dtype) {
-    LEVERS_NCCL_CHECK(ncclAllGather(in, out, static_cast<std::size_t>(n), nccl_type(dtype), state_->comm,
+    LEVERS_NCCL_ENQUEUE(ncclAllGather(in, out, static_cast<std::size_t>(n), nccl_type(dtype), state_->comm,
                                     state_->stream));
     wait("all_gather");
 }
@@ -145,7 +166,7 @@ void NcclBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DTyp
     void* scratch = nullptr;
     const std::size_t w = width(dtype);
     LEVERS_CUDA_CHECK(cudaMallocAsync(&scratch, static_cast<std::size_t>(n) * w, state_->stream));
-    LEVERS_NCCL_CHECK(ncclAllReduce(in, scratch, static_cast<std::size_t>(n), nccl_type(dtype),
+    LEVERS_NCCL_ENQUEUE(ncclAllReduce(in, scratch, static_cast<std::size_t>(n), nccl_type(dtype),
                                     op == ReduceOp::mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
     LEVERS_CUDA_CHECK(cudaMemcpyAsync(out, static_cast<char*>(scratch) + static_cast<std::size_t>(lo) * w,
                                       static_cast<std::size_t>(hi - lo) * w, cudaMemcpyDeviceToDevice, state_->stream));
@@ -158,7 +179,7 @@ void NcclBackend::queue_all_reduce(void* data, std::int64_t n, DType dtype, Redu
     // kernels that wrote these gradients), not for the host.
     LEVERS_CUDA_CHECK(cudaEventRecord(state_->ready, static_cast<cudaStream_t>(after)));
     LEVERS_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, state_->ready, 0));
-    LEVERS_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
+    LEVERS_NCCL_ENQUEUE(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
                                     op == ReduceOp::mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
 }
 

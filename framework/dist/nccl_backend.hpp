@@ -44,6 +44,10 @@ public:
 private:
     struct State;
     void wait(const char* what);  // for the stream, within the timeout
+    // Checks a collective's call; where NCCL answered ncclInProgress (the
+    // communicator is non-blocking), waits within the timeout until the
+    // collective is on the stream, so that stream queries and events see it.
+    void enqueued(int result, const char* call);
     std::unique_ptr<State> state_;
     int rank_, world_;
     std::chrono::milliseconds timeout_;

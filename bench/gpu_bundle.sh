@@ -33,11 +33,12 @@ mkdir -p "$out/build/tests" "$out/build/bench" "$out/lib" "$out/data"
 cp "$build/recipe" "$build/liblevers.so" "$out/build/"
 cp "$build/tests/levers_gpu_tests" "$out/build/tests/"
 cp "$build/bench/bench_gpt_cuda" "$build/bench/bench_ops_cuda" "$out/build/bench/"
-# Every shared library they load, but glibc's own (any newer glibc runs what
+# Every shared library they load as built (LD_LIBRARY_PATH could name
+# another liblevers), but glibc's own (any newer glibc runs what
 # was linked here), cuBLAS and NCCL (hundreds of MB, and the card machine's
 # must match its driver anyway).
 for bin in "$out"/build/recipe "$out"/build/tests/levers_gpu_tests "$out"/build/bench/*; do
-    ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
+    env -u LD_LIBRARY_PATH ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r name path; do
     case $name in
         liblevers.so | libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux*) ;;

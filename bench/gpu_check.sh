@@ -25,7 +25,8 @@ if [ $# -ge 1 ]; then
     build=$bundle/build
     data=${LEVERS_DATA:-$bundle/data}
     export LEVERS_FASHION_MNIST=${LEVERS_FASHION_MNIST:-$bundle/data/fashion-mnist}
-    export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    # The bundle's own liblevers and libraries first: LD_LIBRARY_PATH outranks the programs' $ORIGIN.
+    export LD_LIBRARY_PATH=$bundle/build:$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     built=$(cat "$bundle/built")
     here=$(git -C "$root" log -1 --format='%H' 2>/dev/null || echo unknown)
     [ "$here" = unknown ] || [ "${built%% *}" = "$here" ] ||

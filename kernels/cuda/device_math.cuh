@@ -8,7 +8,10 @@
 #include "kernels/cuda/ops.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <type_traits>
 
 namespace levers::kernels::cuda {
 
@@ -82,5 +85,47 @@ private:
     } while (0)
 
 inline unsigned blocks_for(index_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+// Element-wise kernels move W consecutive elements per thread in one load
+// where the arrays allow it: Pack<S, W> is aligned to its whole size, so a
+// 16-byte pack (8 bf16, 4 float, 2 double) is one vector load or store.
+template <class S> constexpr int kPack = 16 / static_cast<int>(sizeof(S));
+template <class S, int W> struct alignas(sizeof(S) * W) Pack {
+    S v[W];
+};
+template <int W, class S> __device__ Pack<std::remove_const_t<S>, W> load_pack(S* at) {
+    return *reinterpret_cast<const Pack<std::remove_const_t<S>, W>*>(at);
+}
+template <int W, class S> __device__ void store_pack(S* at, const Pack<S, W>& p) {
+    *reinterpret_cast<Pack<S, W>*>(at) = p;
+}
+
+// Whether every pointer is 16-byte aligned (what the widest packs need).
+inline bool aligned16(std::initializer_list<const void*> pointers) {
+    for (const void* p : pointers)
+        if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+    return true;
+}
+
+// Thread t applies op to elements [W·t, W·t + W): op.template apply<W>(i)
+// with packs, or one by one (apply<1>) for the last, partial group.
+template <int W, class Op> __global__ void map_kernel(Op op, index_t n) {
+    const index_t first = (blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x) * W;
+    if (first + W <= n)
+        op.template apply<W>(first);
+    else
+        for (index_t i = first; i < n; ++i) op.template apply<1>(i);
+}
+
+// Runs op over n elements, W at a time where `packed` (the arrays are
+// aligned16), else one at a time.
+template <int W, class Op> void map(const Op& op, index_t n, bool packed, cudaStream_t stream) {
+    constexpr int kThreads = 256;
+    if (n <= 0) return;
+    if (packed)
+        LEVERS_LAUNCH(map_kernel<W><<<blocks_for((n + W - 1) / W, kThreads), kThreads, 0, stream>>>(op, n));
+    else
+        LEVERS_LAUNCH(map_kernel<1><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(op, n));
+}
 
 }  // namespace levers::kernels::cuda

@@ -1,6 +1,6 @@
 // Element-wise helpers that are not ops of their own: scaling (gradient
 // averaging over micro-batches, clipping) and storage conversions (bf16
-// copies of f32 weights).
+// copies of f32 weights), 16 bytes per load where the arrays allow.
 #include "framework/core/cuda_check.hpp"
 #include "kernels/cuda/device_math.cuh"
 
@@ -8,27 +8,37 @@ namespace levers::kernels::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+template <class S> struct Scale {  // x *= s
+    S* x;
+    acc_t<S> s;
+    template <int W> __device__ void apply(index_t i) const {
+        auto p = load_pack<W>(x + i);
+        for (int j = 0; j < W; ++j) p.v[j] = store<S>(load(p.v[j]) * s);
+        store_pack(x + i, p);
+    }
+};
 
-template <class S> __global__ void scale_kernel(S* x, acc_t<S> s, index_t n) {
-    const index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
-    if (i < n) x[i] = store<S>(load(x[i]) * s);
-}
-
-template <class To, class From> __global__ void convert_kernel(To* to, const From* from, index_t n) {
-    const index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
-    if (i < n) to[i] = store<To>(static_cast<acc_t<To>>(load(from[i])));
-}
+template <class To, class From> struct Convert {  // to = from, rounded where To is narrower
+    To* to;
+    const From* from;
+    template <int W> __device__ void apply(index_t i) const {
+        const auto f = load_pack<W>(from + i);
+        Pack<To, W> t;
+        for (int j = 0; j < W; ++j) t.v[j] = store<To>(static_cast<acc_t<To>>(load(f.v[j])));
+        store_pack(to + i, t);
+    }
+};
 
 }  // namespace
 
 template <class S> void scale(S* x, acc_t<S> s, index_t n, cudaStream_t stream) {
-    if (n > 0) LEVERS_LAUNCH(scale_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(x, s, n));
+    map<kPack<S>>(Scale<S>{x, s}, n, aligned16({x}), stream);
 }
 
+// Packs as wide as the wider type allows in 16 bytes (4 elements for f32 and bf16).
 template <class To, class From> void convert(To* to, const From* from, index_t n, cudaStream_t stream) {
-    if (n > 0)
-        LEVERS_LAUNCH(convert_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(to, from, n));
+    constexpr int kWidth = kPack<To> < kPack<From> ? kPack<To> : kPack<From>;
+    map<kWidth>(Convert<To, From>{to, from}, n, aligned16({to, from}), stream);
 }
 
 template void scale<float>(float*, float, index_t, cudaStream_t);

@@ -1,4 +1,4 @@
-// The residual add on the card.
+// The residual add on the card, 16 bytes per load where the arrays allow.
 #include "framework/core/cuda_check.hpp"
 #include "kernels/cuda/device_math.cuh"
 
@@ -6,17 +6,21 @@ namespace levers::kernels::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-template <class S> __global__ void residual_kernel(S* out, const S* a, const S* b, index_t n) {
-    const index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
-    if (i < n) out[i] = store<S>(load(a[i]) + load(b[i]));
-}
+template <class S> struct Add {  // out = a + b
+    S* out;
+    const S *a, *b;
+    template <int W> __device__ void apply(index_t i) const {
+        const auto x = load_pack<W>(a + i), y = load_pack<W>(b + i);
+        Pack<S, W> z;
+        for (int j = 0; j < W; ++j) z.v[j] = store<S>(load(x.v[j]) + load(y.v[j]));
+        store_pack(out + i, z);
+    }
+};
 
 }  // namespace
 
 template <class S> void residual_forward(S* out, const S* a, const S* b, index_t n, cudaStream_t stream) {
-    if (n > 0) LEVERS_LAUNCH(residual_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(out, a, b, n));
+    map<kPack<S>>(Add<S>{out, a, b}, n, aligned16({out, a, b}), stream);
 }
 
 template void residual_forward<float>(float*, const float*, const float*, index_t, cudaStream_t);

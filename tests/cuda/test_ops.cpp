@@ -51,13 +51,47 @@ TEST_CASE_TEMPLATE("CUDA GELU and the residual add match the CPU" * doctest::ski
     check_close("gelu forward", out, cout.host(), Precision<S>::values);
     check_close("gelu backward", d, cd.host(), Precision<S>::values);
     check_close("residual", sum, csum.host(), Precision<S>::values);
+    // Arrays one element off 16-byte alignment take the one-at-a-time path.
+    Card<S> cd1(n), csum1(n);
+    gpu::gelu_backward(cd1.get() + 1, cg.get() + 1, cx.get() + 1, n - 1, nullptr);
+    gpu::residual_forward(csum1.get() + 1, cx.get() + 1, cy.get() + 1, n - 1, nullptr);
+    const auto tail = [](const std::vector<H>& v) { return std::vector<H>(v.begin() + 1, v.end()); };
+    check_close("gelu backward, unaligned", tail(d), tail(cd1.host()), Precision<S>::values);
+    check_close("residual, unaligned", tail(sum), tail(csum1.host()), Precision<S>::values);
+}
+
+TEST_CASE("CUDA conversions and scaling: f32 to bf16 rounded to nearest even, back exactly, x *= s" *
+          doctest::skip(kNoGpu)) {
+    const index_t n = 1001;  // packs of 4 and a partial one
+    const auto x = random<float>(n, 60);
+    std::vector<float> want_bf16, want_scaled;
+    for (float f : x) {
+        want_bf16.push_back(bf16_to_float(bf16_bits(f)));
+        want_scaled.push_back(f * 0.25f);
+    }
+    for (const index_t offset : {index_t{0}, index_t{1}}) {  // aligned, then one element off (one at a time)
+        CAPTURE(offset);
+        DeviceVector<float> cx(x), cback(n);
+        Card<gpu::bf16> chalf(n);
+        gpu::convert(chalf.get() + offset, cx.get() + offset, n - offset, nullptr);
+        gpu::convert(cback.get() + offset, chalf.get() + offset, n - offset, nullptr);
+        gpu::scale(cx.get() + offset, 0.25f, n - offset, nullptr);
+        const auto half = chalf.host(), back = cback.host(), scaled = cx.host();
+        for (index_t i = offset; i < n; ++i) {
+            REQUIRE(half[i] == want_bf16[i]);
+            REQUIRE(back[i] == want_bf16[i]);
+            REQUIRE(scaled[i] == want_scaled[i]);
+        }
+    }
 }
 
 TEST_CASE_TEMPLATE("CUDA AdamW over a chunk table matches the CPU's per-tensor steps" * doctest::skip(kNoGpu), S,
                    LEVERS_EVERY_PRECISION) {
     // Parameters and moments in P (f32 master weights under bf16), gradients in S.
     using P = host_t<S>;
-    const index_t n = 10007, split = 9000;  // the first tensor decays, the second (a bias) does not
+    // The first tensor decays, the second (a bias) does not; its chunks start
+    // off a multiple of 4, so they take the one-at-a-time path.
+    const index_t n = 10007, split = 9001;
     auto p = random<P>(n, 3), m = random<P>(n, 4, 0.1), v = random<P>(n, 5, 0.1);
     for (auto& e : v) e = e * e;  // second moments are non-negative
     auto g = random<S>(n, 6);
@@ -84,23 +118,27 @@ TEST_CASE_TEMPLATE("CUDA layernorm matches the CPU, forward and backward" * doct
                    LEVERS_EVERY_PRECISION) {
     using H = host_t<S>;
     using A = gpu::acc_t<S>;
-    const index_t rows = 37, c = 100;  // not a multiple of a warp
-    auto x = random<S>(rows * c, 6), w = random<S>(c, 7), b = random<S>(c, 8), dy = random<S>(rows * c, 9);
-    std::vector<H> out(rows * c), mean(rows), rstd(rows), dx(rows * c), dw(c, H(1)), db(c, H(2));
-    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, c);
-    cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), mean.data(), rstd.data(), w.data(),
-                            rows, c);
-    Card<S> cx(x), cw(w), cb(b), cdy(dy), cout(rows * c), cdx(rows * c), cdw(std::vector<H>(c, H(1))),
-        cdb(std::vector<H>(c, H(2)));
-    DeviceVector<A> cmean(rows), crstd(rows);
-    gpu::layernorm_forward(cout.get(), cmean.get(), crstd.get(), cx.get(), cw.get(), cb.get(), rows, c, nullptr);
-    gpu::layernorm_backward(cdx.get(), cdw.get(), cdb.get(), cdy.get(), cx.get(), cmean.get(), crstd.get(), cw.get(),
-                            rows, c, nullptr);
-    check_close("layernorm out", out, cout.host(), Precision<S>::values);
-    check_close("layernorm rstd", rstd, crstd.host(), Precision<S>::sums * 10);
-    check_close("layernorm d_x", dx, cdx.host(), Precision<S>::values);
-    check_close("layernorm d_weight (added)", dw, cdw.host(), Precision<S>::values);
-    check_close("layernorm d_bias (added)", db, cdb.host(), Precision<S>::values);
+    const index_t rows = 37;
+    // 101 channels: one at a time; 104: packs of 16 bytes in every precision.
+    for (const index_t c : {index_t{101}, index_t{104}}) {
+        CAPTURE(c);
+        auto x = random<S>(rows * c, 6), w = random<S>(c, 7), b = random<S>(c, 8), dy = random<S>(rows * c, 9);
+        std::vector<H> out(rows * c), mean(rows), rstd(rows), dx(rows * c), dw(c, H(1)), db(c, H(2));
+        cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, c);
+        cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), mean.data(), rstd.data(),
+                                w.data(), rows, c);
+        Card<S> cx(x), cw(w), cb(b), cdy(dy), cout(rows * c), cdx(rows * c), cdw(std::vector<H>(c, H(1))),
+            cdb(std::vector<H>(c, H(2)));
+        DeviceVector<A> cmean(rows), crstd(rows);
+        gpu::layernorm_forward(cout.get(), cmean.get(), crstd.get(), cx.get(), cw.get(), cb.get(), rows, c, nullptr);
+        gpu::layernorm_backward(cdx.get(), cdw.get(), cdb.get(), cdy.get(), cx.get(), cmean.get(), crstd.get(),
+                                cw.get(), rows, c, nullptr);
+        check_close("layernorm out", out, cout.host(), Precision<S>::values);
+        check_close("layernorm rstd", rstd, crstd.host(), Precision<S>::sums * 10);
+        check_close("layernorm d_x", dx, cdx.host(), Precision<S>::values);
+        check_close("layernorm d_weight (added)", dw, cdw.host(), Precision<S>::values);
+        check_close("layernorm d_bias (added)", db, cdb.host(), Precision<S>::values);
+    }
 }
 
 TEST_CASE_TEMPLATE("CUDA cross-entropy matches the CPU, with ignored rows" * doctest::skip(kNoGpu), S,

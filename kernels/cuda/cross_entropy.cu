@@ -1,6 +1,7 @@
 // Softmax cross-entropy on the card, one thread block per row: no
 // probabilities beyond the logits (forward keeps one log-sum-exp per row,
-// backward writes the gradient over the logits), sums in the accumulator type.
+// backward writes the gradient over the logits), sums in the accumulator type,
+// 16-byte loads where the rows allow.
 #include "kernels/cuda/device_math.cuh"
 
 namespace levers::kernels::cuda {
@@ -14,21 +15,32 @@ __device__ bool counts(std::int32_t target, index_t vocab, std::int32_t ignore_i
     return target != ignore_index && target >= 0 && target < vocab;
 }
 
+// Threads walk a row in packs of W logits (W = 1: one at a time), the last,
+// partial pack one by one: calls f(v, x) for every logit x at column v.
+template <int W, class S, class F> __device__ void for_row(const S* row, index_t vocab, F&& f) {
+    for (index_t v = threadIdx.x * W; v < vocab; v += kRowThreads * W) {
+        if (v + W <= vocab) {
+            const auto p = load_pack<W>(row + v);
+            for (int j = 0; j < W; ++j) f(v + j, load(p.v[j]));
+        } else {
+            for (index_t u = v; u < vocab; ++u) f(u, load(row[u]));
+        }
+    }
+}
+
 // lse[r] over one row, by one block: each thread keeps a running max and a
 // sum rescaled to it (one pass over the row), then the block combines them.
-template <class S> __global__ void lse_kernel(acc_t<S>* lse, const S* logits, index_t vocab, index_t stride) {
+template <int W, class S> __global__ void lse_kernel(acc_t<S>* lse, const S* logits, index_t vocab, index_t stride) {
     using A = acc_t<S>;
-    const S* row = logits + blockIdx.x * stride;
     A m = -INFINITY, s = 0;
-    for (index_t v = threadIdx.x; v < vocab; v += kRowThreads) {
-        const A x = load(row[v]);
+    for_row<W>(logits + blockIdx.x * stride, vocab, [&](index_t, A x) {
         if (x > m) {
             s = s * exp(m - x) + A(1);
             m = x;
         } else {
             s += exp(x - m);
         }
-    }
+    });
     const A row_max = block_max<kRowThreads>(m);
     const A total = block_sum<kRowThreads>(m == -INFINITY ? A(0) : s * exp(m - row_max));
     if (threadIdx.x == 0) lse[blockIdx.x] = row_max + log(total);
@@ -58,7 +70,7 @@ __global__ void count_kernel(int* counted, const std::int32_t* targets, index_t 
 }
 
 // One block per row: softmax minus the target's one-hot, scaled.
-template <class S>
+template <int W, class S>
 __global__ void ce_backward_kernel(S* d_logits, const acc_t<S>* lse, const S* logits, const std::int32_t* targets,
                                    acc_t<S> d_loss, const int* counted, index_t vocab, index_t stride,
                                    std::int32_t ignore_index) {
@@ -67,10 +79,24 @@ __global__ void ce_backward_kernel(S* d_logits, const acc_t<S>* lse, const S* lo
     const std::int32_t t = targets[r];
     const bool skip = !counts(t, vocab, ignore_index) || *counted == 0;
     const A scale = skip ? A(0) : d_loss / static_cast<A>(*counted), l = lse[r];
+    auto grad = [&](index_t v, A x) { return store<S>(skip ? A(0) : (exp(x - l) - (v == t ? A(1) : A(0))) * scale); };
     const S* in = logits + r * stride;
     S* out = d_logits + r * stride;
-    for (index_t v = threadIdx.x; v < vocab; v += kRowThreads)
-        out[v] = store<S>(skip ? A(0) : (exp(load(in[v]) - l) - (v == t ? A(1) : A(0))) * scale);
+    for (index_t v = threadIdx.x * W; v < vocab; v += kRowThreads * W) {
+        if (v + W <= vocab) {
+            const auto p = load_pack<W>(in + v);
+            Pack<S, W> g;
+            for (int j = 0; j < W; ++j) g.v[j] = grad(v + j, load(p.v[j]));
+            store_pack(out + v, g);
+        } else {
+            for (index_t u = v; u < vocab; ++u) out[u] = grad(u, load(in[u]));
+        }
+    }
+}
+
+// Rows are read and written in 16-byte packs where every row starts on one.
+template <class S> bool rows_packed(index_t stride, std::initializer_list<const void*> arrays) {
+    return (stride * static_cast<index_t>(sizeof(S))) % 16 == 0 && aligned16(arrays);
 }
 
 }  // namespace
@@ -80,7 +106,11 @@ void cross_entropy_forward(acc_t<S>* loss, acc_t<S>* lse, const S* logits, const
                            index_t vocab, cudaStream_t stream, std::int32_t ignore_index, index_t stride) {
     if (rows <= 0) return;
     if (stride == 0) stride = vocab;
-    LEVERS_LAUNCH(lse_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(lse, logits, vocab, stride));
+    const auto blocks = static_cast<unsigned>(rows);
+    if (rows_packed<S>(stride, {logits}))
+        LEVERS_LAUNCH(lse_kernel<kPack<S>><<<blocks, kRowThreads, 0, stream>>>(lse, logits, vocab, stride));
+    else
+        LEVERS_LAUNCH(lse_kernel<1><<<blocks, kRowThreads, 0, stream>>>(lse, logits, vocab, stride));
     LEVERS_LAUNCH(mean_loss_kernel<<<1, kRowThreads, 0, stream>>>(loss, lse, logits, targets, rows, vocab, stride,
                                                                    ignore_index));
 }
@@ -93,8 +123,13 @@ void cross_entropy_backward(S* d_logits, const acc_t<S>* lse, const S* logits, c
     if (stride == 0) stride = vocab;
     Scratch<int> counted(1);
     LEVERS_LAUNCH(count_kernel<<<1, kRowThreads, 0, stream>>>(counted.get(), targets, rows, vocab, ignore_index));
-    LEVERS_LAUNCH(ce_backward_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(
-        d_logits, lse, logits, targets, d_loss, counted.get(), vocab, stride, ignore_index));
+    const auto blocks = static_cast<unsigned>(rows);
+    if (rows_packed<S>(stride, {d_logits, logits}))
+        LEVERS_LAUNCH(ce_backward_kernel<kPack<S>><<<blocks, kRowThreads, 0, stream>>>(
+            d_logits, lse, logits, targets, d_loss, counted.get(), vocab, stride, ignore_index));
+    else
+        LEVERS_LAUNCH(ce_backward_kernel<1><<<blocks, kRowThreads, 0, stream>>>(
+            d_logits, lse, logits, targets, d_loss, counted.get(), vocab, stride, ignore_index));
 }
 
 #define LEVERS_CROSS_ENTROPY(S)                                                                                    \

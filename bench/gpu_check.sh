@@ -19,6 +19,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PATH=$PATH:/usr/local/cuda/bin
 python=${PYTHON:-python3}
+# The libraries levers' programs load: given to them alone (levers below), so
+# that PyTorch's python keeps the machine's own libstdc++.
+libs=${LD_LIBRARY_PATH:-}
 if [ $# -ge 1 ]; then
     bundle=$(realpath "$1")
     [ -x "$bundle/build/tests/levers_gpu_tests" ] || { echo "gpu_check: $1 is not a bundle from bench/gpu_bundle.sh (no build/tests/levers_gpu_tests)"; exit 2; }
@@ -26,7 +29,7 @@ if [ $# -ge 1 ]; then
     data=${LEVERS_DATA:-$bundle/data}
     export LEVERS_FASHION_MNIST=${LEVERS_FASHION_MNIST:-$bundle/data/fashion-mnist}
     # The bundle's own liblevers and libraries first: LD_LIBRARY_PATH outranks the programs' $ORIGIN.
-    export LD_LIBRARY_PATH=$bundle/build:$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    libs=$bundle/build:$bundle/lib${libs:+:$libs}
     built=$(cat "$bundle/built")
     here=$(git -C "$root" log -1 --format='%H' 2>/dev/null || echo unknown)
     [ "$here" = unknown ] || [ "${built%% *}" = "$here" ] ||
@@ -52,12 +55,13 @@ fi
 export LEVERS_FASHION_MNIST=${LEVERS_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 # cuBLAS and NCCL are the machine's own: where the loader does not find them
 # (NCCL from pip, a toolkit outside /usr/local/cuda), look in the usual places.
-for lib in $(ldd "$build/tests/levers_gpu_tests" "$build/recipe" | awk '/=> not found/ { print $1 }' | sort -u); do
+levers() { LD_LIBRARY_PATH=$libs "$@"; }
+for lib in $(levers ldd "$build/tests/levers_gpu_tests" "$build/recipe" | awk '/=> not found/ { print $1 }' | sort -u); do
     found=$( { "$python" -c 'import nvidia, os; print(*[os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p)], sep="\n")' 2>/dev/null || true
                ls -d /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu /opt/*/lib 2>/dev/null; } |
              while read -r dir; do [ -e "$dir/$lib" ] && { echo "$dir"; break; }; done || true)
     if [ -n "$found" ]; then
-        echo "gpu_check: $lib from $found"; export LD_LIBRARY_PATH=$found${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        echo "gpu_check: $lib from $found"; libs=$found${libs:+:$libs}
     else
         echo "gpu_check: $lib not found on this machine (cuBLAS comes with the CUDA toolkit, NCCL as libnccl2 or pip's nvidia-nccl-cu13)"; exit 1
     fi
@@ -72,10 +76,10 @@ trap 'rm -rf "$work"' EXIT
 status=0
 # Every step has a time limit (a kernel that hangs must not eat the machine's
 # time) and a failure does not stop the steps after it: one run shows all.
-timeout 180 "$build/tests/levers_gpu_tests" || status=$?
+levers timeout 180 "$build/tests/levers_gpu_tests" || status=$?
 if [ "$status" -eq 0 ]; then echo "gpu_check: every GPU test passed (skipped ones mean no card was visible)"; else echo "gpu_check: GPU tests FAILED (exit $status)"; fi
 if [ "${LEVERS_GPU_SANITIZE:-0}" = 1 ]; then  # out-of-bounds and misaligned accesses that leave the values right
-    if timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/levers_gpu_tests" >"$work/sanitizer.log" 2>&1; then
+    if levers timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/levers_gpu_tests" >"$work/sanitizer.log" 2>&1; then
         echo "gpu_check: compute-sanitizer memcheck: no errors"
     else
         echo "gpu_check: compute-sanitizer memcheck FAILED:"; grep -m 40 -E "=========|error" "$work/sanitizer.log" || tail -n 40 "$work/sanitizer.log"; status=1
@@ -102,7 +106,7 @@ else
 fi
 for i in "${!jobs[@]}"; do
     job=${jobs[$i]}
-    if LEVERS_DATA=$data timeout 120 "$build/recipe" run $job --device cuda --out "$runs/$i" >"$runs/$i.out" 2>&1; then
+    if LEVERS_DATA=$data levers timeout 120 "$build/recipe" run $job --device cuda --out "$runs/$i" >"$runs/$i.out" 2>&1; then
         echo "gpu_check: recipe run $job --device cuda: $(tail -n 1 "$runs/$i.out" | cut -c1-200)"
     else
         echo "gpu_check: recipe run $job --device cuda FAILED:"; tail -n 20 "$runs/$i.out"; status=1
@@ -128,11 +132,11 @@ same_loss() {
 }
 declare -A losses=()
 for precision in bf16 f32; do
-    levers_json=$(timeout 120 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision "$precision") || { echo "gpu_check: bench_gpt_cuda --precision $precision FAILED"; status=1; continue; }
+    levers_json=$(levers timeout 120 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision "$precision") || { echo "gpu_check: bench_gpt_cuda --precision $precision FAILED"; status=1; continue; }
     echo "levers $precision: $levers_json"
     losses[$precision]=$levers_json
     if [ "$precision" = bf16 ]; then  # the same without the fused attention kernel, to see what it brings
-        if gemm_json=$(LEVERS_FUSED_ATTENTION=0 timeout 120 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision bf16); then
+        if gemm_json=$(LEVERS_FUSED_ATTENTION=0 levers timeout 120 "$build/bench/bench_gpt_cuda" "${gpt2[@]}" --precision bf16); then
             echo "levers bf16, attention through cuBLAS: $gemm_json"
             same_loss "bf16 losses with and without the fused attention" "$levers_json" "$gemm_json" 0.02
         else
@@ -154,5 +158,5 @@ fi
 [ "$has_torch" -eq 1 ] || echo "pytorch: not measured (no PyTorch with CUDA for $python on this machine)"
 # Each op alone at the same shapes in bf16: where a step's time goes.
 echo "gpu_check: each op alone (bf16, GPT-2 124M shapes, batch 8):"
-timeout 120 "$build/bench/bench_ops_cuda" || { echo "gpu_check: bench_ops_cuda FAILED"; status=1; }
+levers timeout 120 "$build/bench/bench_ops_cuda" || { echo "gpu_check: bench_ops_cuda FAILED"; status=1; }
 exit "$status"

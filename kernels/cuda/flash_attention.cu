@@ -123,6 +123,50 @@ __device__ void write_rows(bf16* out, FragC (&acc)[kD / 16], float* scratch, flo
     }
 }
 
+// One key tile's step of the online softmax for a warp's 16 query rows
+// (first query `t0`): from the scores `s`, the probabilities `p` against the
+// rows' running max, the output rows `o` rescaled to it, the max and sum
+// updated. Two lanes per row, each over half the tile's keys (lane ^ 16 has
+// the other half), so a row costs two shuffles rather than two warp-wide
+// reductions; each lane starts its half at a staggered column, so at every
+// step the 32 lanes touch 32 different banks of `s` and `o` (row stride
+// kLdF = 68 words: lane (r, h) starts on bank 5r + 16h mod 32).
+__device__ void online_softmax(const float* s, float* o, bf16* p, float* row_max, float* row_sum, index_t t0,
+                               index_t k0, index_t time, float scale) {
+    const int lane = threadIdx.x % 32, r = lane % 16, half = lane / 16, start = r + 16 * half;
+    const index_t t = t0 + r;
+    auto column = [&](int i) { return half * 32 + (i + start) % 32; };
+    float x[32];
+    float m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+        const int j = column(i);
+        const index_t key = k0 + j;
+        x[i] = key <= t && key < time ? s[r * kLdF + j] * scale : -INFINITY;
+        m = fmaxf(m, x[i]);
+    }
+    m = fmaxf(m, __shfl_xor_sync(kFullWarp, m, 16));
+    const float old_max = row_max[r], old_sum = row_sum[r];
+    const float new_max = fmaxf(old_max, m);
+    const float base = new_max == -INFINITY ? 0.0f : new_max;  // a row that sees no key yet
+    float sum = 0;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+        const float e = __expf(x[i] - base);
+        sum += e;
+        p[r * kLdP + column(i)] = __float2bfloat16_rn(e);
+    }
+    sum += __shfl_xor_sync(kFullWarp, sum, 16);
+    const float rescale = __expf(old_max - base);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) o[r * kLdF + column(i)] *= rescale;  // the output's 64 columns, split alike
+    __syncwarp();  // both halves have read the old max and sum
+    if (half == 0) {
+        row_max[r] = new_max;
+        row_sum[r] = old_sum * rescale + sum;
+    }
+}
+
 // A query tile walks every key tile up to it, so the last tiles cost the
 // most: they run first (blocks start in grid order), leaving light ones for
 // the tail instead of a last wave of heavy ones.
@@ -154,28 +198,7 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         rows_times_rows(s, q + warp * 16 * kLdH, k);
         __syncwarp();
-        for (int r = 0; r < 16; ++r) {  // online softmax, row by row, two keys per lane
-            const index_t t = q0 + warp * 16 + r;
-            float x[2];
-            for (int j = 0; j < 2; ++j) {
-                const index_t key = k0 + lane + 32 * j;
-                x[j] = key <= t && key < time ? s[r * kLdF + lane + 32 * j] * scale : -INFINITY;
-            }
-            const float old_max = row_max[warp * 16 + r], old_sum = row_sum[warp * 16 + r];
-            const float new_max = fmaxf(old_max, warp_max(fmaxf(x[0], x[1])));
-            const float base = new_max == -INFINITY ? 0.0f : new_max;  // a row that sees no key yet
-            const float p0 = __expf(x[0] - base), p1 = __expf(x[1] - base);
-            const float sum = warp_sum(p0 + p1), rescale = __expf(old_max - base);
-            p[r * kLdP + lane] = __float2bfloat16_rn(p0);
-            p[r * kLdP + lane + 32] = __float2bfloat16_rn(p1);
-            o[r * kLdF + lane] *= rescale;
-            o[r * kLdF + lane + 32] *= rescale;
-            __syncwarp();  // every lane has read the old max and sum
-            if (lane == 0) {
-                row_max[warp * 16 + r] = new_max;
-                row_sum[warp * 16 + r] = old_sum * rescale + sum;
-            }
-        }
+        online_softmax(s, o, p, row_max + warp * 16, row_sum + warp * 16, q0 + warp * 16, k0, time, scale);
         __syncwarp();
         FragC acc[kD / 16];
         for (int n = 0; n < kD / 16; ++n) wmma::load_matrix_sync(acc[n], o + n * 16, kLdF, wmma::mem_row_major);

@@ -80,15 +80,15 @@ __device__ void load_rows(bf16* tile, const bf16* x, index_t b, index_t h, index
 // out[16 x 64] (f32, ld kLdF) = a[16 x 64] · bᵀ where b is [64 x 64] row-major
 // (ld kLdH): the warp's rows against every row of the other tile.
 __device__ void rows_times_rows(float* out, const bf16* a, const bf16* b) {
+    FragA fa[kD / 16];  // the warp's rows, loaded once for the four column blocks
+    for (int k = 0; k < kD / 16; ++k) wmma::load_matrix_sync(fa[k], a + k * 16, kLdH);
     for (int n = 0; n < kTile / 16; ++n) {
         FragC acc;
         wmma::fill_fragment(acc, 0.0f);
         for (int k = 0; k < kD / 16; ++k) {
-            FragA fa;
             FragBCol fb;
-            wmma::load_matrix_sync(fa, a + k * 16, kLdH);
             wmma::load_matrix_sync(fb, b + n * 16 * kLdH + k * 16, kLdH);
-            wmma::mma_sync(acc, fa, fb, acc);
+            wmma::mma_sync(acc, fa[k], fb, acc);
         }
         wmma::store_matrix_sync(out + n * 16, acc, kLdF, wmma::mem_row_major);
     }

@@ -207,8 +207,8 @@ template <class S> void GptCuda<S>::backward() {
         const auto& id = layer_ids_[l];
         const Acts& a = acts_[l];
         const S* x_in = l == 0 ? x0_ : acts_[l - 1].x_out;
-        cu::linear_backward(d_fc_, G(id[FCP_W]), G(id[FCP_B]), d_res_, a.fc_gelu, P(id[FCP_W]), BT, 4 * C, C, s);
-        cu::gelu_backward(d_fc_, d_fc_, a.fc, BT * 4 * C, s);
+        cu::linear_gelu_backward(d_fc_, G(id[FCP_W]), G(id[FCP_B]), d_res_, a.fc_gelu, a.fc, P(id[FCP_W]), BT, 4 * C,
+                                 C, s);
         cu::linear_backward(d_a_, G(id[FC_W]), G(id[FC_B]), d_fc_, a.ln2, P(id[FC_W]), BT, C, 4 * C, s);
         cu::layernorm_backward(d_b_, G(id[LN2_W]), G(id[LN2_B]), d_a_, a.x_mid, a.ln2_mean, a.ln2_rstd, P(id[LN2_W]),
                                BT, C, s);

@@ -114,14 +114,16 @@ template <class S> void MlpCuda<S>::backward() {
     cu::cross_entropy_backward(logits_, lse_, logits_, labels_, A(1), B, widths_.back(), s);
     S* d_out = logits_;
     for (std::size_t l = weight_ids_.size(); l-- > 0;) {
-        const S* in = l == 0 ? x_ : post_[l - 1];
-        S* d_in = l == 0 ? nullptr : (d_out == d_a_ ? d_b_ : d_a_);
-        cu::linear_backward(d_in, weights_.grad(weight_ids_[l]), weights_.grad(bias_ids_[l]), d_out, in,
-                            weights_.at(weight_ids_[l]), B, widths_[l], widths_[l + 1], s);
+        S *d_w = weights_.grad(weight_ids_[l]), *d_b = weights_.grad(bias_ids_[l]), *w = weights_.at(weight_ids_[l]);
+        if (l == 0) {
+            cu::linear_backward(static_cast<S*>(nullptr), d_w, d_b, d_out, x_, w, B, widths_[0], widths_[1], s);
+        } else {  // the gradient at the previous layer's GELU input
+            S* d_in = d_out == d_a_ ? d_b_ : d_a_;
+            cu::linear_gelu_backward(d_in, d_w, d_b, d_out, post_[l - 1], pre_[l - 1], w, B, widths_[l],
+                                     widths_[l + 1], s);
+            d_out = d_in;
+        }
         params_.grads_final_from(params_.entries()[static_cast<std::size_t>(weight_ids_[l])].offset);
-        if (l == 0) break;
-        cu::gelu_backward(d_in, d_in, pre_[l - 1], B * widths_[l], s);
-        d_out = d_in;
     }
 }
 

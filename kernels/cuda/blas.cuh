@@ -51,5 +51,11 @@ void gemm(cudaStream_t s, cublasOperation_t ta, cublasOperation_t tb, index_t m,
 template <class S>
 bool linear_epilogue(S* out, S* pre_gelu, const S* in, const S* weight, const S* bias, index_t n, index_t in_dim,
                      index_t out_dim, cudaStream_t stream);
+// d_pre = (d_out · W) ⊙ gelu'(pre) in one cuBLASLt product (rows of d_out
+// out_ld apart): the gradient at the input of the GELU that fed this layer.
+// Returns false, having queued nothing, where cuBLASLt offers no algorithm.
+template <class S>
+bool linear_dgelu_epilogue(S* d_pre, const S* pre, const S* d_out, const S* weight, index_t n, index_t in_dim,
+                           index_t out_dim, index_t out_ld, cudaStream_t stream);
 
 }  // namespace levers::kernels::cuda

@@ -1,5 +1,5 @@
 // The linear layer through cuBLAS (cuBLASLt, linear_lt.cu, where an epilogue
-// fuses the bias or GELU); the bias gradient as column sums.
+// fuses the bias, GELU or GELU's derivative); the bias gradient as column sums.
 #include "kernels/cuda/blas.cuh"
 #include "kernels/cuda/columns.cuh"
 #include "kernels/cuda/device_math.cuh"
@@ -74,13 +74,30 @@ void linear_backward(S* d_in, S* d_weight, S* d_bias, const S* d_out, const S* i
     if (d_bias) add_column_sums(d_bias, n, out_dim, ColumnValue<S>{d_out, out_dim}, stream);
 }
 
+template <class S>
+void linear_gelu_backward(S* d_pre, S* d_weight, S* d_bias, const S* d_out, const S* in, const S* pre,
+                          const S* weight, index_t n, index_t in_dim, index_t out_dim, cudaStream_t stream) {
+    if (n <= 0) return;
+    // GELU's derivative in the epilogue for bf16 only, as in the forward.
+    if constexpr (sizeof(S) == 2) {
+        if (linear_dgelu_epilogue<S>(d_pre, pre, d_out, weight, n, in_dim, out_dim, out_dim, stream)) {
+            linear_backward<S>(nullptr, d_weight, d_bias, d_out, in, weight, n, in_dim, out_dim, stream);
+            return;
+        }
+    }
+    linear_backward(d_pre, d_weight, d_bias, d_out, in, weight, n, in_dim, out_dim, stream);
+    gelu_backward(d_pre, d_pre, pre, n * in_dim, stream);
+}
+
 #define LEVERS_LINEAR(S)                                                                                          \
     template void linear_forward<S>(S*, const S*, const S*, const S*, index_t, index_t, index_t, cudaStream_t,    \
                                     index_t);                                                                    \
     template void linear_gelu_forward<S>(S*, S*, const S*, const S*, const S*, index_t, index_t, index_t,         \
                                          cudaStream_t);                                                          \
     template void linear_backward<S>(S*, S*, S*, const S*, const S*, const S*, index_t, index_t, index_t,         \
-                                     cudaStream_t, index_t);
+                                     cudaStream_t, index_t);                                                     \
+    template void linear_gelu_backward<S>(S*, S*, S*, const S*, const S*, const S*, const S*, index_t, index_t,   \
+                                          index_t, cudaStream_t);
 LEVERS_LINEAR(float)
 LEVERS_LINEAR(double)
 LEVERS_LINEAR(bf16)

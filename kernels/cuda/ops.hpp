@@ -56,6 +56,14 @@ void linear_gelu_forward(S* out, S* pre, const S* in, const S* weight, const S* 
 template <class S>
 void linear_backward(S* d_in, S* d_weight, S* d_bias, const S* d_out, const S* in, const S* weight, index_t n,
                      index_t in_dim, index_t out_dim, cudaStream_t stream, index_t out_ld = 0);
+// The backward of a layer whose input `in` = gelu(pre) (the GPT's MLP
+// projection after c_fc): d_pre = (d_out · W) ⊙ gelu'(pre), the gradient at
+// GELU's input, and d_weight, d_bias added to as linear_backward does. In
+// bf16 one cuBLASLt product whose epilogue applies GELU's derivative where
+// it can; elsewhere linear_backward then gelu_backward, the same results.
+template <class S>
+void linear_gelu_backward(S* d_pre, S* d_weight, S* d_bias, const S* d_out, const S* in, const S* pre,
+                          const S* weight, index_t n, index_t in_dim, index_t out_dim, cudaStream_t stream);
 
 // Attention as batched GEMMs per batch row (heads strided) and a causal
 // softmax kernel (one warp per row); the layouts of kernels/attention.hpp.

@@ -189,6 +189,20 @@ TEST_CASE_TEMPLATE("CUDA linear (cuBLAS, cuBLASLt epilogues) matches the CPU, fo
     check_close("linear d_in", dx, cdx.host(), Precision<S>::values);
     check_close("linear d_weight (added)", dw, cdw.host(), Precision<S>::values);
     check_close("linear d_bias (added)", db, cdb.host(), Precision<S>::values);
+
+    // A layer fed by GELU: the gradient at GELU's input (in bf16 through the
+    // product's epilogue), with the weight and bias gradients.
+    std::vector<H> gx(n * in), d_gx(n * in), d_pre(n * in), dw2(out * in, H(0)), db2(out, H(0));
+    cpu::gelu_forward(gx.data(), x.data(), n * in);
+    for (auto& v : gx) v = rounded<S>(v);  // what the card holds
+    cpu::linear_backward(d_gx.data(), dw2.data(), db2.data(), dy.data(), gx.data(), w.data(), n, in, out);
+    cpu::gelu_backward(d_pre.data(), d_gx.data(), x.data(), n * in);
+    Card<S> cgx(gx), cd_pre(n * in), cdw2(out * in), cdb2(out);
+    gpu::linear_gelu_backward(cd_pre.get(), cdw2.get(), cdb2.get(), cdy.get(), cgx.get(), cx.get(), cw.get(), n, in,
+                              out, nullptr);
+    check_close("linear+GELU backward d_pre", d_pre, cd_pre.host(), Precision<S>::values);
+    check_close("linear+GELU backward d_weight", dw2, cdw2.host(), Precision<S>::values);
+    check_close("linear+GELU backward d_bias", db2, cdb2.host(), Precision<S>::values);
 }
 
 TEST_CASE_TEMPLATE("CUDA linear and cross-entropy on rows padded apart (the GPT's logits) match the CPU" *

@@ -159,4 +159,5 @@ fi
 # Each op alone at the same shapes in bf16: where a step's time goes.
 echo "gpu_check: each op alone (bf16, GPT-2 124M shapes, batch 8):"
 levers timeout 120 "$build/bench/bench_ops_cuda" || { echo "gpu_check: bench_ops_cuda FAILED"; status=1; }
+echo "gpu_check: $([ "$status" -eq 0 ] && echo passed || echo FAILED) in ${SECONDS} s"
 exit "$status"

@@ -4,7 +4,8 @@
 // for the products and attention (useful FLOPs: the causal half), GB/s of
 // the bytes an op must move for the memory-bound ones, each against the
 // card's peak. Says which op keeps a step from its target before a profiler
-// is needed (bench/gpu_check.sh runs it). One JSON object per line.
+// is needed (bench/gpu_check.sh runs it). One JSON object per line; the last
+// gives the shapes and the sum of the ops' times over one step.
 #include "framework/core/device_memory.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
@@ -117,7 +118,10 @@ int main(int argc, char** argv) {
         d_fc(BT * 4 * C, 1, 10), logits(BT * Vp, 1, 11), w_qkv(3 * C * C, 0.02f, 12), b_qkv(3 * C, 0.02f, 13),
         w_fc(4 * C * C, 0.02f, 14), b_fc(4 * C, 0.02f, 15), d_w_fc(4 * C * C, 0, 16), d_b_fc(4 * C, 0, 17),
         wte(V * C, 0.02f, 18), d_wte(V * C, 0, 19), wpe(T * C, 0.02f, 20), d_wpe(T * C, 0, 21), ln_w(C, 1, 22),
-        ln_b(C, 0.02f, 23), d_ln_w(C, 0, 24), d_ln_b(C, 0, 25), grads(P, 1e-3f, 26);
+        ln_b(C, 0.02f, 23), d_ln_w(C, 0, 24), d_ln_b(C, 0, 25), grads(P, 1e-3f, 26), w_proj(C * C, 0.02f, 37),
+        b_proj(C, 0.02f, 38), d_w_proj(C * C, 0, 39), d_b_proj(C, 0, 40), w_fcp(4 * C * C, 0.02f, 41),
+        b_fcp(C, 0.02f, 42), d_w_fcp(4 * C * C, 0, 43), d_b_fcp(C, 0, 44), d_w_qkv(3 * C * C, 0, 45),
+        d_b_qkv(3 * C, 0, 46), weights(P, 0, 47);
     Buffer<float> mean(BT, 0, 27), rstd(BT, 1, 28), lse(BT * H, 1, 29), ce_lse(BT, 1, 30), loss(1, 0, 31),
         param(P, 0.02f, 32), m(P, 0, 33), v(P, 0, 34);
     std::vector<std::int32_t> host_tokens(static_cast<std::size_t>(BT));
@@ -140,73 +144,116 @@ int main(int argc, char** argv) {
     const double e = 2;  // bytes per bf16
     const double attention_flops = 2.0 * B * T * T * C;  // QKᵀ and PV, the causal half
 
+    // Each op with how often a step of the GPT (`layers` blocks, in bf16)
+    // runs it, so that their sum models a step: set against bench_gpt_cuda's
+    // ms_per_step, the difference is what no op accounts for (launch gaps,
+    // the host's waits).
     struct Op {
         std::string name;
         double flops, bytes;  // what it must do and move (one of the two matters)
         std::function<void()> run;
-        bool runs = true;  // false: not at these shapes (the fused attention needs head size 64)
+        std::int64_t per_step;  // 0: timed for comparison, not on the GPT's path
+        bool runs = true;       // false: not at these shapes (the fused attention needs head size 64)
     };
     const bf16* no_bias = nullptr;
     bf16* no_grad = nullptr;
     const auto n_chunks = static_cast<levers::kernels::index_t>(chunks.size());
+    const std::int64_t L = layers;
     const std::vector<Op> ops = {
+        {"weights to bf16 (whole model)", 0, 6.0 * P,
+         [&] { cu::convert(weights.get(), param.get(), P, s); }, 1},
         {"embedding forward", 0, e * 3 * BT * C,
-         [&] { cu::embedding_forward(x.get(), tokens, wte.get(), wpe.get(), B, T, C, s); }},
+         [&] { cu::embedding_forward(x.get(), tokens, wte.get(), wpe.get(), B, T, C, s); }, 1},
         {"layernorm forward", 0, e * 2 * BT * C + 8.0 * BT,
-         [&] { cu::layernorm_forward(ln.get(), mean.get(), rstd.get(), x.get(), ln_w.get(), ln_b.get(), BT, C, s); }},
+         [&] { cu::layernorm_forward(ln.get(), mean.get(), rstd.get(), x.get(), ln_w.get(), ln_b.get(), BT, C, s); },
+         2 * L + 1},
         {"linear qkv forward (bias epilogue)", 2.0 * BT * C * 3 * C, 0,
-         [&] { cu::linear_forward(qkv.get(), ln.get(), w_qkv.get(), b_qkv.get(), BT, C, 3 * C, s); }},
+         [&] { cu::linear_forward(qkv.get(), ln.get(), w_qkv.get(), b_qkv.get(), BT, C, 3 * C, s); }, L},
         {"attention forward (fused)", attention_flops, 0,
-         [&] { cu::attention_fused_forward(y.get(), lse.get(), qkv.get(), B, T, C, H, s); }, fused},
+         [&] { cu::attention_fused_forward(y.get(), lse.get(), qkv.get(), B, T, C, H, s); }, fused ? L : 0, fused},
         {"attention forward (cuBLAS + softmax)", attention_flops, 0,
-         [&] { cu::attention_forward(y.get(), att.get(), qkv.get(), B, T, C, H, s); }},
-        {"residual", 0, e * 3 * BT * C, [&] { cu::residual_forward(d_x.get(), x.get(), ln.get(), BT * C, s); }},
+         [&] { cu::attention_forward(y.get(), att.get(), qkv.get(), B, T, C, H, s); }, fused ? 0 : L},
+        {"linear proj forward (bias epilogue)", 2.0 * BT * C * C, 0,
+         [&] { cu::linear_forward(d_x.get(), y.get(), w_proj.get(), b_proj.get(), BT, C, C, s); }, L},
+        {"residual", 0, e * 3 * BT * C, [&] { cu::residual_forward(d_x.get(), x.get(), ln.get(), BT * C, s); },
+         4 * L},
         {"linear fc forward + GELU", 2.0 * BT * C * 4 * C, 0,
          [&] {
              cu::linear_gelu_forward(fc_gelu.get(), fc.get(), ln.get(), w_fc.get(), b_fc.get(), BT, C, 4 * C, s);
-         }},
+         },
+         L},
+        {"linear fcp forward (bias epilogue)", 2.0 * BT * 4 * C * C, 0,
+         [&] { cu::linear_forward(d_x.get(), fc_gelu.get(), w_fcp.get(), b_fcp.get(), BT, 4 * C, C, s); }, L},
         {"logits forward (tied head)", 2.0 * BT * C * V, 0,
-         [&] { cu::linear_forward(logits.get(), ln.get(), wte.get(), no_bias, BT, C, V, s, Vp); }},
+         [&] { cu::linear_forward(logits.get(), ln.get(), wte.get(), no_bias, BT, C, V, s, Vp); }, 1},
         {"cross-entropy forward", 0, e * BT * V,
-         [&] { cu::cross_entropy_forward(loss.get(), ce_lse.get(), logits.get(), tokens, BT, V, s, -100, Vp); }},
+         [&] { cu::cross_entropy_forward(loss.get(), ce_lse.get(), logits.get(), tokens, BT, V, s, -100, Vp); }, 1},
         {"cross-entropy backward", 0, e * 2 * BT * V,
          [&] {
              cu::cross_entropy_backward(logits.get(), ce_lse.get(), logits.get(), tokens, 1.0f, BT, V, s, -100, Vp);
-         }},
+         },
+         1},
         {"logits backward", 4.0 * BT * C * V, 0,
          [&] {
              cu::linear_backward(d_ln.get(), d_wte.get(), no_grad, logits.get(), ln.get(), wte.get(), BT, C, V, s,
                                  Vp);
-         }},
+         },
+         1},
+        {"linear fcp backward + GELU derivative", 4.0 * BT * C * 4 * C, 0,
+         [&] {
+             cu::linear_gelu_backward(d_fc.get(), d_w_fcp.get(), d_b_fcp.get(), d_x.get(), fc_gelu.get(), fc.get(),
+                                      w_fcp.get(), BT, 4 * C, C, s);
+         },
+         L},
+        {"gelu backward (alone)", 0, e * 3 * BT * 4 * C,
+         [&] { cu::gelu_backward(d_fc.get(), d_fc.get(), fc.get(), BT * 4 * C, s); }, 0},
         {"linear fc backward", 4.0 * BT * C * 4 * C, 0,
          [&] {
              cu::linear_backward(d_ln.get(), d_w_fc.get(), d_b_fc.get(), d_fc.get(), ln.get(), w_fc.get(), BT, C,
                                  4 * C, s);
-         }},
-        {"gelu backward", 0, e * 3 * BT * 4 * C,
-         [&] { cu::gelu_backward(d_fc.get(), d_fc.get(), fc.get(), BT * 4 * C, s); }},
+         },
+         L},
         {"layernorm backward", 0, e * 3 * BT * C + 8.0 * BT,
          [&] {
              cu::layernorm_backward(d_x.get(), d_ln_w.get(), d_ln_b.get(), d_ln.get(), x.get(), mean.get(),
                                     rstd.get(), ln_w.get(), BT, C, s);
-         }},
+         },
+         2 * L + 1},
+        {"linear proj backward", 4.0 * BT * C * C, 0,
+         [&] {
+             cu::linear_backward(d_ln.get(), d_w_proj.get(), d_b_proj.get(), d_x.get(), y.get(), w_proj.get(), BT, C,
+                                 C, s);
+         },
+         L},
         {"attention backward (fused)", 2 * attention_flops, 0,
          [&] {
              cu::attention_fused_backward(d_qkv.get(), d_x.get(), y.get(), lse.get(), qkv.get(), B, T, C, H, s);
          },
-         fused},
+         fused ? L : 0, fused},
         {"attention backward (cuBLAS + softmax)", 2 * attention_flops, 0,
-         [&] { cu::attention_backward(d_qkv.get(), d_x.get(), att.get(), qkv.get(), B, T, C, H, s); }},
+         [&] { cu::attention_backward(d_qkv.get(), d_x.get(), att.get(), qkv.get(), B, T, C, H, s); },
+         fused ? 0 : L},
+        {"linear qkv backward", 4.0 * BT * C * 3 * C, 0,
+         [&] {
+             cu::linear_backward(d_ln.get(), d_w_qkv.get(), d_b_qkv.get(), d_qkv.get(), ln.get(), w_qkv.get(), BT,
+                                 C, 3 * C, s);
+         },
+         L},
         {"embedding backward", 0, e * 3 * BT * C,
-         [&] { cu::embedding_backward(d_wte.get(), d_wpe.get(), d_x.get(), tokens, B, T, C, s); }},
-        {"clip_grad_norm (whole model)", 0, e * P, [&] { cu::clip_grad_norm(grads.get(), P, 1e30, s); }},
+         [&] { cu::embedding_backward(d_wte.get(), d_wpe.get(), d_x.get(), tokens, B, T, C, s); }, 1},
+        {"zero gradients (whole model)", 0, e * P,
+         [&] { cudaMemsetAsync(grads.get(), 0, static_cast<std::size_t>(e * P), s); }, 1},
+        {"clip_grad_norm (whole model)", 0, e * P, [&] { cu::clip_grad_norm(grads.get(), P, 1e30, s); }, 1},
         {"adamw (whole model, f32 master)", 0, 24.0 * P + e * P,
-         [&] { cu::adamw_step(param.get(), m.get(), v.get(), grads.get(), device_chunks, n_chunks, hyper, 1, s); }},
+         [&] { cu::adamw_step(param.get(), m.get(), v.get(), grads.get(), device_chunks, n_chunks, hyper, 1, s); },
+         1},
     };
+    double step_ms = 0;
     for (const Op& op : ops) {
         if (!op.runs) continue;
         const double ms = median_ms(op.run, repeats, s);
-        nlohmann::json line = {{"op", op.name}, {"ms", ms}};
+        step_ms += ms * static_cast<double>(op.per_step);
+        nlohmann::json line = {{"op", op.name}, {"ms", ms}, {"per_step", op.per_step}};
         if (op.flops > 0) {
             line["tflops"] = op.flops / ms / 1e9;
             if (peak.flops > 0) line["of_peak"] = op.flops / (ms * 1e-3) / peak.flops;
@@ -220,7 +267,9 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "bench_ops_cuda: {}\n", cudaGetErrorString(status));
         return 1;
     }
-    const nlohmann::json shapes = {{"card", card}, {"batch", B}, {"block", T}, {"embd", C}, {"heads", H}, {"vocab", V}};
+    const nlohmann::json shapes = {{"card", card}, {"batch", B},          {"block", T},
+                                   {"embd", C},    {"heads", H},          {"vocab", V},
+                                   {"layers", L},  {"ops_ms_per_step", step_ms}};
     fmt::print("{}\n", shapes.dump());
     return 0;
 }

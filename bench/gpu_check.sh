@@ -158,6 +158,13 @@ fi
 [ "$has_torch" -eq 1 ] || echo "pytorch: not measured (no PyTorch with CUDA for $python on this machine)"
 # Each op alone at the same shapes in bf16: where a step's time goes.
 echo "gpu_check: each op alone (bf16, GPT-2 124M shapes, batch 8):"
-levers timeout 120 "$build/bench/bench_ops_cuda" || { echo "gpu_check: bench_ops_cuda FAILED"; status=1; }
+if ops=$(levers timeout 120 "$build/bench/bench_ops_cuda"); then
+    echo "$ops"
+    if [ -n "${losses[bf16]:-}" ]; then  # the step as measured against the sum of its ops
+        "$python" -c 'import json, sys; step, ops = json.loads(sys.argv[1]), json.loads(sys.argv[2].splitlines()[-1]); print("gpu_check: a bf16 step takes %.2f ms; its ops alone sum to %.2f ms" % (step["ms_per_step"], ops["ops_ms_per_step"]))' "${losses[bf16]}" "$ops" || true
+    fi
+else
+    echo "$ops"; echo "gpu_check: bench_ops_cuda FAILED"; status=1
+fi
 echo "gpu_check: $([ "$status" -eq 0 ] && echo passed || echo FAILED) in ${SECONDS} s"
 exit "$status"

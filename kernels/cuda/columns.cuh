@@ -1,8 +1,8 @@
 // Column sums of a [rows, cols] array, out[c] += Σ_r f(r, c), without
 // atomics: one pass sums chunks of rows per column (threads along columns, so
-// reads coalesce), a second adds the chunks' partial sums in chunk order. The
-// same sums every run, and enough blocks to fill a card even when there are
-// few columns (a bias of 768).
+// reads coalesce), a second adds the chunks' partial sums in a fixed order.
+// The same sums every run, and enough blocks to fill a card even when there
+// are few columns (a bias of 768).
 #pragma once
 
 #include "kernels/cuda/device_math.cuh"
@@ -27,13 +27,26 @@ __global__ void column_partials_kernel(A* partial, index_t rows, index_t cols, i
     partial[blockIdx.y * cols + c] = s;
 }
 
+// Adds the chunks' partial sums to out: a block takes kFinishColumns columns
+// with kFinishParts threads on each; thread part p sums chunks p, p + parts,
+// ... in order, then the parts are added in order (the same sums every run,
+// and parts x columns threads loading at once rather than one per column).
+constexpr int kFinishColumns = 32, kFinishParts = 8;
+
 template <class S, class A>
 __global__ void column_finish_kernel(S* out, const A* partial, index_t chunks, index_t cols) {
-    const index_t c = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
-    if (c >= cols) return;
+    __shared__ A sums[kFinishParts][kFinishColumns];
+    const int column = threadIdx.x % kFinishColumns, part = threadIdx.x / kFinishColumns;
+    const index_t c = blockIdx.x * static_cast<index_t>(kFinishColumns) + column;
     A s = 0;
-    for (index_t k = 0; k < chunks; ++k) s += partial[k * cols + c];
-    out[c] = store<S>(load(out[c]) + s);
+    if (c < cols)
+        for (index_t k = part; k < chunks; k += kFinishParts) s += partial[k * cols + c];
+    sums[part][column] = s;
+    __syncthreads();
+    if (part != 0 || c >= cols) return;
+    A total = 0;
+    for (int p = 0; p < kFinishParts; ++p) total += sums[p][column];
+    out[c] = store<S>(load(out[c]) + total);
 }
 
 template <class S, class F> void add_column_sums(S* out, index_t rows, index_t cols, F f, cudaStream_t stream) {
@@ -46,8 +59,8 @@ template <class S, class F> void add_column_sums(S* out, index_t rows, index_t c
     Scratch<A> partial(static_cast<std::size_t>(chunks * cols));
     const dim3 grid(blocks_for(cols, kThreads), static_cast<unsigned>(chunks));
     LEVERS_LAUNCH(column_partials_kernel<<<grid, kThreads, 0, stream>>>(partial.get(), rows, cols, chunk_rows, f));
-    LEVERS_LAUNCH(column_finish_kernel<<<blocks_for(cols, kThreads), kThreads, 0, stream>>>(out, partial.get(),
-                                                                                           chunks, cols));
+    LEVERS_LAUNCH(column_finish_kernel<<<blocks_for(cols, kFinishColumns), kFinishColumns * kFinishParts, 0,
+                                         stream>>>(out, partial.get(), chunks, cols));
 }
 
 }  // namespace levers::kernels::cuda

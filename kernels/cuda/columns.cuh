@@ -49,6 +49,13 @@ __global__ void column_finish_kernel(S* out, const A* partial, index_t chunks, i
     out[c] = store<S>(load(out[c]) + total);
 }
 
+// out[c] += Σ_k partial[k, c] over `chunks` rows of partial sums.
+template <class S, class A>
+void finish_column_sums(S* out, const A* partial, index_t chunks, index_t cols, cudaStream_t stream) {
+    LEVERS_LAUNCH(column_finish_kernel<<<blocks_for(cols, kFinishColumns), kFinishColumns * kFinishParts, 0,
+                                         stream>>>(out, partial, chunks, cols));
+}
+
 template <class S, class F> void add_column_sums(S* out, index_t rows, index_t cols, F f, cudaStream_t stream) {
     using A = acc_t<S>;
     constexpr int kThreads = 128;
@@ -59,8 +66,7 @@ template <class S, class F> void add_column_sums(S* out, index_t rows, index_t c
     Scratch<A> partial(static_cast<std::size_t>(chunks * cols));
     const dim3 grid(blocks_for(cols, kThreads), static_cast<unsigned>(chunks));
     LEVERS_LAUNCH(column_partials_kernel<<<grid, kThreads, 0, stream>>>(partial.get(), rows, cols, chunk_rows, f));
-    LEVERS_LAUNCH(column_finish_kernel<<<blocks_for(cols, kFinishColumns), kFinishColumns * kFinishParts, 0,
-                                         stream>>>(out, partial.get(), chunks, cols));
+    finish_column_sums(out, partial.get(), chunks, cols, stream);
 }
 
 }  // namespace levers::kernels::cuda

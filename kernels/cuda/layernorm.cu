@@ -1,6 +1,8 @@
 // layernorm on the card, one warp per row (16-byte loads where the rows
-// allow), the CPU's per-row maths in the accumulator type; the weight and
-// bias gradients are column sums (kernels/cuda/columns.cuh: no atomics).
+// allow), the CPU's per-row maths in the accumulator type; backward sums the
+// weight and bias gradients as it goes, per block, then adds the blocks' sums
+// in a fixed order (kernels/cuda/columns.cuh): no atomics, no second pass
+// over d_out and x.
 #include "kernels/cuda/columns.cuh"
 #include "kernels/cuda/device_math.cuh"
 
@@ -48,35 +50,65 @@ __global__ void layernorm_forward_kernel(S* out, acc_t<S>* mean, acc_t<S>* rstd,
     }
 }
 
+// Rows [rows_per_block · block, ...) by the block's warps in turn. With
+// `partial_w` (the weight and bias gradients wanted), each warp also adds its
+// rows' d_out·x̂ and d_out per column into its own slice of shared memory
+// (every sum has one owner: no atomics), the block adds its warps' slices in
+// order into one partial row, and finish_column_sums adds the blocks' rows.
 template <int W, class S>
-__global__ void layernorm_backward_kernel(S* d_x, const S* d_out, const S* x, const S* w, const acc_t<S>* mean,
-                                          const acc_t<S>* rstd, index_t rows, index_t channels) {
+__global__ void layernorm_backward_kernel(S* d_x, acc_t<S>* partial_w, acc_t<S>* partial_b, const S* d_out,
+                                          const S* x, const S* w, const acc_t<S>* mean, const acc_t<S>* rstd,
+                                          index_t rows, index_t channels, index_t rows_per_block) {
     using A = acc_t<S>;
-    const index_t r = blockIdx.x * static_cast<index_t>(kWarpsPerBlock) + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    if (r >= rows) return;
-    const S *g = d_out + r * channels, *xr = x + r * channels;
-    const A m = mean[r], rs = rstd[r];
-    A sum_dxhat = 0, sum_dxhat_xhat = 0;
-    for (index_t c = lane * W; c < channels; c += 32 * W) {
-        const auto gv = load_pack<W>(g + c), wv = load_pack<W>(w + c), xv = load_pack<W>(xr + c);
-        for (int j = 0; j < W; ++j) {
-            const A dxhat = load(gv.v[j]) * load(wv.v[j]);
-            sum_dxhat += dxhat;
-            sum_dxhat_xhat += dxhat * (load(xv.v[j]) - m) * rs;
+    extern __shared__ __align__(16) unsigned char slices[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    A* sum_w = partial_w ? reinterpret_cast<A*>(slices) + warp * 2 * channels : nullptr;
+    A* sum_b = sum_w ? sum_w + channels : nullptr;
+    if (sum_w)
+        for (index_t c = lane; c < 2 * channels; c += 32) sum_w[c] = 0;  // the warp's own slice
+    __syncwarp();
+    const index_t first = blockIdx.x * rows_per_block;
+    const index_t end = first + rows_per_block < rows ? first + rows_per_block : rows;
+    for (index_t r = first + warp; r < end; r += kWarpsPerBlock) {
+        const S *g = d_out + r * channels, *xr = x + r * channels;
+        const A m = mean[r], rs = rstd[r];
+        A sum_dxhat = 0, sum_dxhat_xhat = 0;
+        for (index_t c = lane * W; c < channels; c += 32 * W) {
+            const auto gv = load_pack<W>(g + c), wv = load_pack<W>(w + c), xv = load_pack<W>(xr + c);
+            for (int j = 0; j < W; ++j) {
+                const A dxhat = load(gv.v[j]) * load(wv.v[j]);
+                sum_dxhat += dxhat;
+                sum_dxhat_xhat += dxhat * (load(xv.v[j]) - m) * rs;
+            }
+        }
+        const A mean_dxhat = warp_sum(sum_dxhat) / static_cast<A>(channels);
+        const A mean_dxhat_xhat = warp_sum(sum_dxhat_xhat) / static_cast<A>(channels);
+        S* dx = d_x + r * channels;
+        for (index_t c = lane * W; c < channels; c += 32 * W) {
+            const auto gv = load_pack<W>(g + c), wv = load_pack<W>(w + c), xv = load_pack<W>(xr + c);
+            Pack<S, W> d;
+            for (int j = 0; j < W; ++j) {
+                const A xhat = (load(xv.v[j]) - m) * rs, go = load(gv.v[j]);
+                d.v[j] = store<S>(rs * (go * load(wv.v[j]) - mean_dxhat - xhat * mean_dxhat_xhat));
+                if (sum_w) {
+                    sum_w[c + j] += go * xhat;
+                    sum_b[c + j] += go;
+                }
+            }
+            store_pack(dx + c, d);
         }
     }
-    const A mean_dxhat = warp_sum(sum_dxhat) / static_cast<A>(channels);
-    const A mean_dxhat_xhat = warp_sum(sum_dxhat_xhat) / static_cast<A>(channels);
-    S* dx = d_x + r * channels;
-    for (index_t c = lane * W; c < channels; c += 32 * W) {
-        const auto gv = load_pack<W>(g + c), wv = load_pack<W>(w + c), xv = load_pack<W>(xr + c);
-        Pack<S, W> d;
-        for (int j = 0; j < W; ++j) {
-            const A xhat = (load(xv.v[j]) - m) * rs;
-            d.v[j] = store<S>(rs * (load(gv.v[j]) * load(wv.v[j]) - mean_dxhat - xhat * mean_dxhat_xhat));
+    if (!partial_w) return;
+    __syncthreads();
+    for (index_t c = threadIdx.x; c < channels; c += blockDim.x) {
+        A bw = 0, bb = 0;
+        for (int k = 0; k < kWarpsPerBlock; ++k) {
+            const A* slice = reinterpret_cast<const A*>(slices) + k * 2 * channels;
+            bw += slice[c];
+            bb += slice[channels + c];
         }
-        store_pack(dx + c, d);
+        partial_w[blockIdx.x * channels + c] = bw;
+        partial_b[blockIdx.x * channels + c] = bb;
     }
 }
 
@@ -86,7 +118,8 @@ template <class S> bool packs_fit(index_t channels, std::initializer_list<const 
     return channels % kPack<S> == 0 && aligned16(arrays);
 }
 
-// d_out[r, c] · x̂[r, c], the summand of the layernorm's weight gradient.
+// d_out[r, c] · x̂[r, c], the summand of the layernorm's weight gradient
+// (for layers too wide for the backward kernel's shared sums).
 template <class S> struct GradTimesNormalised {
     const S *d_out, *x;
     const acc_t<S>*mean, *rstd;
@@ -114,15 +147,36 @@ void layernorm_forward(S* out, acc_t<S>* mean, acc_t<S>* rstd, const S* x, const
 template <class S>
 void layernorm_backward(S* d_x, S* d_weight, S* d_bias, const S* d_out, const S* x, const acc_t<S>* mean,
                         const acc_t<S>* rstd, const S* weight, index_t rows, index_t channels, cudaStream_t stream) {
+    using A = acc_t<S>;
     if (rows <= 0) return;
-    const unsigned blocks = blocks_for(rows, kWarpsPerBlock);
+    // Each warp's two slices of sums (weight, bias) in shared memory; past
+    // what a block may have (96 KiB on every supported card), or when the
+    // layer is frozen, one row per warp and no sums.
+    const std::size_t slice_bytes = 2 * kWarpsPerBlock * static_cast<std::size_t>(channels) * sizeof(A);
+    const bool sums = d_weight && slice_bytes <= (96u << 10);
+    const index_t rows_per_block = sums ? 16 : kWarpsPerBlock;  // with sums: 2 rows per warp, fewer partial rows
+    const index_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+    Scratch<A> partial(sums ? static_cast<std::size_t>(2 * blocks * channels) : 0);
+    A* partial_w = sums ? partial.get() : nullptr;
+    A* partial_b = sums ? partial.get() + blocks * channels : nullptr;
+    const std::size_t shared = sums ? slice_bytes : 0;
+    auto launch = [&](auto kernel) {
+        if (shared > (48u << 10))
+            LEVERS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(shared)));
+        LEVERS_LAUNCH(kernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, shared, stream>>>(
+            d_x, partial_w, partial_b, d_out, x, weight, mean, rstd, rows, channels, rows_per_block));
+    };
     if (packs_fit<S>(channels, {d_x, d_out, x, weight}))
-        LEVERS_LAUNCH(layernorm_backward_kernel<kPack<S>><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
-            d_x, d_out, x, weight, mean, rstd, rows, channels));
+        launch(layernorm_backward_kernel<kPack<S>, S>);
     else
-        LEVERS_LAUNCH(layernorm_backward_kernel<1><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
-            d_x, d_out, x, weight, mean, rstd, rows, channels));
+        launch(layernorm_backward_kernel<1, S>);
     if (!d_weight) return;  // frozen
+    if (sums) {
+        finish_column_sums(d_weight, partial_w, blocks, channels, stream);
+        finish_column_sums(d_bias, partial_b, blocks, channels, stream);
+        return;
+    }
     add_column_sums(d_weight, rows, channels, GradTimesNormalised<S>{d_out, x, mean, rstd, channels}, stream);
     add_column_sums(d_bias, rows, channels, ColumnValue<S>{d_out, channels}, stream);
 }

@@ -105,9 +105,9 @@ void lora_backward(S* d_in, S* d_a, S* d_b, S* du, const S* d_out, const S* in, 
 // stream). The sum of squares runs in double, in a fixed order.
 template <class S> double clip_grad_norm(S* grad, index_t n, double max_norm, cudaStream_t stream);
 
-// One warp per row; the weight and bias gradients are column sums over
-// chunks of rows, then over the chunks in order (no atomics: the same sums
-// every run).
+// One warp per row; the weight and bias gradients are summed per block of
+// rows as backward goes, then over the blocks in a fixed order (no atomics:
+// the same sums every run).
 template <class S>
 void layernorm_forward(S* out, acc_t<S>* mean, acc_t<S>* rstd, const S* x, const S* weight, const S* bias,
                        index_t rows, index_t channels, cudaStream_t stream, acc_t<S> eps = acc_t<S>(1e-5));

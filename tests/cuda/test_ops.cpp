@@ -118,11 +118,12 @@ TEST_CASE_TEMPLATE("CUDA layernorm matches the CPU, forward and backward" * doct
                    LEVERS_EVERY_PRECISION) {
     using H = host_t<S>;
     using A = gpu::acc_t<S>;
-    // 700 rows: 11 chunks of 64 for the weight and bias column sums, more
-    // than the finish kernel's 8 parts. 101 channels: one at a time; 104:
-    // packs of 16 bytes in every precision.
+    // 700 rows: 44 blocks of partial weight and bias sums, more than the
+    // finish kernel's 8 parts. 101 channels: one at a time; 104: packs of 16
+    // bytes in every precision; 800: over 48 KiB of shared sums (f32 sums:
+    // the opt-in size) or over 96 KiB (f64 sums: the column-sum passes).
     const index_t rows = 700;
-    for (const index_t c : {index_t{101}, index_t{104}}) {
+    for (const index_t c : {index_t{101}, index_t{104}, index_t{800}}) {
         CAPTURE(c);
         auto x = random<S>(rows * c, 6), w = random<S>(c, 7), b = random<S>(c, 8), dy = random<S>(rows * c, 9);
         std::vector<H> out(rows * c), mean(rows), rstd(rows), dx(rows * c), dw(c, H(1)), db(c, H(2));

@@ -31,3 +31,6 @@ LD_LIBRARY_PATH=$out/bundle/build:$out/bundle/lib ldd "$out/bundle/build/recipe"
 check=$(bash "$src/bench/gpu_check.sh" "$out/bundle" 2>&1) || { echo "$check"; exit 1; }
 echo "$check" | tail -3
 echo "$check" | grep -q 'every GPU test passed' || { echo "gpu_check.sh did not run the bundle's GPU tests"; exit 1; }
+# A folder that is no bundle is refused by name, before anything runs.
+refusal=$(bash "$src/bench/gpu_check.sh" "$out" 2>&1) && { echo "gpu_check.sh ran a folder that is no bundle"; exit 1; }
+echo "$refusal" | grep -q "is not a bundle from bench/gpu_bundle.sh" || { echo "unclear refusal: $refusal"; exit 1; }

@@ -78,6 +78,21 @@ status=0
 # time) and a failure does not stop the steps after it: one run shows all.
 levers timeout 180 "$build/tests/levers_gpu_tests" || status=$?
 if [ "$status" -eq 0 ]; then echo "gpu_check: every GPU test passed (skipped ones mean no card was visible)"; else echo "gpu_check: GPU tests FAILED (exit $status)"; fi
+if [ "$status" -ne 0 ]; then
+    # A fault on the card poisons every later test case of its process: each
+    # case again in a process of its own says which ones fail by themselves.
+    echo "gpu_check: the GPU tests again, one test case per process:"
+    count=$(levers "$build/tests/levers_gpu_tests" --count 2>&1 | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p')
+    for i in $(seq 1 "${count:-0}"); do
+        out=$(levers timeout 60 "$build/tests/levers_gpu_tests" --first="$i" --last="$i" --duration=true 2>&1) && rc=0 || rc=$?
+        name=$(echo "$out" | sed -n 's/^[0-9.e-]* s: //p' | head -n 1)
+        if [ "$rc" -eq 0 ]; then
+            echo "  ok     $i: $name"
+        else
+            echo "  FAILED $i: $name"; echo "$out" | grep -E "ERROR|worst difference|what\(\)|failed" | head -n 8 | sed 's/^/      /'
+        fi
+    done
+fi
 if [ "${LEVERS_GPU_SANITIZE:-0}" = 1 ]; then  # out-of-bounds and misaligned accesses that leave the values right
     if levers timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/levers_gpu_tests" >"$work/sanitizer.log" 2>&1; then
         echo "gpu_check: compute-sanitizer memcheck: no errors"

@@ -4,6 +4,7 @@
 // per token against the card's dense peak for the precision used (--precision
 // f32 or bf16), and the milliseconds of each phase of a step (forward, backward,
 // clipping, AdamW) on the card. Prints one JSON object.
+#include "bench/card_peaks.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/core/device_memory.hpp"
@@ -21,16 +22,6 @@
 #include <chrono>
 #include <string>
 
-namespace {
-// Dense peak FLOP/s per card by name (SXM parts; f32 without tensor cores,
-// bf16 with them, no sparsity); 0 when unknown.
-double peak_flops(const std::string& name, const std::string& precision) {
-    const bool bf16 = precision == "bf16";
-    if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos) return bf16 ? 989e12 : 67e12;
-    if (name.find("A100") != std::string::npos) return bf16 ? 312e12 : 19.5e12;
-    return 0;
-}
-}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app("GPT training throughput on one card");
@@ -113,7 +104,8 @@ int main(int argc, char** argv) {
     const double n = static_cast<double>(config.parameter_count());
     const double flops_per_token = 6 * n + 6.0 * layers * embd * block;
     const std::string card = levers::gpu_names().front();
-    const double peak = peak_flops(card, precision);
+    const CardPeaks peaks = card_peaks(card);
+    const double peak = precision == "bf16" ? peaks.bf16_flops : peaks.f32_flops;
     nlohmann::json out = {{"card", card},           {"precision", precision}, {"parameters", n},
                           {"batch", batch},         {"block", block},         {"tokens_per_second", tokens_per_s},
                           {"ms_per_step", 1000 * seconds / steps}, {"loss", loss},

@@ -6,11 +6,13 @@
 // card's peak. Says which op keeps a step from its target before a profiler
 // is needed (bench/gpu_check.sh runs it). One JSON object per line; the last
 // gives the shapes and the sum of the ops' times over one step.
+#include "bench/card_peaks.hpp"
 #include "framework/core/device_memory.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
 #include "kernels/adamw.hpp"
 #include "kernels/cuda/ops.hpp"
+#include "models/gpt.hpp"
 
 #include <cuda_runtime.h>
 
@@ -28,17 +30,6 @@ namespace {
 
 namespace cu = levers::kernels::cuda;
 using cu::bf16;
-
-// Dense bf16 FLOP/s and memory bytes/s by card name (SXM parts); 0 when unknown.
-struct Peaks {
-    double flops = 0, bytes = 0;
-};
-Peaks peaks(const std::string& name) {
-    if (name.find("H200") != std::string::npos) return {989e12, 4.8e12};
-    if (name.find("H100") != std::string::npos) return {989e12, 3.35e12};
-    if (name.find("A100") != std::string::npos) return {312e12, 2.0e12};
-    return {};
-}
 
 // `n` elements of T on the card, filled with uniform values in [-scale,
 // scale): a random block from the host, repeated (filling gigabytes from
@@ -91,7 +82,7 @@ double median_ms(const std::function<void()>& op, int repeats, cudaStream_t stre
 
 int main(int argc, char** argv) {
     CLI::App app("Each CUDA op of a GPT step alone, in bf16");
-    std::int64_t batch = 8, block = 1024, embd = 768, heads = 12, vocab = 50257, layers = 12;
+    int batch = 8, block = 1024, embd = 768, heads = 12, vocab = 50257, layers = 12;
     int repeats = 20;
     app.add_option("--batch", batch);
     app.add_option("--block", block);
@@ -108,9 +99,11 @@ int main(int argc, char** argv) {
     levers::use_gpu(0);
     const auto s = static_cast<cudaStream_t>(levers::compute_stream());
     const std::string card = levers::gpu_names().front();
-    const Peaks peak = peaks(card);
+    const CardPeaks peak = card_peaks(card);
     const std::int64_t B = batch, T = block, C = embd, H = heads, V = vocab, BT = B * T, Vp = (V + 63) / 64 * 64;
-    const std::int64_t P = V * C + T * C + layers * (12 * C * C + 13 * C) + 2 * C;  // GPT-2's parameter count
+    const levers::models::GptConfig config{
+        .vocab_size = vocab, .block_size = block, .n_layer = layers, .n_head = heads, .n_embd = embd};
+    const std::int64_t P = config.parameter_count();  // what AdamW and clipping run over
 
     // One layer's activations and weights, and the head's.
     Buffer<bf16> x(BT * C, 1, 1), ln(BT * C, 1, 2), qkv(BT * 3 * C, 1, 3), y(BT * C, 1, 4), fc(BT * 4 * C, 1, 5),
@@ -256,10 +249,10 @@ int main(int argc, char** argv) {
         nlohmann::json line = {{"op", op.name}, {"ms", ms}, {"per_step", op.per_step}};
         if (op.flops > 0) {
             line["tflops"] = op.flops / ms / 1e9;
-            if (peak.flops > 0) line["of_peak"] = op.flops / (ms * 1e-3) / peak.flops;
+            if (peak.bf16_flops > 0) line["of_peak"] = op.flops / (ms * 1e-3) / peak.bf16_flops;
         } else {
             line["gb_per_s"] = op.bytes / ms / 1e6;
-            if (peak.bytes > 0) line["of_peak"] = op.bytes / (ms * 1e-3) / peak.bytes;
+            if (peak.bytes_per_s > 0) line["of_peak"] = op.bytes / (ms * 1e-3) / peak.bytes_per_s;
         }
         fmt::print("{}\n", line.dump());
     }

@@ -6,6 +6,7 @@
 #include "kernels/common.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 namespace levers::kernels {
 
@@ -17,6 +18,12 @@ template <class T> LEVERS_HD T logsumexp_row(const T* x, index_t n) {
     for (index_t j = 0; j < n; ++j) s += std::exp(x[j] - m);
     return m + std::log(s);
 }
+
+// How many rows count (target != ignore_index), on the host; throws
+// levers::Error naming the first target outside [0, vocab) that is not the
+// ignore index. The CPU op checks with it; callers of the card op, whose
+// kernels cannot throw, check their targets with it before the copy.
+index_t counted_targets(const std::int32_t* targets, index_t rows, index_t vocab, std::int32_t ignore_index = -100);
 
 namespace cpu {
 

@@ -4,7 +4,21 @@
 
 #include <Eigen/Core>
 
-namespace levers::kernels::cpu {
+namespace levers::kernels {
+
+index_t counted_targets(const std::int32_t* targets, index_t rows, index_t vocab, std::int32_t ignore_index) {
+    index_t counted = 0;
+    for (index_t r = 0; r < rows; ++r) {
+        if (targets[r] == ignore_index) continue;
+        LEVERS_CHECK(targets[r] >= 0 && targets[r] < vocab,
+                     "target {} in row {} is outside [0, {}) and is not the ignore index {}", targets[r], r, vocab,
+                     ignore_index);
+        ++counted;
+    }
+    return counted;
+}
+
+namespace cpu {
 
 namespace {
 
@@ -18,23 +32,12 @@ template <class T> T row_logsumexp(const T* x, index_t n) {
     return m + std::log((row - m).exp().sum());
 }
 
-index_t counted_rows(const std::int32_t* targets, index_t rows, index_t vocab, std::int32_t ignore_index) {
-    index_t counted = 0;
-    for (index_t r = 0; r < rows; ++r) {
-        if (targets[r] == ignore_index) continue;
-        LEVERS_CHECK(targets[r] >= 0 && targets[r] < vocab,
-                     "target {} in row {} is outside [0, {}) and is not the ignore index {}", targets[r], r, vocab,
-                     ignore_index);
-        ++counted;
-    }
-    return counted;
-}
 }  // namespace
 
 template <class T>
 T cross_entropy_forward(T* lse, const T* logits, const std::int32_t* targets, index_t rows, index_t vocab,
                         std::int32_t ignore_index) {
-    index_t counted = counted_rows(targets, rows, vocab, ignore_index);
+    index_t counted = counted_targets(targets, rows, vocab, ignore_index);
     double total = 0;
 #pragma omp parallel for schedule(static) reduction(+ : total)
     for (index_t r = 0; r < rows; ++r) {
@@ -48,7 +51,7 @@ T cross_entropy_forward(T* lse, const T* logits, const std::int32_t* targets, in
 template <class T>
 void cross_entropy_backward(T* d_logits, const T* lse, const T* logits, const std::int32_t* targets, T d_loss,
                             index_t rows, index_t vocab, std::int32_t ignore_index) {
-    index_t counted = counted_rows(targets, rows, vocab, ignore_index);
+    index_t counted = counted_targets(targets, rows, vocab, ignore_index);
     T scale = counted == 0 ? T(0) : d_loss / static_cast<T>(counted);
 #pragma omp parallel for schedule(static)
     for (index_t r = 0; r < rows; ++r) {
@@ -72,4 +75,6 @@ template void cross_entropy_backward<float>(float*, const float*, const float*, 
 template void cross_entropy_backward<double>(double*, const double*, const double*, const std::int32_t*, double,
                                              index_t, index_t, std::int32_t);
 
-}  // namespace levers::kernels::cpu
+}  // namespace cpu
+
+}  // namespace levers::kernels

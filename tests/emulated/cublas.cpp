@@ -47,8 +47,10 @@ double dot(const void* a, cudaDataType ta, bool trans_a, std::int64_t lda, const
     return sum;
 }
 
-template <class Handle> Handle make_handle() { return reinterpret_cast<Handle>(new int(0)); }
-template <class Handle> void drop_handle(Handle h) { delete reinterpret_cast<int*>(h); }
+using levers::emulation::drop_handle;
+using levers::emulation::make_handle;
+
+std::size_t bytes_of(cudaDataType t) { return t == CUDA_R_64F ? 8 : t == CUDA_R_32F ? 4 : 2; }
 
 constexpr double kSqrt2OverPi = 0.7978845608028654, kGeluCubic = 0.044715;
 double gelu(double x) { return 0.5 * x * (1 + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x))); }
@@ -107,9 +109,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t ta, 
     const double al = f64 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
     const double be = f64 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
     for (int batch = 0; batch < count; ++batch) {
-        const void* ab = static_cast<const char*>(a) + batch * stride_a * (f64 ? 8 : type_a == CUDA_R_32F ? 4 : 2);
-        const void* bb = static_cast<const char*>(b) + batch * stride_b * (f64 ? 8 : type_b == CUDA_R_32F ? 4 : 2);
-        void* cb = static_cast<char*>(c) + batch * stride_c * (f64 ? 8 : type_c == CUDA_R_32F ? 4 : 2);
+        const std::size_t width = bytes_of(type_a);  // all three types are one, checked above
+        const void* ab = static_cast<const char*>(a) + batch * stride_a * width;
+        const void* bb = static_cast<const char*>(b) + batch * stride_b * width;
+        void* cb = static_cast<char*>(c) + batch * stride_c * width;
         for (int j = 0; j < n; ++j)
             for (int i = 0; i < m; ++i) {
                 const double s = f64 ? dot<double>(ab, type_a, trans_a, lda, bb, type_b, trans_b, ldb, i, j, k)

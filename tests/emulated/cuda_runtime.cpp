@@ -9,9 +9,8 @@
 
 namespace {
 thread_local int current_device = 0;
-
-template <class Handle> Handle make_handle() { return reinterpret_cast<Handle>(new int(0)); }
-template <class Handle> void drop_handle(Handle h) { delete reinterpret_cast<int*>(h); }
+using levers::emulation::drop_handle;
+using levers::emulation::make_handle;
 }  // namespace
 
 extern "C" {

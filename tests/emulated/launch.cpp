@@ -5,8 +5,8 @@
 // then reads it unwritten, or overwritten, in one of the two turn orders
 // (shared and device memory start as 0xff bytes: NaN in every float type),
 // and the results show it. Blocks run one after another, each with fresh
-// barriers and fresh dynamic shared memory of exactly the bytes asked for
-// (AddressSanitizer sees a read past them).
+// barriers and its dynamic shared memory refilled; that memory is the bytes
+// asked for, rounded up to 128 (AddressSanitizer sees a read past them).
 #include "emulated_card.hpp"
 
 #include <boost/context/fiber.hpp>
@@ -62,33 +62,21 @@ struct Scheduler {
 };
 Scheduler* scheduler = nullptr;
 
-// AddressSanitizer follows the switches between stacks when told of them:
-// the host thread's stack is learnt on the first switch away from it.
-#if defined(__SANITIZE_ADDRESS__)
+// The host thread's stack, learnt on the first switch away from it.
 const void* host_stack = nullptr;
 std::size_t host_stack_size = 0;
-#endif
 
-void enter(Fiber& f) {
+// Switches to `to` (on `stack`) until something switches back; `to` then
+// holds what resumes it next. AddressSanitizer follows the switch when told.
+void resume(context::fiber& to, const void* stack, std::size_t stack_size) {
 #if defined(__SANITIZE_ADDRESS__)
     void* fake = nullptr;
-    __sanitizer_start_switch_fiber(&fake, f.stack.get(), kStackBytes);
-    f.self = std::move(f.self).resume();
+    __sanitizer_start_switch_fiber(&fake, stack, stack_size);
+    to = std::move(to).resume();
     __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #else
-    f.self = std::move(f.self).resume();
-#endif
-}
-
-// From a waiting thread back to the scheduler, until its turn comes again.
-void leave_for_scheduler(Fiber& f) {
-#if defined(__SANITIZE_ADDRESS__)
-    void* fake = nullptr;
-    __sanitizer_start_switch_fiber(&fake, host_stack, host_stack_size);
-    f.caller = std::move(f.caller).resume();
-    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
-#else
-    f.caller = std::move(f.caller).resume();
+    (void)stack, (void)stack_size;
+    to = std::move(to).resume();
 #endif
 }
 
@@ -98,10 +86,7 @@ void fresh_block(Launch& l) {
     for (unsigned first = 0; first < l.threads; first += 32) l.warp_barriers.push_back(Barrier{std::min(32u, l.threads - first)});
     l.products.assign(l.warp_barriers.size(), WarpProduct{});
     l.product_calls.assign(l.threads, 0);
-    std::free(l.dynamic_shared);
-    const std::size_t bytes = std::max<std::size_t>(l.shared_bytes, 1);
-    l.dynamic_shared = static_cast<unsigned char*>(std::aligned_alloc(128, (bytes + 127) / 128 * 128));
-    std::memset(l.dynamic_shared, 0xff, bytes);
+    std::memset(l.dynamic_shared, 0xff, l.shared_bytes);
 }
 
 // A thread's life: its kernel, then it leaves its barriers' counts.
@@ -153,7 +138,7 @@ void run_block(Launch& l, Scheduler& s, bool descending) {
         s.current = t;
         linear_thread = t;
         thread_index = {t % l.block.x, t / l.block.x % l.block.y, t / (l.block.x * l.block.y)};
-        enter(f);
+        resume(f.self, f.stack.get(), kStackBytes);
         if (f.done) --left;
     }
 }
@@ -166,26 +151,22 @@ bool valid(dim3 grid, dim3 block, std::size_t shared_bytes) {
 
 }  // namespace
 
+void Barrier::open() {
+    arrived = 0;
+    ++phase;
+    scheduler->barriers_opened = true;
+}
+
 void Barrier::arrive_and_wait() {
-    if (++arrived == count) {  // the last arrival ends the phase and keeps its turn
-        arrived = 0;
-        ++phase;
-        scheduler->barriers_opened = true;
-        return;
-    }
+    if (++arrived == count) return open();  // the last arrival keeps its turn
     Fiber& f = scheduler->fibers[scheduler->current];
     f.waiting = this;
     f.phase = phase;
-    leave_for_scheduler(f);
+    resume(f.caller, host_stack, host_stack_size);  // back to the scheduler until the phase ends
 }
 
 void Barrier::leave() {
-    --count;
-    if (count > 0 && arrived == count) {
-        arrived = 0;
-        ++phase;
-        scheduler->barriers_opened = true;
-    }
+    if (--count > 0 && arrived == count) open();
 }
 
 void run(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& kernel) {
@@ -205,6 +186,9 @@ void run(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<vo
     l.shared_bytes = shared_bytes;
     l.threads = block.x * block.y * block.z;
     l.slots.resize(l.threads);
+    // The bytes asked for, rounded up to 128 (aligned_alloc's rule): AddressSanitizer sees a read past them.
+    const std::size_t shared_allocated = (std::max<std::size_t>(shared_bytes, 1) + 127) / 128 * 128;
+    l.dynamic_shared = static_cast<unsigned char*>(std::aligned_alloc(128, shared_allocated));
     Scheduler s;
     s.fibers.resize(l.threads);
     s.kernel = &kernel;

@@ -35,11 +35,11 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int ranks, ncclUniqueId, i
         std::fprintf(stderr, "emulated NCCL: %d ranks asked for; the emulated card runs one\n", ranks);
         return ncclInvalidUsage;
     }
-    *comm = reinterpret_cast<ncclComm_t>(new int(0));
+    *comm = levers::emulation::make_handle<ncclComm_t>();
     return ncclSuccess;
 }
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-    delete reinterpret_cast<int*>(comm);
+    levers::emulation::drop_handle(comm);
     return ncclSuccess;
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }

@@ -28,6 +28,7 @@ struct Barrier {
     unsigned long phase = 0;
     void arrive_and_wait();
     void leave();
+    void open();  // ends the phase: its waiting threads may run again
 };
 
 // A warp's result of its n-th warp-wide product (WMMA): the first lane to
@@ -69,6 +70,10 @@ struct Launcher {
 inline Launcher launch(dim3 grid, dim3 block, std::size_t shared_bytes = 0, cudaStream_t = nullptr) {
     return {grid, block, shared_bytes};
 }
+
+// Opaque handles (streams, events, cuBLAS and NCCL handles) that only need to be distinct.
+template <class Handle> Handle make_handle() { return reinterpret_cast<Handle>(new int(0)); }
+template <class Handle> void drop_handle(Handle h) { delete reinterpret_cast<int*>(h); }
 
 inline unsigned char* dynamic_shared() { return running->dynamic_shared; }
 inline void sync_block() { running->block_barrier.arrive_and_wait(); }

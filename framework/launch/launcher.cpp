@@ -70,20 +70,21 @@ private:
         rank->out = std::make_unique<bp::async_pipe>(io_);
         close_on_exec(rank->out->native_source());
         close_on_exec(rank->out->native_sink());
+        // set(), not env[...]: Boost 1.74's lookup behind operator[] reads past shorter entries.
         bp::environment env = boost::this_process::environment();
-        env["RANK"] = std::to_string(r);
-        env["WORLD_SIZE"] = std::to_string(options_.ranks);
-        env["LOCAL_RANK"] = std::to_string(r);
-        env["LOCAL_WORLD_SIZE"] = std::to_string(options_.ranks);
-        env["LEVERS_SEGMENT"] = segment_.name();
-        env["LEVERS_JOB_ID"] = segment_.name();
-        env["LEVERS_DEVICE"] = options_.device;
+        env.set("RANK", std::to_string(r));
+        env.set("WORLD_SIZE", std::to_string(options_.ranks));
+        env.set("LOCAL_RANK", std::to_string(r));
+        env.set("LOCAL_WORLD_SIZE", std::to_string(options_.ranks));
+        env.set("LEVERS_SEGMENT", segment_.name());
+        env.set("LEVERS_JOB_ID", segment_.name());
+        env.set("LEVERS_DEVICE", options_.device);
         if (!options_.cuda_cards.empty())
-            env["CUDA_VISIBLE_DEVICES"] = fmt::format("{}", fmt::join(options_.cuda_cards, ","));
-        env["LEVERS_THREADS"] = std::to_string(options_.threads_per_rank);
-        env["LEVERS_TIMEOUT_MS"] = std::to_string(options_.timeout.count());
-        env["OMP_NUM_THREADS"] = std::to_string(options_.threads_per_rank);
-        env["LEVERS_LIVE_PROGRESS"] = options_.live_progress ? "1" : "0";
+            env.set("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(options_.cuda_cards, ",")));
+        env.set("LEVERS_THREADS", std::to_string(options_.threads_per_rank));
+        env.set("LEVERS_TIMEOUT_MS", std::to_string(options_.timeout.count()));
+        env.set("OMP_NUM_THREADS", std::to_string(options_.threads_per_rank));
+        env.set("LEVERS_LIVE_PROGRESS", options_.live_progress ? "1" : "0");
         if (!options_.log_dir.empty()) {
             rank->log.open(options_.log_dir / fmt::format("rank{}.log", r), std::ios::app);
             LEVERS_CHECK(rank->log.is_open(), "cannot open the log of rank {} in {}", r, options_.log_dir.string());

@@ -181,9 +181,10 @@ private:
         for (const auto& s : o_.sets) args.insert(args.end(), {"--set", s});
         for (const auto& [k, v] : out.params) args.insert(args.end(), {"--set", k + "=" + v});
 
+        // set(), not env[...]: Boost 1.74's lookup behind operator[] reads past shorter entries.
         bp::environment env = boost::this_process::environment();
-        env["LEVERS_CARDS"] = fmt::format("{}", fmt::join(lease.cards(), ","));  // the cell does not queue again
-        if (ledger_.kind() == "cuda") env["CUDA_VISIBLE_DEVICES"] = env["LEVERS_CARDS"].to_string();
+        env.set("LEVERS_CARDS", fmt::format("{}", fmt::join(lease.cards(), ",")));  // the cell does not queue again
+        if (ledger_.kind() == "cuda") env.set("CUDA_VISIBLE_DEVICES", env.get("LEVERS_CARDS"));
         for (const char* v : {"LEVERS_RUN_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "LEVERS_SEGMENT"})
             if (env.find(v) != env.end()) env.erase(v);
         fmt::print("sweep: cell {:02} started ({}) on {} {}\n", i, describe_cell(out.params),

@@ -4,6 +4,8 @@
 // GELU's derivative) as NVIDIA documents them. Shapes, leading dimensions,
 // attribute sizes and the auxiliary matrix's layout are checked as cuBLAS
 // checks them, so a wrong call fails here rather than first on a card.
+#include "emulated_card.hpp"
+
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -68,6 +70,9 @@ struct MatmulDesc {
     void* aux = nullptr;
     std::int64_t aux_ld = 0;
 };
+struct BlasHandle {
+    cudaStream_t stream = nullptr;  // cublasSetStream's
+};
 struct MatrixLayout {
     cudaDataType type;
     std::uint64_t rows, cols;
@@ -79,10 +84,13 @@ struct MatrixLayout {
 extern "C" {
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
-    *h = make_handle<cublasHandle_t>();
+    *h = reinterpret_cast<cublasHandle_t>(new BlasHandle);
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
+    reinterpret_cast<BlasHandle*>(h)->stream = s;
+    return CUBLAS_STATUS_SUCCESS;
+}
 const char* cublasGetStatusString(cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? "success" : "refused by the emulated card's cuBLAS";
 }
@@ -90,7 +98,7 @@ const char* cublasGetStatusName(cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_EMULATED_REFUSAL";
 }
 
-cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                                           int k, const void* alpha, const void* a, cudaDataType type_a, int lda,
                                           long long stride_a, const void* b, cudaDataType type_b, int ldb,
                                           long long stride_b, const void* beta, void* c, cudaDataType type_c, int ldc,
@@ -108,20 +116,23 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t ta, 
         return CUBLAS_STATUS_NOT_SUPPORTED;
     const double al = f64 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
     const double be = f64 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
-    for (int batch = 0; batch < count; ++batch) {
+    // The scalars are read at the call (host pointer mode), the matrices when the stream runs the product.
+    levers::emulation::enqueue(reinterpret_cast<BlasHandle*>(handle)->stream, [=] {
         const std::size_t width = bytes_of(type_a);  // all three types are one, checked above
-        const void* ab = static_cast<const char*>(a) + batch * stride_a * width;
-        const void* bb = static_cast<const char*>(b) + batch * stride_b * width;
-        void* cb = static_cast<char*>(c) + batch * stride_c * width;
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < m; ++i) {
-                const double s = f64 ? dot<double>(ab, type_a, trans_a, lda, bb, type_b, trans_b, ldb, i, j, k)
-                                     : dot<float>(ab, type_a, trans_a, lda, bb, type_b, trans_b, ldb, i, j, k);
-                const std::size_t ci = static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * ldc;
-                // beta == 0 does not read C (it may hold NaN), as cuBLAS documents.
-                put(cb, type_c, ci, al * s + (be != 0 ? be * get(cb, type_c, ci) : 0.0));
-            }
-    }
+        for (int batch = 0; batch < count; ++batch) {
+            const void* ab = static_cast<const char*>(a) + batch * stride_a * width;
+            const void* bb = static_cast<const char*>(b) + batch * stride_b * width;
+            void* cb = static_cast<char*>(c) + batch * stride_c * width;
+            for (int j = 0; j < n; ++j)
+                for (int i = 0; i < m; ++i) {
+                    const double s = f64 ? dot<double>(ab, type_a, trans_a, lda, bb, type_b, trans_b, ldb, i, j, k)
+                                         : dot<float>(ab, type_a, trans_a, lda, bb, type_b, trans_b, ldb, i, j, k);
+                    const std::size_t ci = static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * ldc;
+                    // beta == 0 does not read C (it may hold NaN), as cuBLAS documents.
+                    put(cb, type_c, ci, al * s + (be != 0 ? be * get(cb, type_c, ci) : 0.0));
+                }
+        }
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -205,10 +216,11 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t handle, const void* alpha, const void* a,
                               cublasLtMatrixLayout_t la, const void* b, cublasLtMatrixLayout_t lb, const void* beta,
                               const void* c, cublasLtMatrixLayout_t lc, void* d, cublasLtMatrixLayout_t ld,
-                              const cublasLtMatmulAlgo_t*, void*, std::size_t, cudaStream_t) {
-    const auto& desc = *reinterpret_cast<const MatmulDesc*>(handle);
-    const auto &A = *reinterpret_cast<const MatrixLayout*>(la), &B = *reinterpret_cast<const MatrixLayout*>(lb),
-               &C = *reinterpret_cast<const MatrixLayout*>(lc), &D = *reinterpret_cast<const MatrixLayout*>(ld);
+                              const cublasLtMatmulAlgo_t*, void*, std::size_t, cudaStream_t stream) {
+    // Copies: the caller may change or destroy the descriptors before the stream runs the product.
+    const MatmulDesc desc = *reinterpret_cast<const MatmulDesc*>(handle);
+    const MatrixLayout A = *reinterpret_cast<const MatrixLayout*>(la), B = *reinterpret_cast<const MatrixLayout*>(lb),
+                       C = *reinterpret_cast<const MatrixLayout*>(lc), D = *reinterpret_cast<const MatrixLayout*>(ld);
     const bool trans_a = desc.trans_a != CUBLAS_OP_N, trans_b = desc.trans_b != CUBLAS_OP_N;
     const std::uint64_t m = D.rows, n = D.cols, k = trans_a ? A.rows : A.cols;
     if ((trans_a ? A.cols : A.rows) != m || (trans_b ? B.cols : B.rows) != k || (trans_b ? B.rows : B.cols) != n ||
@@ -233,20 +245,23 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t handle, con
         return CUBLAS_STATUS_INVALID_VALUE;
     }
     const double al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
-    for (std::uint64_t j = 0; j < n; ++j)
-        for (std::uint64_t i = 0; i < m; ++i) {
-            const std::int64_t ii = static_cast<std::int64_t>(i), jj = static_cast<std::int64_t>(j);
-            double v = al * dot<float>(a, A.type, trans_a, A.ld, b, B.type, trans_b, B.ld, ii, jj, static_cast<std::int64_t>(k));
-            if (be != 0) v += be * get(c, C.type, i + j * C.ld);
-            if (bias) v += get(desc.bias, D.type, i);
-            const std::size_t aux_at = i + j * static_cast<std::size_t>(desc.aux_ld);
-            if (keeps_input) {
-                put(desc.aux, D.type, aux_at, v);
-                v = gelu(v);
+    levers::emulation::enqueue(stream, [=] {
+        for (std::uint64_t j = 0; j < n; ++j)
+            for (std::uint64_t i = 0; i < m; ++i) {
+                const std::int64_t ii = static_cast<std::int64_t>(i), jj = static_cast<std::int64_t>(j);
+                double v = al * dot<float>(a, A.type, trans_a, A.ld, b, B.type, trans_b, B.ld, ii, jj,
+                                           static_cast<std::int64_t>(k));
+                if (be != 0) v += be * get(c, C.type, i + j * C.ld);
+                if (bias) v += get(desc.bias, D.type, i);
+                const std::size_t aux_at = i + j * static_cast<std::size_t>(desc.aux_ld);
+                if (keeps_input) {
+                    put(desc.aux, D.type, aux_at, v);
+                    v = gelu(v);
+                }
+                if (derivative) v *= gelu_derivative(get(desc.aux, D.type, aux_at));
+                put(d, D.type, i + j * D.ld, v);
             }
-            if (derivative) v *= gelu_derivative(get(desc.aux, D.type, aux_at));
-            put(d, D.type, i + j * D.ld, v);
-        }
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 

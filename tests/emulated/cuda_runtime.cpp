@@ -1,16 +1,59 @@
-// The CUDA runtime calls levers makes, on the emulated card: one card
-// (compute capability 9.0), device memory from the host heap, and streams
-// and events that are only names, since every launch and copy completes
-// before its call returns.
+// The CUDA runtime calls levers makes, on the emulated card: cards of
+// compute capability 9.0 (one, or LEVERS_EMULATED_CARDS), device memory
+// from the host heap, copies and fills queued on streams (streams.cpp).
 #include "emulated_card.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 namespace {
 thread_local int current_device = 0;
-using levers::emulation::drop_handle;
-using levers::emulation::make_handle;
+
+// Where cudaMalloc's blocks are, to tell card from host memory in a copy of
+// kind cudaMemcpyDefault.
+std::mutex allocations_mutex;
+std::map<const char*, std::size_t> allocations;
+
+bool on_card(const void* p) {
+    const auto* c = static_cast<const char*>(p);
+    std::lock_guard lock(allocations_mutex);
+    auto it = allocations.upper_bound(c);
+    return it != allocations.begin() && c < std::prev(it)->first + std::max<std::size_t>(std::prev(it)->second, 1);
+}
+
+void release(void* p) {
+    {
+        std::lock_guard lock(allocations_mutex);
+        allocations.erase(static_cast<const char*>(p));
+    }
+    std::free(p);
+}
+
+// The cards this process has: LEVERS_EMULATED_CARDS of them (default one),
+// of which CUDA_VISIBLE_DEVICES shows the indices it lists, up to the first
+// that is not one (as CUDA reads it).
+int visible_cards() {
+    const char* n = std::getenv("LEVERS_EMULATED_CARDS");
+    const int cards = n && *n ? std::atoi(n) : 1;
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    if (!visible) return cards;
+    int count = 0;
+    for (const char* p = visible;; ++p) {
+        char* end = nullptr;
+        const long index = std::strtol(p, &end, 10);
+        if (end == p || index < 0 || index >= cards) break;
+        ++count;
+        if (*end != ',') break;
+        p = end;
+    }
+    return count;
+}
 }  // namespace
 
 extern "C" {
@@ -24,11 +67,11 @@ const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no er
 const char* cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulatedCard"; }
 
 cudaError_t cudaGetDeviceCount(int* count) {
-    *count = 1;
-    return cudaSuccess;
+    *count = visible_cards();
+    return *count > 0 ? cudaSuccess : cudaErrorNoDevice;
 }
 cudaError_t cudaSetDevice(int device) {
-    if (device != 0) return cudaErrorInvalidDevice;
+    if (device < 0 || device >= visible_cards()) return cudaErrorInvalidDevice;
     current_device = device;
     return cudaSuccess;
 }
@@ -37,7 +80,7 @@ cudaError_t cudaGetDevice(int* device) {
     return cudaSuccess;
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
-    if (device != 0) return cudaErrorInvalidDevice;
+    if (device < 0 || device >= visible_cards()) return cudaErrorInvalidDevice;
     std::memset(p, 0, sizeof *p);
     std::strcpy(p->name, "levers emulated card (host threads)");
     p->major = 9;
@@ -55,7 +98,10 @@ cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
     *total_bytes = 80ull << 30;
     return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+    levers::emulation::finish_all();
+    return cudaSuccess;
+}
 
 // Filled with 0xff (NaN in every float type): a kernel that reads memory
 // nobody wrote shows it in its results, as it may on a card.
@@ -63,45 +109,52 @@ cudaError_t cudaMalloc(void** p, std::size_t bytes) {
     *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
     if (!*p) return cudaErrorMemoryAllocation;
     std::memset(*p, 0xff, bytes);
+    std::lock_guard lock(allocations_mutex);
+    allocations[static_cast<const char*>(*p)] = bytes;
     return cudaSuccess;
 }
+// As on a card, freeing waits for the work queued so far (some may use it).
 cudaError_t cudaFree(void* p) {
-    std::free(p);
+    levers::emulation::finish_all();
+    release(p);
     return cudaSuccess;
 }
 cudaError_t cudaMallocAsync(void** p, std::size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
-cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
-cudaError_t cudaMemcpy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind) {
-    if (bytes) std::memmove(to, from, bytes);
-    return cudaSuccess;
-}
-cudaError_t cudaMemcpyAsync(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
-    return cudaMemcpy(to, from, bytes, kind);
-}
-cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t) {
-    std::memset(p, value, bytes);
+// Freed when the stream gets there: work on another stream that still uses
+// it, unordered, reads freed memory (AddressSanitizer says so).
+cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
+    levers::emulation::enqueue(s, [p] { release(p); });
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
-    *s = make_handle<cudaStream_t>();
+// Copies on a stream. From host memory the bytes are taken at the call (a
+// card stages pageable memory before returning); into host memory the call
+// returns when the copy is done, so it waits for the stream's earlier work.
+cudaError_t cudaMemcpyAsync(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
+    if (bytes == 0) return cudaSuccess;
+    const bool from_host = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost ||
+                           (kind == cudaMemcpyDefault && !on_card(from));
+    const bool to_host = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost ||
+                         (kind == cudaMemcpyDefault && !on_card(to));
+    if (from_host) {
+        auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(from),
+                                                                   static_cast<const unsigned char*>(from) + bytes);
+        levers::emulation::enqueue(s, [to, staged] { std::memcpy(to, staged->data(), staged->size()); });
+    } else {
+        levers::emulation::enqueue(s, [to, from, bytes] { std::memmove(to, from, bytes); });
+    }
+    if (to_host) levers::emulation::finish(s);
     return cudaSuccess;
 }
-cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    drop_handle(s);
+// On the legacy default stream, and done when it returns.
+cudaError_t cudaMemcpy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) {
+    cudaMemcpyAsync(to, from, bytes, kind, nullptr);
+    levers::emulation::finish(nullptr);
     return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
-    *e = make_handle<cudaEvent_t>();
+cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t s) {
+    levers::emulation::enqueue(s, [p, value, bytes] { std::memset(p, value, bytes); });
     return cudaSuccess;
 }
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    drop_handle(e);
-    return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
 
 }  // extern "C"

@@ -143,12 +143,6 @@ void run_block(Launch& l, Scheduler& s, bool descending) {
     }
 }
 
-bool valid(dim3 grid, dim3 block, std::size_t shared_bytes) {
-    const unsigned long long threads = 1ull * block.x * block.y * block.z;
-    return threads > 0 && threads <= 1024 && block.z <= 64 && grid.x > 0 && grid.y > 0 && grid.z > 0 &&
-           grid.y <= 65535 && grid.z <= 65535 && shared_bytes <= (227u << 10);
-}
-
 }  // namespace
 
 void Barrier::open() {
@@ -169,13 +163,18 @@ void Barrier::leave() {
     if (--count > 0 && arrived == count) open();
 }
 
+bool launchable(dim3 grid, dim3 block, std::size_t shared_bytes) {
+    const unsigned long long threads = 1ull * block.x * block.y * block.z;
+    if (threads > 0 && threads <= 1024 && block.z <= 64 && grid.x > 0 && grid.y > 0 && grid.z > 0 &&
+        grid.y <= 65535 && grid.z <= 65535 && shared_bytes <= (227u << 10))
+        return true;
+    std::fprintf(stderr, "emulated card: launch of grid (%u, %u, %u), block (%u, %u, %u), %zu bytes shared refused\n",
+                 grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes);
+    launch_error = cudaErrorInvalidConfiguration;
+    return false;
+}
+
 void run(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& kernel) {
-    if (!valid(grid, block, shared_bytes)) {  // a card refuses these at launch
-        std::fprintf(stderr, "emulated card: launch of grid (%u, %u, %u), block (%u, %u, %u), %zu bytes shared refused\n",
-                     grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes);
-        launch_error = cudaErrorInvalidConfiguration;
-        return;
-    }
     if (running) {
         std::fprintf(stderr, "emulated card: a launch from inside a kernel\n");
         std::abort();

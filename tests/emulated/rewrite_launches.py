@@ -8,7 +8,10 @@ OUTDIR/NAME.cuh, with three changes and every line kept where it was (a
 #line directive names the original file, so errors and sanitizer reports
 point at it):
   - kernel<<<grid, block, shared, stream>>>(args) becomes
-    ::levers::emulation::launch(grid, block, shared, stream)([&] { kernel(args); })
+    ::levers::emulation::launch(grid, block, shared, stream)(
+        [=](auto... a) { kernel(a...); }, args)
+    (the arguments are evaluated and copied at the launch; the kernel runs
+    when its stream gets to it);
   - extern __shared__ [__align__(N)] T name[]; becomes a pointer to the
     launch's dynamic shared memory;
   - #include "kernels/cuda/X.cuh" names the rewritten copy beside it.
@@ -59,7 +62,8 @@ def rewrite_launches(src, path):
         args_end = closing_paren(src, cfg_end + 3)
         kernel, cfg, args = src[start:at], src[at + 3:cfg_end], src[cfg_end + 4:args_end]
         out.append(src[i:start])
-        out.append(f'::levers::emulation::launch({cfg})([&] {{ {kernel}({args}); }})')
+        args = f', {args}' if args.strip() else ''
+        out.append(f'::levers::emulation::launch({cfg})([=](auto... a) {{ {kernel}(a...); }}{args})')
         i = args_end + 1
     out.append(src[i:])
     return ''.join(out)

@@ -1,11 +1,13 @@
 // A CUDA card emulated on the host, for running levers' kernels where no
 // card is: every thread of a block is a fiber, __syncthreads and __syncwarp
-// are barriers, shuffles pass through per-lane slots, and blocks run one
-// after another. Kernel files see it through this header (included
-// before anything else) and rewrite_launches.py (launch syntax). It checks
-// logic, indexing and synchronisation (under the sanitizers: out-of-bounds
-// reads, misaligned vector loads; a missing barrier, through the order the
-// threads take turns in), not the hardware: timing, occupancy and register
+// are barriers, shuffles pass through per-lane slots, blocks run one after
+// another, and launches, copies and products wait on their stream until
+// something waits for them. Kernel files see it through this header
+// (included before anything else) and rewrite_launches.py (launch syntax).
+// It checks logic, indexing and synchronisation (under the sanitizers:
+// out-of-bounds reads, misaligned vector loads; a missing barrier, through
+// the order the threads take turns in; a missing stream wait, through the
+// order streams run in), not the hardware: timing, occupancy and register
 // limits are a real card's to show.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace levers::emulation {
@@ -59,16 +62,39 @@ extern Launch* running;
 // What cudaGetLastError reports: a launch the card would refuse.
 extern cudaError_t launch_error;
 
-// Runs `kernel` (the kernel called with its arguments) over the grid.
+// Runs `kernel` (the kernel called with its arguments) over the grid, now.
 void run(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& kernel);
+// Whether a card would launch this shape (over 1024 threads, grid y or z
+// past 65535 or over 227 KiB of shared memory it refuses at the launch).
+bool launchable(dim3 grid, dim3 block, std::size_t shared_bytes);
 
+// Streams as a card orders them: work queued on a stream runs when the host
+// waits for it (a synchronising call, a copy to host memory) or when another
+// stream's queued wait on an event needs it, never merely because it was
+// queued first. Work on two streams that no event orders runs in whichever
+// order the waits ask for: a missing cudaStreamWaitEvent shows as data read
+// before it is written. The legacy default stream (0) and the streams made
+// without cudaStreamNonBlocking wait for each other, as CUDA's do.
+void enqueue(cudaStream_t stream, std::function<void()> work);
+void finish(cudaStream_t stream);  // runs everything queued on it so far
+void finish_all();                 // every stream (cudaDeviceSynchronize, cudaFree)
+
+// A kernel launch: checked when it is made (cudaGetLastError reports it),
+// run on its stream in turn. The arguments are copied at the launch, as a
+// card's are.
 struct Launcher {
     dim3 grid, block;
     std::size_t shared_bytes;
-    void operator()(const std::function<void()>& kernel) const { run(grid, block, shared_bytes, kernel); }
+    cudaStream_t stream;
+    template <class Kernel, class... Args> void operator()(Kernel kernel, Args... args) const {
+        if (!launchable(grid, block, shared_bytes)) return;
+        enqueue(stream, [grid = grid, block = block, shared = shared_bytes, kernel, args...] {
+            run(grid, block, shared, [&] { kernel(args...); });
+        });
+    }
 };
-inline Launcher launch(dim3 grid, dim3 block, std::size_t shared_bytes = 0, cudaStream_t = nullptr) {
-    return {grid, block, shared_bytes};
+inline Launcher launch(dim3 grid, dim3 block, std::size_t shared_bytes = 0, cudaStream_t stream = nullptr) {
+    return {grid, block, shared_bytes, stream};
 }
 
 // Opaque handles (streams, events, cuBLAS and NCCL handles) that only need to be distinct.

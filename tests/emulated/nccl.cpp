@@ -31,18 +31,21 @@ constexpr int kMaxRanks = 8;
 constexpr std::size_t kSlotBytes = 1 << 20;
 constexpr auto kPatience = std::chrono::seconds(120);  // a rank this late has died: the job is over
 
-struct Segment {
+// The segment: this header, then one slot of kSlotBytes per rank.
+struct alignas(64) Segment {
     std::atomic<int> joined;
     std::atomic<unsigned> arrived;
     std::atomic<unsigned long> generation;
-    alignas(64) unsigned char slots[kMaxRanks][kSlotBytes];
 };
+std::size_t segment_bytes(int ranks) { return sizeof(Segment) + static_cast<std::size_t>(ranks) * kSlotBytes; }
 
 struct Comm {
     std::string name;
     Segment* shared = nullptr;
     int ranks = 0, rank = 0;
     bool closed = false;  // destroyed or aborted: collectives still queued do nothing
+
+    unsigned char* slot(int r) const { return reinterpret_cast<unsigned char*>(shared + 1) + r * kSlotBytes; }
 
     [[noreturn]] void gave_up(const char* what) const {
         std::fprintf(stderr, "emulated NCCL: rank %d of %d waited %lld s for the others %s; stopping\n", rank, ranks,
@@ -94,7 +97,7 @@ template <class T, class Acc> void reduce(const Comm& c, std::size_t count, bool
         Acc sum = 0;
         for (int r = 0; r < c.ranks; ++r) {
             T v;
-            std::memcpy(&v, c.shared->slots[r] + i * sizeof(T), sizeof(T));
+            std::memcpy(&v, c.slot(r) + i * sizeof(T), sizeof(T));
             sum += static_cast<Acc>(v);
         }
         const T result = static_cast<T>(average ? sum / c.ranks : sum);
@@ -104,7 +107,7 @@ template <class T, class Acc> void reduce(const Comm& c, std::size_t count, bool
 void reduce_bf16(const Comm& c, std::size_t count, bool average, unsigned char* out) {
     for (std::size_t i = 0; i < count; ++i) {
         float sum = 0;
-        for (int r = 0; r < c.ranks; ++r) sum += bf16_value(c.shared->slots[r] + 2 * i);
+        for (int r = 0; r < c.ranks; ++r) sum += bf16_value(c.slot(r) + 2 * i);
         put_bf16(out + 2 * i, average ? sum / static_cast<float>(c.ranks) : sum);
     }
 }
@@ -114,7 +117,7 @@ void all_reduce(const Comm& c, const unsigned char* send, unsigned char* recv, s
     const std::size_t w = bytes_of(t), per_turn = kSlotBytes / w;
     for (std::size_t at = 0; at < count || at == 0; at += per_turn) {
         const std::size_t n = std::min(per_turn, count - at);
-        std::memcpy(c.shared->slots[c.rank], send + at * w, n * w);
+        std::memcpy(c.slot(c.rank), send + at * w, n * w);
         c.barrier();
         unsigned char* out = recv + at * w;
         switch (t) {
@@ -133,9 +136,9 @@ void all_reduce(const Comm& c, const unsigned char* send, unsigned char* recv, s
 void broadcast(const Comm& c, const unsigned char* send, unsigned char* recv, std::size_t bytes, int root) {
     for (std::size_t at = 0; at < bytes || at == 0; at += kSlotBytes) {
         const std::size_t n = std::min(kSlotBytes, bytes - at);
-        if (c.rank == root) std::memcpy(c.shared->slots[root], send + at, n);
+        if (c.rank == root) std::memcpy(c.slot(root), send + at, n);
         c.barrier();
-        std::memcpy(recv + at, c.shared->slots[root], n);
+        std::memcpy(recv + at, c.slot(root), n);
         c.barrier();
         if (bytes == 0) break;
     }
@@ -144,9 +147,9 @@ void broadcast(const Comm& c, const unsigned char* send, unsigned char* recv, st
 void all_gather(const Comm& c, const unsigned char* send, unsigned char* recv, std::size_t bytes) {
     for (std::size_t at = 0; at < bytes || at == 0; at += kSlotBytes) {
         const std::size_t n = std::min(kSlotBytes, bytes - at);
-        std::memcpy(c.shared->slots[c.rank], send + at, n);
+        std::memcpy(c.slot(c.rank), send + at, n);
         c.barrier();
-        for (int r = 0; r < c.ranks; ++r) std::memcpy(recv + r * bytes + at, c.shared->slots[r], n);
+        for (int r = 0; r < c.ranks; ++r) std::memcpy(recv + r * bytes + at, c.slot(r), n);
         c.barrier();
         if (bytes == 0) break;
     }
@@ -175,7 +178,7 @@ ncclResult_t queue(ncclComm_t comm, cudaStream_t stream, std::function<void(cons
 ncclResult_t shut(ncclComm_t comm) {
     Comm* c = of(comm);
     c->closed = true;
-    munmap(c->shared, sizeof(Segment));
+    munmap(c->shared, segment_bytes(c->ranks));
     delete reinterpret_cast<Handle*>(comm);
     return ncclSuccess;
 }
@@ -201,8 +204,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int ranks, ncclUniqueId id
     const std::string name = segment_name(id);
     const int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
     if (fd < 0) return ncclSystemError;
-    void* memory = ftruncate(fd, sizeof(Segment)) == 0
-                       ? mmap(nullptr, sizeof(Segment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+    void* memory = ftruncate(fd, static_cast<off_t>(segment_bytes(ranks))) == 0
+                       ? mmap(nullptr, segment_bytes(ranks), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                        : MAP_FAILED;
     close(fd);
     if (memory == MAP_FAILED) return ncclSystemError;

@@ -51,11 +51,25 @@ struct TcpStore::Server {
     std::condition_variable changed;
     std::map<std::string, std::string> data;
     bool stopping = false;
+    int connected = 0;                 // peers whose connection is still open
+    std::chrono::milliseconds linger;  // how long the server waits for them to hang up
     std::thread accept_thread;
     std::vector<std::thread> handlers;
     std::vector<std::shared_ptr<tcp::socket>> sockets;
 
+    explicit Server(std::chrono::milliseconds linger_for) : linger(linger_for) {}
+
     void serve(std::shared_ptr<tcp::socket> sock) {
+        struct HangUp {  // however the connection ends
+            Server& s;
+            ~HangUp() {
+                {
+                    std::lock_guard lock(s.mutex);
+                    --s.connected;
+                }
+                s.changed.notify_all();
+            }
+        } hang_up{*this};
         try {
             std::uint8_t op = 0;
             asio::read(*sock, asio::buffer(&op, 1));
@@ -76,8 +90,8 @@ struct TcpStore::Server {
                 } else if (op == kGet) {
                     const auto wait = std::chrono::milliseconds(read_u64(*sock));
                     std::unique_lock lock(mutex);
-                    const bool found =
-                        changed.wait_for(lock, wait, [&] { return stopping || data.contains(key); }) && !stopping;
+                    changed.wait_for(lock, wait, [&] { return stopping || data.contains(key); });
+                    const bool found = data.contains(key);
                     const std::uint8_t f = found;
                     const std::string value = found ? data[key] : std::string();
                     lock.unlock();
@@ -112,16 +126,21 @@ struct TcpStore::Server {
             std::lock_guard lock(mutex);
             if (stopping) return;
             sockets.push_back(sock);
+            ++connected;
             handlers.emplace_back([this, sock] { serve(sock); });
         }
     }
 
     ~Server() {
         {
-            std::lock_guard lock(mutex);
-            stopping = true;
+            std::unique_lock lock(mutex);
+            stopping = true;  // a get still waiting for its key is answered "not set"
+            changed.notify_all();
+            // The peers' last replies may still be on their way: closing their
+            // connections now would fail those ranks' last request. Each hangs
+            // up once it is done with the store.
+            changed.wait_for(lock, linger, [&] { return connected == 0; });
         }
-        changed.notify_all();
         boost::system::error_code ec;
         // close() alone does not wake a thread blocked in accept() on Linux; shutdown() does.
         ::shutdown(acceptor.native_handle(), SHUT_RDWR);
@@ -153,7 +172,7 @@ TcpStore::TcpStore(const std::string& host, int port, bool serve, const std::str
         endpoint = *found.begin();
     }
     if (serve) {
-        server_ = std::make_unique<Server>();
+        server_ = std::make_unique<Server>(timeout);
         server_->token = token;
         server_->acceptor.open(endpoint.protocol());
         server_->acceptor.set_option(tcp::acceptor::reuse_address(true));

@@ -4,6 +4,8 @@
 // set, get (waits until the key exists), add (atomic counter), each with a
 // timeout. The server listens only on MASTER_ADDR (loopback by default);
 // when a job token is given, clients that do not present it are refused.
+// Rank 0's store, when destroyed, first waits (up to the timeout) for its
+// peers to hang up, so their last requests are answered.
 #pragma once
 
 #include <chrono>

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -54,6 +55,31 @@ int free_port() {
     ::close(fd);
     return ntohs(addr.sin_port);
 }
+
+// Runs body(rank) in `n` processes started at once; each must exit 0 (body's
+// return value; a throw exits 2).
+void in_processes(int n, const std::function<int(int rank)>& body) {
+    std::vector<pid_t> pids;
+    for (int rank = 0; rank < n; ++rank) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            int code = 2;
+            try {
+                code = body(rank);
+            } catch (...) {
+            }
+            ::_exit(code);
+        }
+        pids.push_back(pid);
+    }
+    for (pid_t pid : pids) {
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+}
 }  // namespace
 
 TEST_CASE("across nodes: rank 0's id reaches workers started by hand through the TCP store") {
@@ -61,36 +87,17 @@ TEST_CASE("across nodes: rank 0's id reaches workers started by hand through the
     // at rank 0's TCP store (MASTER_ADDR:MASTER_PORT) and take the id from it.
     constexpr std::size_t kBytes = 128;
     const int port = free_port();
-    std::vector<pid_t> workers;
-    for (int rank = 0; rank < 3; ++rank) {
-        const pid_t pid = ::fork();
-        REQUIRE(pid >= 0);
-        if (pid > 0) {
-            workers.push_back(pid);
-            continue;
-        }
-        int code = 1;
-        try {
-            TcpStore store("127.0.0.1", port, rank == 0, "job-token", std::chrono::seconds(10));
-            StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
-                               [&](const std::string& k) { return store.get(k); }};
-            const std::vector<unsigned char> made(kBytes, static_cast<unsigned char>(0xa5));
-            const auto got = share_id(rank, access, "levers/nccl_id", [&] { return made; }, kBytes);
-            code = got == made ? 0 : 3;
-            // Rank 0's store must outlive the workers that have not connected yet.
-            store.add("done", 1);
-            while (rank == 0 && store.add("done", 0) < 3) ::usleep(1000);
-        } catch (...) {
-            code = 2;
-        }
-        ::_exit(code);
-    }
-    for (pid_t pid : workers) {
-        int status = 0;
-        REQUIRE(::waitpid(pid, &status, 0) == pid);
-        CHECK(WIFEXITED(status));
-        CHECK(WEXITSTATUS(status) == 0);
-    }
+    in_processes(3, [&](int rank) {
+        TcpStore store("127.0.0.1", port, rank == 0, "job-token", std::chrono::seconds(10));
+        StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
+                           [&](const std::string& k) { return store.get(k); }};
+        const std::vector<unsigned char> made(kBytes, static_cast<unsigned char>(0xa5));
+        const auto got = share_id(rank, access, "levers/nccl_id", [&] { return made; }, kBytes);
+        // Rank 0's store must outlive the workers that have not connected yet.
+        store.add("done", 1);
+        while (rank == 0 && store.add("done", 0) < 3) ::usleep(1000);
+        return got == made ? 0 : 3;
+    });
 }
 
 TEST_CASE("rank 0's TCP store answers its peers' last requests before it closes") {
@@ -101,30 +108,12 @@ TEST_CASE("rank 0's TCP store answers its peers' last requests before it closes"
     for (int round = 0; round < 10; ++round) {
         CAPTURE(round);
         const int port = free_port();
-        std::vector<pid_t> ranks;
-        for (int rank = 0; rank < 3; ++rank) {
-            const pid_t pid = ::fork();
-            REQUIRE(pid >= 0);
-            if (pid > 0) {
-                ranks.push_back(pid);
-                continue;
-            }
-            int code = 1;
-            try {
-                TcpStore store("127.0.0.1", port, rank == 0, "", std::chrono::seconds(10));
-                store.add("met", 1);
-                while (store.add("met", 0) < 3) ::usleep(1000);
-                store.add("levers/joined", 1);
-                code = 0;
-            } catch (...) {
-            }
-            ::_exit(code);
-        }
-        for (pid_t pid : ranks) {
-            int status = 0;
-            REQUIRE(::waitpid(pid, &status, 0) == pid);
-            CHECK(WIFEXITED(status));
-            CHECK(WEXITSTATUS(status) == 0);
-        }
+        in_processes(3, [&](int rank) {
+            TcpStore store("127.0.0.1", port, rank == 0, "", std::chrono::seconds(10));
+            store.add("met", 1);
+            while (store.add("met", 0) < 3) ::usleep(1000);
+            store.add("levers/joined", 1);
+            return 0;
+        });
     }
 }

@@ -11,7 +11,7 @@
 #include "framework/train/optimizer.hpp"
 #include "framework/train/param_kernels.hpp"
 #include "models/gpt.hpp"
-#include "models/gpt_cuda.hpp"
+#include "kernels/flash_attention.hpp"
 
 #include <cuda_runtime.h>
 
@@ -44,17 +44,19 @@ int main(int argc, char** argv) {
     levers::use_gpu(0);
     const levers::models::GptConfig config{.vocab_size = vocab, .block_size = block, .n_layer = layers,
                                            .n_head = heads, .n_embd = embd};
-    levers::models::Gpt<float> model(config, 1);
+    levers::models::Gpt model(config, 1);
     const levers::DType compute = precision == "bf16" ? levers::DType::bf16 : levers::DType::f32;
-    model.to_device(levers::Device::cuda(0), compute);
+    model.to(levers::Device::cuda(0), compute);
     levers::Rng rng(2);
     std::vector<std::int32_t> x(static_cast<std::size_t>(batch * block)), y(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
         x[i] = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(vocab)));
         y[i] = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(vocab)));
     }
+    const levers::Tensor tokens = levers::Tensor::from(x, {batch, block});
+    const levers::Tensor targets = levers::Tensor::from(y, {batch, block});
     const levers::kernels::AdamWHyper h{.lr = 6e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
-    levers::train::AdamW<float> optimizer(model.params(), h);
+    levers::train::AdamW optimizer(model.params(), h);
     const auto stream = static_cast<cudaStream_t>(levers::compute_stream());
     auto synchronize = [&] { cudaStreamSynchronize(stream); };
     // Where a step's time goes on the card: events between its phases,
@@ -64,7 +66,7 @@ int main(int argc, char** argv) {
     std::vector<cudaEvent_t> marks(static_cast<std::size_t>(steps) * (kPhases + 1));
     for (auto& e : marks) cudaEventCreate(&e);
     std::chrono::steady_clock::time_point start;
-    float loss = 0;
+    double loss = 0;
     for (int step = 0; step < warmup + steps; ++step) {
         if (step == warmup) {
             synchronize();
@@ -77,14 +79,15 @@ int main(int argc, char** argv) {
         // What the training loop does per step on a card.
         phase_done(0);
         model.params().zero_grad();
-        loss = model.forward(x.data(), y.data(), batch, block);
+        const levers::Tensor l = model.loss(tokens, targets);
         phase_done(1);
-        model.backward();
+        l.backward();
         phase_done(2);
         levers::train::clip_grad_norm(model.params(), 1.0);
         phase_done(3);
         optimizer.step(6e-4);
         phase_done(4);
+        loss = l.item();  // waits for the card, as the training loop's progress does
     }
     synchronize();
     nlohmann::json phases;
@@ -113,7 +116,8 @@ int main(int argc, char** argv) {
     if (peak > 0) out["mfu"] = flops_per_token * tokens_per_s / peak;
     out["ms_per_phase"] = phases;
     out["activation_gib"] = static_cast<double>(model.activation_bytes()) / (1 << 30);
-    out["attention"] = levers::models::fused_attention(config, compute) ? "fused" : "cublas";
+    out["attention"] =
+        levers::ops::flash_attention_applies(levers::Device::cuda(0), compute, embd, heads) ? "fused" : "cublas";
     fmt::print("{}\n", out.dump());
     return 0;
 }

@@ -3,7 +3,7 @@
 #include "framework/core/rng.hpp"
 #include "framework/core/threads.hpp"
 #include "framework/train/optimizer.hpp"
-#include "kernels/grad_clip.hpp"
+#include "framework/train/param_kernels.hpp"
 #include "models/gpt.hpp"
 
 #include <CLI/CLI.hpp>
@@ -31,23 +31,26 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     levers::set_threads(threads);
-    levers::models::Gpt<float> model(shape, 1);
-    levers::train::AdamW<float> adamw(model.params(), {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
-                                                       .weight_decay = 0.1});
+    levers::models::Gpt model(shape, 1);
+    levers::train::AdamW adamw(model.params(), {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
+                                                .weight_decay = 0.1});
     levers::Rng rng(2);
     const long tokens = batch * shape.block_size;
     std::vector<std::int32_t> x(static_cast<std::size_t>(tokens)), y(x.size());
     for (auto& t : x) t = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(shape.vocab_size)));
     for (auto& t : y) t = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(shape.vocab_size)));
+    const levers::Tensor inputs = levers::Tensor::from(x, {batch, shape.block_size});
+    const levers::Tensor targets = levers::Tensor::from(y, {batch, shape.block_size});
 
     std::vector<double> times;
-    float loss = 0;
+    double loss = 0;
     for (int s = 0; s < warmup + steps; ++s) {
         auto t0 = std::chrono::steady_clock::now();
         model.params().zero_grad();
-        loss = model.forward(x.data(), y.data(), batch, shape.block_size);
-        model.backward();
-        levers::kernels::cpu::clip_grad_norm(model.params().grads().data<float>(), model.params().size(), 1.0);
+        const levers::Tensor l = model.loss(inputs, targets);
+        l.backward();
+        loss = l.item();
+        levers::train::clip_grad_norm(model.params(), 1.0);
         adamw.step(1e-3);
         double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (s >= warmup) times.push_back(dt);

@@ -13,7 +13,8 @@
 # (autocast bf16; its explicit attention as levers computes it, and its fused
 # scaled_dot_product_attention) where python3 (or $PYTHON) has PyTorch with CUDA.
 # Last, each op of a step alone (bench_ops_cuda): its time and its share of
-# the card's peak FLOP/s or memory bandwidth.
+# the card's peak FLOP/s or memory bandwidth; and every op of the op list the
+# tests check, through the dispatch and autograd as models call them (bench_ops).
 # LEVERS_GPU_SANITIZE=1 also runs the GPU tests under compute-sanitizer's memcheck.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,7 +42,7 @@ else
     # Only what this check runs is built (card machines may have no network: the
     # full set-up, which fetches data, is `bash scripts/setup.sh build`), and a
     # new build only for this card's architecture (a quarter of the CUDA compile).
-    targets=(tests/levers_gpu_tests recipe bench/bench_gpt_cuda bench/bench_ops_cuda)
+    targets=(tests/levers_gpu_tests recipe liblevers_cuda.so bench/bench_gpt_cuda bench/bench_ops_cuda bench/bench_ops)
     if [ ! -f "$build/build.ninja" ]; then
         archs=()
         cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.' || true)
@@ -56,7 +57,7 @@ export LEVERS_FASHION_MNIST=${LEVERS_FASHION_MNIST:-/usr/share/datasets/fashion-
 # cuBLAS and NCCL are the machine's own: where the loader does not find them
 # (NCCL from pip, a toolkit outside /usr/local/cuda), look in the usual places.
 levers() { LD_LIBRARY_PATH=$libs "$@"; }
-for lib in $(levers ldd "$build/tests/levers_gpu_tests" "$build/recipe" | awk '/=> not found/ { print $1 }' | sort -u); do
+for lib in $(levers ldd "$build/tests/levers_gpu_tests" "$build/liblevers_cuda.so" | awk '/=> not found/ { print $1 }' | sort -u); do
     found=$( { "$python" -c 'import nvidia, os; print(*[os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p)], sep="\n")' 2>/dev/null || true
                ls -d /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu /opt/*/lib 2>/dev/null; } |
              while read -r dir; do [ -e "$dir/$lib" ] && { echo "$dir"; break; }; done || true)
@@ -181,5 +182,9 @@ if ops=$(levers timeout 120 "$build/bench/bench_ops_cuda"); then
 else
     echo "$ops"; echo "gpu_check: bench_ops_cuda FAILED"; status=1
 fi
+for dtype in f32 bf16; do
+    echo "gpu_check: the op list through dispatch and autograd ($dtype, GPT-2 small's shapes, batch 4 x 256):"
+    levers timeout 120 "$build/bench/bench_ops" --device cuda --dtype "$dtype" || { echo "gpu_check: bench_ops FAILED"; status=1; }
+done
 echo "gpu_check: $([ "$status" -eq 0 ] && echo passed || echo FAILED) in ${SECONDS} s"
 exit "$status"

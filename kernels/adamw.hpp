@@ -1,9 +1,18 @@
 // AdamW with decoupled weight decay (Loshchilov & Hutter; PyTorch's AdamW):
 //   p ← p · (1 − lr·wd);  m ← β1 m + (1−β1) g;  v ← β2 v + (1−β2) g²
 //   p ← p − lr · (m / (1−β1ᵗ)) / (√(v / (1−β2ᵗ)) + ε)
+//
+// Kernel "adamw" (non-differentiable; by the parameters' dtype): t0 param,
+// t1 m, t2 v (the moments), t3 grad (f32, f64, or bf16 for f32 parameters on
+// a card), t4 the chunk table (AdamWChunk as i32 x 4, where the kernel runs);
+// f0 lr, f1 beta1, f2 beta2, f3 eps, f4 weight decay (for chunks that
+// decay); i0 the step, from 1.
 #pragma once
 
 #include "kernels/common.hpp"
+#if !defined(__CUDACC__)
+#include "kernels/op.hpp"
+#endif
 
 #include <cmath>
 #include <cstdint>
@@ -47,3 +56,28 @@ template <class T> void adamw_step(T* param, T* m, T* v, const T* grad, index_t 
 }  // namespace cpu
 
 }  // namespace levers::kernels
+
+// The op itself is host code of levers' C++; nvcc compiles only the maths above.
+#if !defined(__CUDACC__)
+
+namespace levers::ops {
+
+// One AdamW step over flat param, m, v with gradients `grad`; `chunks` is the
+// chunk table beside the parameters (i32 [4 x chunks]).
+inline void adamw_update(const Tensor& param, const Tensor& m, const Tensor& v, const Tensor& grad,
+                         const Tensor& chunks, const kernels::AdamWHyper& h, long step) {
+    static KernelSlot& kernel = kernel_slot("adamw");
+    KernelCall call;
+    call.t[0] = arg(param);
+    call.t[1] = arg(m);
+    call.t[2] = arg(v);
+    call.t[3] = arg(grad);
+    call.t[4] = arg(chunks);
+    call.f = {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, 0};
+    call.i[0] = step;
+    run(kernel, param, call);
+}
+
+}  // namespace levers::ops
+
+#endif  // !__CUDACC__

@@ -3,10 +3,15 @@
 // qkv[B, T, 3C] holds q | k | v along the last axis; head h uses channels
 // [h·D, (h+1)·D) of each, D = C / H. y[B, T, C] = softmax(q kᵀ / √D, causal) v,
 // heads side by side. The probabilities att[B, H, T, T] are saved for backward
-// (entries above the diagonal are zero). Conventions as in linear.hpp.
+// (entries above the diagonal are zero). Conventions as in residual.hpp.
+// (flash_attention.hpp is the fused kernel that keeps no [T, T] matrix.)
+//
+// Kernel "attention": t0 y, t1 att, t2 qkv; i0 heads. "attention_backward":
+// t0 d_qkv (written), t1 d_y, t2 att, t3 qkv; i0 heads.
 #pragma once
 
 #include "kernels/common.hpp"
+#include "kernels/op.hpp"
 
 #include <cmath>
 
@@ -46,3 +51,52 @@ void attention_backward(T* d_qkv, const T* d_y, const T* att, const T* qkv, inde
 
 }  // namespace cpu
 }  // namespace levers::kernels
+
+namespace levers::ops {
+
+// Checks qkv [B, T, 3C] for `heads` heads; returns C.
+inline std::int64_t attention_channels(const char* op, const Tensor& qkv, std::int64_t heads) {
+    check_float(op, "qkv", qkv);
+    LEVERS_CHECK(qkv.shape().ndim() == 3 && qkv.dim(2) % 3 == 0,
+                 "{}: 'qkv' is {}, expected [batch, time, 3 x channels] (q, k and v side by side)", op,
+                 describe(qkv));
+    const std::int64_t channels = qkv.dim(2) / 3;
+    LEVERS_CHECK(heads >= 1 && channels % heads == 0, "{}: {} channels do not split into {} heads", op, channels,
+                 heads);
+    return channels;
+}
+
+// Causal self-attention of qkv [B, T, 3C] over `heads` heads: y [B, T, C]; differentiable.
+inline Tensor attention(const Tensor& qkv, std::int64_t heads) {
+    static KernelSlot& forward = kernel_slot("attention");
+    const std::int64_t channels = attention_channels("attention", qkv, heads);
+    const std::int64_t batch = qkv.dim(0), time = qkv.dim(1);
+    Tensor y = Tensor::empty({batch, time, channels}, qkv.dtype(), qkv.device());
+    Tensor att = Tensor::empty({batch, heads, time, time}, qkv.dtype(), qkv.device());
+    KernelCall call;
+    call.t[0] = arg(y);
+    call.t[1] = arg(att);
+    call.t[2] = arg(qkv);
+    call.i[0] = heads;
+    run(forward, qkv, call);
+    if (auto* node = autograd::record(
+            "attention",
+            [](autograd::Backward& g) {
+                static KernelSlot& backward = kernel_slot("attention_backward");
+                KernelCall call;
+                call.t[0] = arg(g.write_grad(0));
+                call.t[1] = arg(g.grad_out());
+                call.t[2] = arg(g.saved(1));
+                call.t[3] = arg(g.saved(0));
+                call.i[0] = g.attr_int(0);
+                run(backward, g.saved(0), call);
+            },
+            {&qkv}, {&y})) {
+        node->save(0, qkv);
+        node->save(1, att);
+        node->ints[0] = heads;
+    }
+    return y;
+}
+
+}  // namespace levers::ops

@@ -1,9 +1,16 @@
 // softmax cross-entropy over rows of logits, mean over rows whose target is not
 // ignore_index (e.g. padding). Saves only one log-sum-exp per row: no
-// probabilities tensor beyond the logits. Conventions as in linear.hpp.
+// probabilities tensor beyond the logits. Conventions as in residual.hpp.
+//
+// Kernel "cross_entropy": t0 loss [1] and t1 lse [rows], both in the
+// accumulator dtype (f32 for bf16), t2 logits [rows, width], t3 targets
+// [rows] (i32); i0 ignore_index, i1 vocab (the columns that count, <= width;
+// 0: all). "cross_entropy_backward": t0 d_logits (written; may be the logits
+// themselves), t1 lse, t2 logits, t3 targets; f0 d(loss); i0, i1 as forward.
 #pragma once
 
 #include "kernels/common.hpp"
+#include "kernels/op.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -42,3 +49,74 @@ void cross_entropy_backward(T* d_logits, const T* lse, const T* logits, const st
 
 }  // namespace cpu
 }  // namespace levers::kernels
+
+namespace levers::ops {
+
+// Targets for `rows` rows of `vocab` classes: i32 [rows] (any shape of that
+// many elements), moved beside `logits`; targets on the host going to a card
+// are checked first (the CPU kernels check them as they run).
+inline Tensor targets_beside(const char* op, const Tensor& targets, const Tensor& logits, std::int64_t rows,
+                             std::int64_t vocab, std::int64_t ignore_index) {
+    check_dtype(op, "targets", targets, DType::i32);
+    LEVERS_CHECK(targets.numel() == rows, "{}: 'targets' is {}, but {} rows of logits need {} targets", op,
+                 describe(targets), rows, rows);
+    if (targets.device().is_cpu() && !logits.device().is_cpu())
+        kernels::counted_targets(targets.data<std::int32_t>(), rows, vocab, static_cast<std::int32_t>(ignore_index));
+    return targets.to(logits.device());
+}
+
+// The cross-entropy kernels, for the ops made of them (rows `width` apart, `vocab` of them counted).
+inline void cross_entropy_into(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
+                               std::int64_t ignore_index, std::int64_t vocab) {
+    static KernelSlot& kernel = kernel_slot("cross_entropy");
+    KernelCall call;
+    call.t[0] = arg(loss);
+    call.t[1] = arg(lse);
+    call.t[2] = arg(logits);
+    call.t[3] = arg(targets);
+    call.i[0] = ignore_index;
+    call.i[1] = vocab;
+    run(kernel, logits, call);
+}
+inline void cross_entropy_backward_into(const Tensor& d_logits, const Tensor& lse, const Tensor& logits,
+                                        const Tensor& targets, double d_loss, std::int64_t ignore_index,
+                                        std::int64_t vocab) {
+    static KernelSlot& kernel = kernel_slot("cross_entropy_backward");
+    KernelCall call;
+    call.t[0] = arg(d_logits);
+    call.t[1] = arg(lse);
+    call.t[2] = arg(logits);
+    call.t[3] = arg(targets);
+    call.f[0] = d_loss;
+    call.i[0] = ignore_index;
+    call.i[1] = vocab;
+    run(kernel, logits, call);
+}
+
+// The mean cross-entropy of logits [..., V] against targets (one per row,
+// i32; rows whose target is ignore_index do not count): a one-element
+// tensor in the accumulator dtype; differentiable in the logits.
+inline Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index = -100) {
+    check_float("cross_entropy", "logits", logits);
+    check_ndim_at_least("cross_entropy", "logits", logits, 1);
+    const std::int64_t rows = logits.shape().rows(), vocab = logits.shape().last();
+    const Tensor t = targets_beside("cross_entropy", targets, logits, rows, vocab, ignore_index);
+    Tensor loss = Tensor::empty({1}, accumulator(logits.dtype()), logits.device());
+    Tensor lse = Tensor::empty({rows}, accumulator(logits.dtype()), logits.device());
+    cross_entropy_into(loss, lse, logits, t, ignore_index, 0);
+    if (auto* node = autograd::record(
+            "cross_entropy",
+            [](autograd::Backward& g) {
+                cross_entropy_backward_into(g.write_grad(0), g.saved(1), g.saved(0), g.saved(2), g.grad_out_scalar(),
+                                            g.attr_int(0), 0);
+            },
+            {&logits}, {&loss})) {
+        node->save(0, logits);
+        node->save(1, lse);
+        node->save(2, t);
+        node->ints[0] = ignore_index;
+    }
+    return loss;
+}
+
+}  // namespace levers::ops

@@ -1,13 +1,19 @@
-// embedding: out[b, t] = wte[tokens[b, t]] + wpe[t] (token plus learned position).
-// Conventions as in linear.hpp.
+// embedding: out[..., :] = wte[tokens[...]], plus a learned position
+// wpe[t] where given (GPT-2's token + position embedding, t the position
+// along the last axis of tokens). Conventions as in residual.hpp.
+//
+// Kernel "embedding": t0 out [..., C], t1 tokens (i32), t2 wte [vocab, C],
+// t3 wpe [>= T, C] (optional). "embedding_backward": t0 d_wte, t1 d_wpe
+// (each optional, added to), t2 d_out, t3 tokens.
 #pragma once
 
 #include "kernels/common.hpp"
+#include "kernels/op.hpp"
 
 namespace levers::kernels::cpu {
 
 // out[B, T, C]; tokens[B, T] each in [0, vocab) (checked: a bad id throws
-// levers::Error naming it); wte[vocab, C]; wpe[>= T, C].
+// levers::Error naming it); wte[vocab, C]; wpe[>= T, C] or null (no positions).
 template <class T>
 void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, index_t batch, index_t time,
                        index_t channels, index_t vocab);
@@ -18,3 +24,61 @@ void embedding_backward(T* d_wte, T* d_wpe, const T* d_out, const std::int32_t* 
                         index_t channels);
 
 }  // namespace levers::kernels::cpu
+
+namespace levers::kernels {
+// Throws levers::Error naming the first token id outside [0, vocab) and where it is.
+void check_token_ids(const std::int32_t* tokens, index_t n, index_t vocab);
+}  // namespace levers::kernels
+
+namespace levers::ops {
+
+// `ids` (i32, any shape) moved next to `table`; ids on the host going to a
+// card are checked first (kernels on a card cannot throw; the CPU's check
+// as they run).
+inline Tensor ids_beside(const char* op, const char* arg_name, const Tensor& ids, const Tensor& table,
+                         std::int64_t limit) {
+    check_dtype(op, arg_name, ids, DType::i32);
+    if (ids.device().is_cpu() && !table.device().is_cpu())
+        kernels::check_token_ids(ids.data<std::int32_t>(), ids.numel(), limit);
+    return ids.to(table.device());
+}
+
+// wte[tokens] (+ wpe[position] when wpe is given): tokens [..., T] i32 gives
+// [..., T, C]; differentiable in the tables.
+inline Tensor embedding(const Tensor& tokens, const Tensor& wte, const Tensor& wpe = Tensor()) {
+    static KernelSlot& forward = kernel_slot("embedding");
+    check_float("embedding", "weight", wte);
+    LEVERS_CHECK(wte.shape().ndim() == 2, "embedding: 'weight' is {}, expected [vocabulary, channels]", describe(wte));
+    check_ndim_at_least("embedding", "tokens", tokens, 1);
+    const std::int64_t channels = wte.dim(1), time = tokens.shape().last();
+    if (wpe.defined()) {
+        check_like("embedding", "positions", wpe, "weight", wte);
+        LEVERS_CHECK(wpe.shape().ndim() == 2 && wpe.dim(1) == channels && wpe.dim(0) >= time,
+                     "embedding: 'positions' is {}, but {} tokens per row of 'weight' {} need [>= {}, {}]",
+                     describe(wpe), time, wte.shape().str(), time, channels);
+    }
+    const Tensor ids = ids_beside("embedding", "tokens", tokens, wte, wte.dim(0));
+    Tensor out = Tensor::empty(tokens.shape().appended(channels), wte.dtype(), wte.device());
+    KernelCall call;
+    call.t[0] = arg(out);
+    call.t[1] = arg(ids);
+    call.t[2] = arg(wte);
+    call.t[3] = arg(wpe);
+    run(forward, wte, call);
+    if (auto* node = autograd::record(
+            "embedding",
+            [](autograd::Backward& g) {
+                static KernelSlot& backward = kernel_slot("embedding_backward");
+                KernelCall call;
+                call.t[0] = arg(g.needs_grad(1) ? g.add_grad(1) : Tensor());
+                call.t[1] = arg(g.needs_grad(2) ? g.add_grad(2) : Tensor());
+                call.t[2] = arg(g.grad_out());
+                call.t[3] = arg(g.saved(0));
+                if (call.t[0].defined() || call.t[1].defined()) run(backward, g.grad_out(), call);
+            },
+            {&ids, &wte, &wpe}, {&out}))
+        node->save(0, ids);
+    return out;
+}
+
+}  // namespace levers::ops

@@ -1,8 +1,14 @@
 // GELU, tanh form (GPT-2's): y = x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))).
-// Conventions as in linear.hpp.
+// Conventions as in residual.hpp.
+//
+// Kernel "gelu": t0 out, t1 in. "gelu_backward": t0 d_in, t1 d_out, t2 in
+// (d_in may alias d_out).
 #pragma once
 
 #include "kernels/common.hpp"
+#if !defined(__CUDACC__)
+#include "kernels/op.hpp"
+#endif
 
 #include <cmath>
 
@@ -29,3 +35,38 @@ template <class T> void gelu_backward(T* d_in, const T* d_out, const T* in, inde
 }  // namespace cpu
 
 }  // namespace levers::kernels
+
+// The op itself is host code of levers' C++; nvcc compiles only the maths above.
+#if !defined(__CUDACC__)
+
+namespace levers::ops {
+
+// d_in = d_out · gelu'(in), through the backends' "gelu_backward" (the fused ops use it too).
+inline void gelu_backward_into(const Tensor& d_in, const Tensor& d_out, const Tensor& in) {
+    static KernelSlot& kernel = kernel_slot("gelu_backward");
+    KernelCall call;
+    call.t[0] = arg(d_in);
+    call.t[1] = arg(d_out);
+    call.t[2] = arg(in);
+    run(kernel, in, call);
+}
+
+// gelu(x) element by element; differentiable.
+inline Tensor gelu(const Tensor& x) {
+    static KernelSlot& kernel = kernel_slot("gelu");
+    check_float("gelu", "x", x);
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    KernelCall call;
+    call.t[0] = arg(out);
+    call.t[1] = arg(x);
+    run(kernel, x, call);
+    if (auto* node = autograd::record(
+            "gelu", [](autograd::Backward& g) { gelu_backward_into(g.write_grad(0), g.grad_out(), g.saved(0)); },
+            {&x}, {&out}))
+        node->save(0, x);
+    return out;
+}
+
+}  // namespace levers::ops
+
+#endif  // !__CUDACC__

@@ -1,8 +1,14 @@
 // layernorm over the last dimension: out = (x - mean) * rstd * weight + bias.
-// Conventions as in linear.hpp. The per-row maths is shared with the CUDA kernel.
+// Conventions as in residual.hpp. The per-row maths is shared with the CUDA kernel.
+//
+// Kernel "layernorm": t0 out, t1 mean, t2 rstd (one per row, in the
+// accumulator dtype: f32 for bf16), t3 x, t4 weight, t5 bias; f0 eps.
+// "layernorm_backward": t0 d_x (written), t1 d_weight, t2 d_bias (added to;
+// both or neither: frozen), t3 d_out, t4 x, t5 mean, t6 rstd, t7 weight.
 #pragma once
 
 #include "kernels/common.hpp"
+#include "kernels/op.hpp"
 
 #include <cmath>
 
@@ -50,10 +56,69 @@ template <class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, const T* bias, index_t rows,
                        index_t channels, T eps = T(1e-5));
 
-// d_x written; d_weight, d_bias added to (both skipped if d_weight is null: frozen).
+// d_x written; d_weight, d_bias added to (each skipped if null: frozen).
 template <class T>
 void layernorm_backward(T* d_x, T* d_weight, T* d_bias, const T* d_out, const T* x, const T* mean, const T* rstd,
                         const T* weight, index_t rows, index_t channels);
 
 }  // namespace cpu
 }  // namespace levers::kernels
+
+namespace levers::ops {
+
+// Normalises each row of x [..., C] and scales it by weight [C], shifting by bias [C]; differentiable.
+inline Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5) {
+    static KernelSlot& forward = kernel_slot("layernorm");
+    check_float("layernorm", "x", x);
+    check_ndim_at_least("layernorm", "x", x, 1);
+    const std::int64_t channels = x.shape().last();
+    auto why = [&] { return fmt::format("'x' {} needs [{}]", x.shape().str(), channels); };
+    check_like("layernorm", "weight", weight, "x", x);
+    check_shape("layernorm", "weight", weight, {channels}, why);
+    check_like("layernorm", "bias", bias, "x", x);
+    check_shape("layernorm", "bias", bias, {channels}, why);
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    const Shape rows{x.shape().rows()};
+    Tensor mean = Tensor::empty(rows, accumulator(x.dtype()), x.device());
+    Tensor rstd = Tensor::empty(rows, accumulator(x.dtype()), x.device());
+    KernelCall call;
+    call.t[0] = arg(out);
+    call.t[1] = arg(mean);
+    call.t[2] = arg(rstd);
+    call.t[3] = arg(x);
+    call.t[4] = arg(weight);
+    call.t[5] = arg(bias);
+    call.f[0] = eps;
+    run(forward, x, call);
+    if (auto* node = autograd::record(
+            "layernorm",
+            [](autograd::Backward& g) {
+                static KernelSlot& backward = kernel_slot("layernorm_backward");
+                const Tensor& x = g.saved(0);
+                // The kernels sum both parameter gradients or neither: a frozen one gets a scratch buffer.
+                const bool params = g.needs_grad(1) || g.needs_grad(2);
+                const Shape c{x.shape().last()};
+                const Tensor d_w = !params ? Tensor() : g.needs_grad(1) ? g.add_grad(1) : Tensor::zeros(c, x.dtype(), x.device());
+                const Tensor d_b = !params ? Tensor() : g.needs_grad(2) ? g.add_grad(2) : Tensor::zeros(c, x.dtype(), x.device());
+                const Tensor d_x = g.needs_grad(0) ? g.write_grad(0) : Tensor::empty(x.shape(), x.dtype(), x.device());
+                KernelCall call;
+                call.t[0] = arg(d_x);
+                call.t[1] = arg(d_w);
+                call.t[2] = arg(d_b);
+                call.t[3] = arg(g.grad_out());
+                call.t[4] = arg(x);
+                call.t[5] = arg(g.saved(1));
+                call.t[6] = arg(g.saved(2));
+                call.t[7] = arg(g.saved(3));
+                run(backward, x, call);
+            },
+            {&x, &weight, &bias}, {&out})) {
+        node->save(0, x);
+        node->save(1, mean);
+        node->save(2, rstd);
+        node->save(3, weight);
+    }
+    return out;
+}
+
+}  // namespace levers::ops

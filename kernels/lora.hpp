@@ -3,11 +3,17 @@
 // (nn.Linear layouts) and scale = alpha / rank. B starts at zero, so training
 // starts from the frozen model exactly.
 //
-// Conventions as in linear.hpp, except that backward *adds* into d_in: the
+// Conventions as in residual.hpp, except that backward *adds* into d_in: the
 // frozen layer's own backward has already written it.
+//
+// Kernel "lora": t0 out (added to), t1 u = in · Aᵀ (written, kept for
+// backward), t2 in, t3 a, t4 b; f0 scale. "lora_backward": t0 d_in (optional,
+// added to), t1 d_a, t2 d_b (added to), t3 du (scratch [n, rank]), t4 d_out,
+// t5 in, t6 u, t7 a, t8 b; f0 scale.
 #pragma once
 
 #include "kernels/common.hpp"
+#include "kernels/linear.hpp"
 
 namespace levers::kernels::cpu {
 
@@ -27,3 +33,74 @@ template <class T>
 void lora_merge(T* weight, const T* a, const T* b, index_t in_dim, index_t out_dim, index_t rank, T scale);
 
 }  // namespace levers::kernels::cpu
+
+namespace levers::ops {
+
+// linear(in, weight, bias) + scale · (in · aᵀ) · bᵀ: a linear layer with its
+// LoRA adapter (a [rank, in_dim], b [out_dim, rank]); differentiable in all.
+inline Tensor lora_linear(const Tensor& in, const Tensor& weight, const Tensor& bias, const Tensor& a, const Tensor& b,
+                          double scale) {
+    static KernelSlot& forward = kernel_slot("lora");
+    const Shape shape = linear_shape("lora_linear", in, weight, bias);
+    const std::int64_t in_dim = weight.dim(1), out_dim = weight.dim(0);
+    check_like("lora_linear", "lora_a", a, "input", in);
+    check_like("lora_linear", "lora_b", b, "input", in);
+    LEVERS_CHECK(a.shape().ndim() == 2 && a.dim(1) == in_dim, "lora_linear: 'lora_a' is {}, 'weight' {} needs [rank, {}]",
+                 describe(a), weight.shape().str(), in_dim);
+    const std::int64_t rank = a.dim(0);
+    check_shape("lora_linear", "lora_b", b, {out_dim, rank}, [&] {
+        return fmt::format("'weight' {} and 'lora_a' {} need [{}, {}]", weight.shape().str(), a.shape().str(), out_dim,
+                           rank);
+    });
+    Tensor out = Tensor::empty(shape, in.dtype(), in.device());
+    Tensor u = Tensor::empty({in.shape().rows(), rank}, in.dtype(), in.device());
+    linear_into(out, in, weight, bias);
+    KernelCall call;
+    call.t[0] = arg(out);
+    call.t[1] = arg(u);
+    call.t[2] = arg(in);
+    call.t[3] = arg(a);
+    call.t[4] = arg(b);
+    call.f[0] = scale;
+    run(forward, in, call);
+    if (auto* node = autograd::record(
+            "lora_linear",
+            [](autograd::Backward& g) {
+                static KernelSlot& backward = kernel_slot("lora_backward");
+                const Tensor &x = g.saved(0), &u = g.saved(2);
+                const Tensor d_in = g.needs_grad(0) ? g.write_grad(0) : Tensor();
+                const Tensor d_w = g.needs_grad(1) ? g.add_grad(1) : Tensor();
+                const Tensor d_b = g.needs_grad(2) ? g.add_grad(2) : Tensor();
+                // The frozen layer's backward writes d_in; the adapter's adds into it.
+                if (d_in.defined() || d_w.defined() || d_b.defined())
+                    linear_backward_into(d_in, d_w, d_b, g.grad_out(), x, g.saved(1));
+                const Tensor& a = g.saved(3);
+                const Tensor d_a = g.needs_grad(3) ? g.add_grad(3) : Tensor::zeros(a.shape(), a.dtype(), a.device());
+                const Tensor& bm = g.saved(4);
+                const Tensor d_bm = g.needs_grad(4) ? g.add_grad(4) : Tensor::zeros(bm.shape(), bm.dtype(), bm.device());
+                Tensor du = Tensor::empty(u.shape(), u.dtype(), u.device());
+                KernelCall call;
+                call.t[0] = arg(d_in);
+                call.t[1] = arg(d_a);
+                call.t[2] = arg(d_bm);
+                call.t[3] = arg(du);
+                call.t[4] = arg(g.grad_out());
+                call.t[5] = arg(x);
+                call.t[6] = arg(u);
+                call.t[7] = arg(a);
+                call.t[8] = arg(bm);
+                call.f[0] = g.attr_real(0);
+                run(backward, x, call);
+            },
+            {&in, &weight, &bias, &a, &b}, {&out})) {
+        node->save(0, in);
+        node->save(1, weight);
+        node->save(2, u);
+        node->save(3, a);
+        node->save(4, b);
+        node->reals[0] = scale;
+    }
+    return out;
+}
+
+}  // namespace levers::ops

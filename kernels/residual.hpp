@@ -1,10 +1,14 @@
-// residual add: out = a + b. Its backward is the identity for both inputs, so
-// models pass d_out straight through; the forward doubles as the gradient sum
-// where one activation feeds two branches (a fork's backward is an add).
-// Conventions as in linear.hpp.
+// add: out = a + b (the residual connection, and the sum of two gradients
+// where one activation feeds two branches). Conventions of every op: the
+// pointer-level CPU reference functions take outputs, saved state, inputs,
+// parameters, sizes; backward *writes* activation gradients and *adds* into
+// parameter gradients.
+//
+// Kernel "add": t0 out, t1 a, t2 b (same shape; out may alias a or b).
 #pragma once
 
 #include "kernels/common.hpp"
+#include "kernels/op.hpp"
 
 namespace levers::kernels::cpu {
 
@@ -14,3 +18,33 @@ template <class T> void residual_forward(T* out, const T* a, const T* b, index_t
 template <class T> void residual_backward(T* d_a, T* d_b, const T* d_out, index_t n);
 
 }  // namespace levers::kernels::cpu
+
+namespace levers::ops {
+
+// a + b, the same shape, dtype and device; differentiable (both inputs get the gradient as it is).
+inline Tensor add(const Tensor& a, const Tensor& b) {
+    static KernelSlot& kernel = kernel_slot("add");
+    check_float("add", "a", a);
+    check_like("add", "b", b, "a", a);
+    check_shape("add", "b", b, a.shape(), [&] { return "'a' is " + a.shape().str(); });
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    KernelCall call;
+    call.t[0] = arg(out);
+    call.t[1] = arg(a);
+    call.t[2] = arg(b);
+    run(kernel, a, call);
+    autograd::record(
+        "add",
+        [](autograd::Backward& g) {
+            g.pass_grad(0, g.grad_out());
+            g.pass_grad(1, g.grad_out());
+        },
+        {&a, &b}, {&out});
+    return out;
+}
+
+}  // namespace levers::ops
+
+namespace levers {
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
+}  // namespace levers

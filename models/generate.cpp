@@ -25,16 +25,21 @@ std::int32_t sample_token(const float* logits, int vocab, const SampleOptions& o
     return order[keep - 1];
 }
 
-std::vector<std::int32_t> generate(Gpt<float>& model, std::vector<std::int32_t> prompt, const SampleOptions& options,
+std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> prompt, const SampleOptions& options,
                                    Rng& rng) {
     LEVERS_CHECK(!prompt.empty(), "generation needs a prompt of at least one token");
+    autograd::InferenceMode inference;  // nothing recorded, nothing saved
+    const bool was_training = model.training();
+    model.eval();
     const int block = model.config().block_size, vocab = model.config().vocab_size;
+    std::vector<std::int32_t> window;
     for (int n = 0; n < options.max_new_tokens; ++n) {
-        std::int64_t t = std::min<std::int64_t>(static_cast<std::int64_t>(prompt.size()), block);
-        model.forward(prompt.data() + prompt.size() - static_cast<std::size_t>(t), nullptr, 1, t);
-        const float* last = model.logits() + (t - 1) * vocab;
-        prompt.push_back(sample_token(last, vocab, options, rng));
+        const std::int64_t t = std::min<std::int64_t>(static_cast<std::int64_t>(prompt.size()), block);
+        window.assign(prompt.end() - t, prompt.end());
+        const Tensor logits = model.next_logits(Tensor::from(window, {1, t})).to(Device::cpu(), DType::f32);
+        prompt.push_back(sample_token(logits.data<float>(), vocab, options, rng));
     }
+    model.train(was_training);
     return prompt;
 }
 

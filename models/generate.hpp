@@ -17,7 +17,7 @@ struct SampleOptions {
 };
 
 // Returns prompt followed by max_new_tokens sampled tokens. prompt must not be empty.
-std::vector<std::int32_t> generate(Gpt<float>& model, std::vector<std::int32_t> prompt, const SampleOptions& options,
+std::vector<std::int32_t> generate(Gpt& model, std::vector<std::int32_t> prompt, const SampleOptions& options,
                                    Rng& rng);
 
 // Draws one token from logits[vocab] with the options' temperature and top-k.

@@ -15,10 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Hugging Face's name for a levers GPT parameter.
-std::string hf_name(const std::string& ours) {
-    if (ours == "wte" || ours == "wpe") return "transformer." + ours + ".weight";
-    return "transformer." + ours;
-}
+std::string hf_name(const std::string& ours) { return "transformer." + ours; }
 
 bool is_conv1d(const std::string& name) {
     for (const char* suffix : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"})
@@ -50,7 +47,7 @@ int head_count(const fs::path& path, const data::SafeTensors& st, int given) {
 
 }  // namespace
 
-std::unique_ptr<Gpt<float>> load_gpt2_safetensors(const fs::path& path, int n_head) {
+std::unique_ptr<Gpt> load_gpt2_safetensors(const fs::path& path, int n_head) {
     const std::string file = path.string();
     data::SafeTensors st = data::read_safetensors(path);
     // One naming: with the "transformer." prefix.
@@ -75,30 +72,30 @@ std::unique_ptr<Gpt<float>> load_gpt2_safetensors(const fs::path& path, int n_he
                      .n_layer = layers,
                      .n_head = head_count(path, st, n_head),
                      .n_embd = static_cast<int>(wte.shape()[1])};
-    auto model = std::make_unique<Gpt<float>>(config, 0);
+    auto model = std::make_unique<Gpt>(config, 0);
 
     std::set<std::string> used;
-    for (std::size_t i = 0; i < model->params().entries().size(); ++i) {
-        const auto& ours = model->params().entries()[i].name;
+    for (const auto& [ours, p] : model->weights()) {
         const std::string theirs = hf_name(ours);
         const Tensor& src = find(theirs);
         used.insert(theirs);
         const Tensor value = is_conv1d(theirs) && src.shape().ndim() == 2 ? transposed(src) : src;
-        Tensor dst = model->params().param_tensor(static_cast<int>(i));
+        const Tensor& dst = p->value();
         LEVERS_CHECK(value.shape() == dst.shape(), "{}: '{}' is {}, a GPT of this shape needs {}", file, theirs,
                      src.shape().str(), is_conv1d(theirs) ? transposed(dst).shape().str() : dst.shape().str());
         dst.copy_from(value);
     }
+    model->parameters_changed();
     for (const auto& [name, t] : weights)
         LEVERS_CHECK(used.count(name), "{}: tensor '{}' has no place in a GPT-2 model", file, name);
     return model;
 }
 
-void save_gpt2_safetensors(const fs::path& path, const Gpt<float>& model) {
+void save_gpt2_safetensors(const fs::path& path, Gpt& model) {
     std::vector<std::pair<std::string, Tensor>> tensors;
-    for (std::size_t i = 0; i < model.params().entries().size(); ++i) {
-        const std::string name = hf_name(model.params().entries()[i].name);
-        const Tensor t = model.params().param_tensor(static_cast<int>(i)).to(Device::cpu());
+    for (const auto& [ours, p] : model.weights()) {
+        const std::string name = hf_name(ours);
+        const Tensor t = p->value().to(Device::cpu());
         tensors.emplace_back(name, is_conv1d(name) ? transposed(t) : t);
     }
     const GptConfig& c = model.config();

@@ -21,8 +21,8 @@ namespace levers::models {
 // The head count is not in the weights: `n_head` if > 0, else the file's
 // metadata (levers writes it), else config.json beside the file (Hugging
 // Face's). Throws levers::Error naming the file and the tensor at fault.
-std::unique_ptr<Gpt<float>> load_gpt2_safetensors(const std::filesystem::path& path, int n_head = 0);
+std::unique_ptr<Gpt> load_gpt2_safetensors(const std::filesystem::path& path, int n_head = 0);
 
-void save_gpt2_safetensors(const std::filesystem::path& path, const Gpt<float>& model);
+void save_gpt2_safetensors(const std::filesystem::path& path, Gpt& model);
 
 }  // namespace levers::models

@@ -10,20 +10,20 @@ namespace levers::models {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<Gpt<float>> load_any_gpt(const fs::path& path, int n_head) {
+std::unique_ptr<Gpt> load_any_gpt(const fs::path& path, int n_head) {
     LEVERS_CHECK(fs::exists(path), "{}: no such file", path.string());
     if (path.extension() == ".safetensors") return load_gpt2_safetensors(path, n_head);
     return load_gpt(path);
 }
 
-void save_any_gpt(const fs::path& path, const Gpt<float>& model) {
+void save_any_gpt(const fs::path& path, Gpt& model) {
     if (path.extension() == ".safetensors")
         save_gpt2_safetensors(path, model);
     else
         save_gpt(path, model);
 }
 
-TextCodec codec_for(const Gpt<float>& model, const fs::path& weights) {
+TextCodec codec_for(Gpt& model, const fs::path& weights) {
     return codec_for_vocab(model.config().vocab_size, weights);
 }
 

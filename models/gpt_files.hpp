@@ -13,7 +13,7 @@ namespace levers::models {
 
 // A levers checkpoint (model.ckpt, from pretrain or fine_tune) or GPT-2 weights
 // in safetensors (*.safetensors; n_head as load_gpt2_safetensors takes it).
-std::unique_ptr<Gpt<float>> load_any_gpt(const std::filesystem::path& path, int n_head = 0);
+std::unique_ptr<Gpt> load_any_gpt(const std::filesystem::path& path, int n_head = 0);
 
 // Text to tokens and back for a model: bytes for a vocabulary of 256, else
 // GPT-2's BPE, from the vocab.json and merges.txt beside the weights if they
@@ -24,12 +24,12 @@ struct TextCodec {
     std::function<std::string(const std::vector<std::int32_t>&)> decode;
     std::string name;  // "bytes" or "GPT-2 BPE (<files>)"
 };
-TextCodec codec_for(const Gpt<float>& model, const std::filesystem::path& weights);
+TextCodec codec_for(Gpt& model, const std::filesystem::path& weights);
 // The same for a vocabulary size (fine_tune tokenizes its corpus before the model is built).
 TextCodec codec_for_vocab(int vocab, const std::filesystem::path& weights);
 
 // Writes `model` by the extension of `path`: .safetensors (Hugging Face's
 // GPT-2 layout) or a levers checkpoint.
-void save_any_gpt(const std::filesystem::path& path, const Gpt<float>& model);
+void save_any_gpt(const std::filesystem::path& path, Gpt& model);
 
 }  // namespace levers::models

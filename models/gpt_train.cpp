@@ -7,22 +7,18 @@
 
 namespace levers::models {
 
-data::TokenBatch rank_batch(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time, Rng& rng) {
-    auto global = data::random_batch(tokens, batch * dist::world_size(), time, rng);
-    const auto first = dist::rank() * batch * time, count = batch * time;
-    data::TokenBatch mine;
-    mine.batch = batch;
-    mine.time = time;
-    mine.inputs.assign(global.inputs.begin() + first, global.inputs.begin() + first + count);
-    mine.targets.assign(global.targets.begin() + first, global.targets.begin() + first + count);
-    return mine;
-}
+TokenWindows::TokenWindows(data::TokenFile tokens, std::int64_t per_rank, std::int64_t time, std::uint64_t seed)
+    : tokens_(std::move(tokens)),
+      time_(time),
+      batcher_(data::window_starts(tokens_, time), per_rank, seed, data::Batcher::Order::random, dist::world_size(),
+               dist::rank()) {}
 
-double mean_loss(Gpt<float>& model, const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t time,
-                 long max_batches) {
+data::TokenBatch TokenWindows::next() { return data::windows_at(tokens_, batcher_.next(), time_); }
+
+double mean_loss(Gpt& model, const data::TokenFile& tokens, std::int64_t batch, std::int64_t time, long max_batches) {
     // Non-overlapping windows with a next-token target for each position: all
     // of them, or max_batches x batch spread evenly.
-    const std::int64_t total = (static_cast<std::int64_t>(tokens.size()) - 1) / time;
+    const std::int64_t total = (tokens.size() - 1) / time;
     std::int64_t count = total, stride = 1;
     if (max_batches > 0 && max_batches * batch < total) {
         count = max_batches * batch;
@@ -32,20 +28,20 @@ double mean_loss(Gpt<float>& model, const std::vector<std::int32_t>& tokens, std
     // This rank's contiguous share of the windows, in batches (the last may be short).
     const auto [lo, hi] = dist::Backend::chunk(count, dist::world_size(), dist::rank());
     dist::SampleMeans loss({"loss"});
-    std::vector<std::int32_t> inputs, targets;
+    autograd::InferenceMode inference;  // evaluation records nothing and saves nothing
+    const bool was_training = model.training();
+    model.eval();
+    std::vector<std::int64_t> starts;
     for (std::int64_t first = lo; first < hi; first += batch) {
         const std::int64_t n = std::min(batch, hi - first);
-        inputs.resize(static_cast<std::size_t>(n * time));
-        targets.resize(static_cast<std::size_t>(n * time));
-        for (std::int64_t w = 0; w < n; ++w) {
-            const auto start = tokens.begin() + (first + w) * stride * time;
-            std::copy(start, start + time, inputs.begin() + w * time);
-            std::copy(start + 1, start + time + 1, targets.begin() + w * time);
-        }
+        starts.resize(static_cast<std::size_t>(n));
+        for (std::int64_t w = 0; w < n; ++w) starts[static_cast<std::size_t>(w)] = (first + w) * stride * time;
+        const data::TokenBatch b = data::windows_at(tokens, starts, time);
         // Windows are equally long, so the mean over windows is the mean over tokens.
-        loss.add("loss", model.forward(inputs.data(), targets.data(), n, time) * static_cast<double>(n),
-                 static_cast<double>(n));
+        const double mean = model.loss(b.inputs, b.targets).item();
+        loss.add("loss", mean * static_cast<double>(n), static_cast<double>(n));
     }
+    model.train(was_training);
     return loss.means().at("loss");
 }
 

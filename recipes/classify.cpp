@@ -2,17 +2,18 @@
 // 55,000 images train, 5,000 validate during training, the 10,000 test images
 // give the final accuracy. The framework owns the loop: this file says what
 // the model, the data, one step, a validation and the final test are.
-#include "framework/core/rng.hpp"
+#include "framework/data/batcher.hpp"
 #include "framework/data/idx.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/dist/sample_means.hpp"
 #include "framework/recipe/recipe.hpp"
+#include "kernels/cross_entropy.hpp"
 #include "models/mlp.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
+#include <optional>
 
 namespace {
 
@@ -24,17 +25,21 @@ struct Accuracy {
 
 // Collective: each rank scores its contiguous share of the images; the sums
 // are combined, so every image counts exactly once whatever the rank count.
-Accuracy evaluate(models::Mlp<float>& model, const data::ImageDataset& ds, long batch) {
-    auto [lo, hi] = dist::Backend::chunk(ds.count, dist::world_size(), dist::rank());
+Accuracy evaluate(models::Mlp& model, const data::ImageSet& ds, long batch) {
+    auto [lo, hi] = dist::Backend::chunk(ds.count(), dist::world_size(), dist::rank());
     dist::SampleMeans means({"loss", "accuracy"});
+    Tensor x, y;
     for (std::int64_t start = lo; start < hi; start += batch) {
         const std::int64_t n = std::min<std::int64_t>(batch, hi - start);
-        const double loss = model.forward(ds.images.data() + start * ds.pixels, ds.labels.data() + start, n);
+        ds.gather_range(start, n, x, y);
+        const Tensor logits = model.logits(x);
+        const double loss = ops::cross_entropy(logits, y).item();
+        const Tensor host = logits.to(Device::cpu(), DType::f32);
         double correct = 0;
         for (std::int64_t i = 0; i < n; ++i) {
-            const float* row = model.logits() + i * ds.classes;
-            auto best = std::max_element(row, row + ds.classes) - row;
-            correct += best == ds.labels[static_cast<std::size_t>(start + i)];
+            const float* row = host.data<float>() + i * ds.classes();
+            auto best = std::max_element(row, row + ds.classes()) - row;
+            correct += best == ds.label(start + i);
         }
         means.add("loss", loss * static_cast<double>(n), static_cast<double>(n));
         means.add("accuracy", correct, static_cast<double>(n));
@@ -43,54 +48,32 @@ Accuracy evaluate(models::Mlp<float>& model, const data::ImageDataset& ds, long 
     return {m.at("loss"), m.at("accuracy")};
 }
 
-using Mlp = models::Mlp<float>;
+using Mlp = models::Mlp;
 
-// The images, and the shuffled order training walks through them: each epoch
-// a fresh permutation drawn from the generator, so the generator's state as
-// the epoch began and the cursor say exactly where training is.
+// The images (mapped once per node, converted per batch) and the epochs of
+// shuffled order training walks through them (data::Batcher).
 struct Images {
-    data::ImageDataset train, validation, test;
-    std::int64_t batch = 0;
-    Rng rng{0};
-    std::string epoch_rng;  // rng's state when the current epoch's order was drawn ("" before the first)
-    std::vector<std::int64_t> order;
-    std::size_t cursor = 0;
-    std::vector<float> x;  // this rank's batch; outlives each backward()
-    std::vector<std::int32_t> y;
+    data::ImageSet train, validation, test;
+    std::optional<data::Batcher> batcher;
 
-    void next_epoch() {
-        epoch_rng = rng.state();
-        std::iota(order.begin(), order.end(), 0);
-        for (std::size_t j = order.size() - 1; j > 0; --j) std::swap(order[j], order[rng.below(j + 1)]);
-        cursor = 0;
-    }
-    nlohmann::json save_state() const { return {{"epoch_rng", epoch_rng}, {"cursor", cursor}}; }
-    void load_state(const nlohmann::json& j) {
-        if (const auto s = j.at("epoch_rng").get<std::string>(); !s.empty()) {
-            rng.set_state(s);
-            next_epoch();
-        }
-        cursor = j.at("cursor").get<std::size_t>();
-    }
+    nlohmann::json save_state() const { return batcher->save_state(); }
+    void load_state(const nlohmann::json& j) { batcher->load_state(j); }
 };
 
 std::unique_ptr<Images> load_images(const Config& cfg) {
     const auto dir = cfg.get<std::string>("data").empty() ? data::fashion_mnist_dir()
                                                            : std::filesystem::path(cfg.get<std::string>("data"));
-    auto all = data::load_idx_dataset(dir / "train-images-idx3-ubyte.gz", dir / "train-labels-idx1-ubyte.gz", 10);
+    auto all = data::map_idx_images(dir / "train-images-idx3-ubyte.gz", dir / "train-labels-idx1-ubyte.gz", 10);
     const std::int64_t held_out = 5000;
     auto d = std::make_unique<Images>();
-    d->train = all.slice(0, all.count - held_out);
-    d->validation = all.slice(all.count - held_out, all.count);
-    d->test = data::load_idx_dataset(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 10);
-    d->batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
-    d->rng = Rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
-    d->order.resize(static_cast<std::size_t>(d->train.count));
-    d->cursor = d->order.size();  // the first step draws the first epoch's order
-    d->x.resize(static_cast<std::size_t>(d->batch * d->train.pixels));
-    d->y.resize(static_cast<std::size_t>(d->batch));
-    dist::print0("{} train, {} validation, {} test images; batch {} per rank, {} per step\n", d->train.count,
-                 d->validation.count, d->test.count, d->batch, d->batch * dist::world_size());
+    d->train = all.slice(0, all.count() - held_out);
+    d->validation = all.slice(all.count() - held_out, all.count());
+    d->test = data::map_idx_images(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 10);
+    const std::int64_t batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
+    d->batcher.emplace(d->train.count(), batch, static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1,
+                       data::Batcher::Order::epochs, dist::world_size(), dist::rank());
+    dist::print0("{} train, {} validation, {} test images; batch {} per rank, {} per step\n", d->train.count(),
+                 d->validation.count(), d->test.count(), batch, batch * dist::world_size());
     return d;
 }
 
@@ -105,17 +88,11 @@ std::unique_ptr<Mlp> make_mlp(const Config& cfg) {
 // Epochs over a shuffled order, the same on every rank: each step takes the
 // next world x batch images and this rank trains on its batch of them.
 MicroResult train_step(Mlp& model, Images& d, const StepInfo&) {
-    for (long g = 0; g < d.batch * dist::world_size(); ++g) {
-        if (d.cursor == d.order.size()) d.next_epoch();
-        const std::int64_t row = d.order[d.cursor++];
-        const long i = g - dist::rank() * d.batch;  // position in this rank's batch
-        if (i < 0 || i >= d.batch) continue;
-        std::copy_n(d.train.images.begin() + row * d.train.pixels, d.train.pixels, d.x.begin() + i * d.train.pixels);
-        d.y[static_cast<std::size_t>(i)] = d.train.labels[static_cast<std::size_t>(row)];
-    }
-    const float loss = model.forward(d.x.data(), d.y.data(), d.batch);
-    model.backward();
-    return {loss, static_cast<long>(d.batch)};
+    Tensor x, y;
+    d.train.gather(d.batcher->next(), x, y);
+    const Tensor loss = model.loss(x, y);
+    loss.backward();
+    return {loss.item(), static_cast<long>(x.dim(0))};
 }
 
 Metrics validate(Mlp& model, Images& d) {
@@ -125,7 +102,7 @@ Metrics validate(Mlp& model, Images& d) {
 
 Result test(Mlp& model, Images& d, const LoopResult&) {
     auto t = evaluate(model, d.test, 1000);
-    dist::print0("test accuracy {:.2f}% ({} images)\n", 100 * t.accuracy, d.test.count);
+    dist::print0("test accuracy {:.2f}% ({} images)\n", 100 * t.accuracy, d.test.count());
     return {{"test_accuracy", t.accuracy}, {"test_loss", t.loss}};
 }
 

@@ -20,7 +20,7 @@ Result eval_lm(const Config& cfg) {
     LEVERS_CHECK(!weights.empty() && !text_path.empty(), "eval_lm needs --set weights=PATH (.safetensors or a "
                  "model.ckpt) and --set text=PATH (a text file)");
     auto model = models::load_any_gpt(weights, cfg.get<int>("n_head"));
-    model->to_device(dist::device(), compute_dtype());  // the card this rank computes on, if any
+    model->to(dist::device(), compute_dtype());  // the card this rank computes on, if any
     const auto codec = models::codec_for(*model, weights);
     auto tokens = codec.encode(read_file(text_path, "a text file to score"));
     const long limit = cfg.get<long>("max_tokens");
@@ -32,7 +32,7 @@ Result eval_lm(const Config& cfg) {
     dist::print0("{}: {} layers x {}, vocabulary {}; {}: {} tokens with {}, {} windows of {}\n", weights,
                  model->config().n_layer, model->config().n_embd, model->config().vocab_size, text_path, tokens.size(),
                  codec.name, windows, context);
-    const double loss = models::mean_loss(*model, tokens, cfg.get<long>("batch_size"), context, 0);
+    const double loss = models::mean_loss(*model, data::TokenFile::from(tokens), cfg.get<long>("batch_size"), context, 0);
     dist::print0("mean loss {:.4f} nats/token, perplexity {:.2f}\n", loss, std::exp(loss));
     return {{"loss", loss},
             {"perplexity", std::exp(loss)},

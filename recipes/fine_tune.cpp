@@ -15,27 +15,37 @@
 #include "models/gpt_train.hpp"
 
 #include <filesystem>
+#include <optional>
 
 namespace {
 
 using namespace levers;
 namespace fs = std::filesystem;
 
-// What the loop trains: the adapters, or every weight without them.
-struct Tuned {
-    std::unique_ptr<models::Gpt<float>> gpt;
-    ParamSet<float>& params() { return gpt->has_lora() ? gpt->lora_params() : gpt->params(); }
-    void to_device(Device d, DType compute) { gpt->to_device(d, compute); }
-};
+using Gpt = models::Gpt;
 
+// The text, and where training is in it: windows of the model's context,
+// made at the first step (the data is built without the model).
 struct Text {
     data::TextCorpus corpus;
-    Rng rng;
     std::int64_t batch = 0;
+    std::uint64_t seed = 0;
     long eval_batches = 0;
+    std::optional<models::TokenWindows> windows;
+    nlohmann::json resumed;  // a saved position, for the windows when they are made
 
-    nlohmann::json save_state() const { return {{"rng", rng.state()}}; }
-    void load_state(const nlohmann::json& j) { rng.set_state(j.at("rng").get<std::string>()); }
+    models::TokenWindows& windows_of(const Gpt& model) {
+        if (!windows) {
+            windows.emplace(corpus.train, batch, model.config().block_size, seed);
+            if (!resumed.is_null()) windows->load_state(resumed);
+        }
+        return *windows;
+    }
+    nlohmann::json save_state() const { return windows ? windows->save_state() : resumed; }
+    void load_state(const nlohmann::json& j) {
+        resumed = j;
+        if (windows) windows->load_state(j);
+    }
 };
 
 // GPT-2 weights (.safetensors) read GPT-2's BPE tokens; levers' byte-level models, bytes.
@@ -43,58 +53,61 @@ int vocabulary(const Config& cfg) {
     return fs::path(cfg.get<std::string>("base")).extension() == ".safetensors" ? 50257 : 256;
 }
 
-std::unique_ptr<Tuned> load_base(const Config& cfg) {
+// The pretrained model; with lora_r > 0 only its adapters are trainable (params()).
+std::unique_ptr<Gpt> load_base(const Config& cfg) {
     const fs::path base = cfg.get<std::string>("base");
     LEVERS_CHECK(fs::exists(base), "fine_tune: base checkpoint {} not found; run `recipe run pretrain` first, or give "
                  "one with --set base=PATH", base.string());
-    auto tuned = std::make_unique<Tuned>();
-    tuned->gpt = models::load_any_gpt(base, cfg.get<int>("n_head"));
-    LEVERS_CHECK(tuned->gpt->config().vocab_size == vocabulary(cfg), "fine_tune: {} has a vocabulary of {}; levers "
+    auto gpt = models::load_any_gpt(base, cfg.get<int>("n_head"));
+    LEVERS_CHECK(gpt->config().vocab_size == vocabulary(cfg), "fine_tune: {} has a vocabulary of {}; levers "
                  "reads GPT-2's BPE (50257) from .safetensors files and bytes (256) from model.ckpt files",
-                 base.string(), tuned->gpt->config().vocab_size);
+                 base.string(), gpt->config().vocab_size);
     const long r = cfg.get<long>("lora_r");
     LEVERS_CHECK(r >= 0, "lora_r must be >= 0 (0: full fine-tuning), got {}", r);
-    if (r > 0) tuned->gpt->enable_lora(static_cast<int>(r), cfg.get<double>("lora_alpha"),
-                                       static_cast<std::uint64_t>(cfg.get<long>("seed")));
-    const auto& c = tuned->gpt->config();
+    const std::int64_t all = gpt->params().size();
+    if (r > 0)
+        gpt->enable_lora(static_cast<int>(r), cfg.get<double>("lora_alpha"),
+                         static_cast<std::uint64_t>(cfg.get<long>("seed")));
+    const auto& c = gpt->config();
     dist::print0("base {}: GPT {} layers x {} wide, context {}; training {} of its {} parameters ({})\n",
-                 base.string(), c.n_layer, c.n_embd, c.block_size, tuned->params().size(),
-                 tuned->gpt->params().size(), r > 0 ? fmt::format("LoRA rank {}", r) : std::string("every weight"));
-    return tuned;
+                 base.string(), c.n_layer, c.n_embd, c.block_size, gpt->params().size(), all,
+                 r > 0 ? fmt::format("LoRA rank {}", r) : std::string("every weight"));
+    return gpt;
 }
 
 std::unique_ptr<Text> load_text(const Config& cfg) {
     const std::string path = cfg.get<std::string>("corpus");
     const auto codec = models::codec_for_vocab(vocabulary(cfg), cfg.get<std::string>("base"));
-    auto text = std::make_unique<Text>(Text{
-        data::load_text_corpus(path.empty() ? data::data_dir() / "books" / "Isaac.Newton-Opticks.txt" : fs::path(path),
-                               0.1, codec.encode),
-        Rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1),
-        dist::per_rank_batch(cfg.get<long>("batch_size"), 0), cfg.get<long>("eval_batches")});
+    auto text = std::make_unique<Text>();
+    text->corpus = data::load_text_corpus(
+        path.empty() ? data::data_dir() / "books" / "Isaac.Newton-Opticks.txt" : fs::path(path), 0.1, codec.encode,
+        codec.name);
+    text->batch = dist::per_rank_batch(cfg.get<long>("batch_size"), 0);
+    text->seed = static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1;
+    text->eval_batches = cfg.get<long>("eval_batches");
     dist::print0("corpus {:.2f} MB train, {:.2f} MB validation; batch {} per rank\n", text->corpus.train.size() / 1e6,
                  text->corpus.validation.size() / 1e6, text->batch);
     return text;
 }
 
-MicroResult train_step(Tuned& m, Text& d, const StepInfo&) {
-    const std::int64_t time = m.gpt->config().block_size;
-    auto b = models::rank_batch(d.corpus.train, d.batch, time, d.rng);
-    const float loss = m.gpt->forward(b.inputs.data(), b.targets.data(), d.batch, time);
-    m.gpt->backward();
-    return {loss, static_cast<long>(d.batch * time)};
+MicroResult train_step(Gpt& model, Text& d, const StepInfo&) {
+    const data::TokenBatch b = d.windows_of(model).next();
+    const Tensor loss = model.loss(b.inputs, b.targets);
+    loss.backward();
+    return {loss.item(), static_cast<long>(b.batch * b.time)};
 }
 
-Metrics validate(Tuned& m, Text& d) {
-    return {{"val_loss", models::mean_loss(*m.gpt, d.corpus.validation, d.batch, m.gpt->config().block_size,
+Metrics validate(Gpt& model, Text& d) {
+    return {{"val_loss", models::mean_loss(model, d.corpus.validation, d.batch, model.config().block_size,
                                            d.eval_batches)}};
 }
 
-Result save_merged(Tuned& m, Text&, const LoopResult& run) {
-    if (m.gpt->has_lora()) m.gpt->merge_lora();
-    Result out = {{"trainable_parameters", m.params().size()}};
+Result save_merged(Gpt& model, Text&, const LoopResult& run) {
+    Result out = {{"trainable_parameters", model.params().size()}};
+    if (model.has_lora()) model.merge_lora();
     if (dist::is_main() && !run_dir().empty()) {
-        models::save_gpt(run_dir() / "model.ckpt", *m.gpt, {{"recipe", "fine_tune"}, {"steps", run.steps}});
-        models::save_gpt2_safetensors(run_dir() / "model.safetensors", *m.gpt);
+        models::save_gpt(run_dir() / "model.ckpt", model, {{"recipe", "fine_tune"}, {"steps", run.steps}});
+        models::save_gpt2_safetensors(run_dir() / "model.safetensors", model);
         out["model"] = (run_dir() / "model.ckpt").string();
     }
     return out;

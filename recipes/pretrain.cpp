@@ -15,22 +15,23 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 
 namespace {
 
 using namespace levers;
 
-using Gpt = models::Gpt<float>;
+using Gpt = models::Gpt;
 
-// The books as one byte stream, and where training is in it.
+// The books as one byte stream (mapped once per node), and where training is in it.
 struct Books {
     data::TextCorpus corpus;
-    std::int64_t batch = 0, time = 0;
+    std::optional<models::TokenWindows> windows;
     long eval_batches = 0;
-    Rng rng{0};
 
-    nlohmann::json save_state() const { return {{"rng", rng.state()}}; }
-    void load_state(const nlohmann::json& j) { rng.set_state(j.at("rng").get<std::string>()); }
+    nlohmann::json save_state() const { return windows->save_state(); }
+    void load_state(const nlohmann::json& j) { windows->load_state(j); }
 };
 
 std::unique_ptr<Gpt> make_gpt(const Config& cfg) {
@@ -49,31 +50,32 @@ std::unique_ptr<Books> load_books(const Config& cfg) {
     const std::string path = cfg.get<std::string>("corpus");
     auto books = std::make_unique<Books>();
     books->corpus = data::load_byte_corpus(path.empty() ? data::data_dir() / "books" : std::filesystem::path(path), 0.05);
-    books->batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
-    books->time = cfg.get<long>("block_size");
+    const std::int64_t batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
+    const std::int64_t time = cfg.get<long>("block_size");
+    books->windows.emplace(books->corpus.train, batch, time, static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
     books->eval_batches = cfg.get<long>("eval_batches");
-    books->rng = Rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
     dist::print0("corpus {:.2f} MB train, {:.2f} MB validation; batch {} x {} per rank, {} per step\n",
-                 books->corpus.train.size() / 1e6, books->corpus.validation.size() / 1e6, books->batch, books->time,
-                 books->batch * books->time * dist::world_size() * cfg.get<long>("grad_accum"));
+                 books->corpus.train.size() / 1e6, books->corpus.validation.size() / 1e6, batch, time,
+                 batch * time * dist::world_size() * cfg.get<long>("grad_accum"));
     return books;
 }
 
 MicroResult train_step(Gpt& model, Books& d, const StepInfo&) {
-    auto b = models::rank_batch(d.corpus.train, d.batch, d.time, d.rng);
-    const float loss = model.forward(b.inputs.data(), b.targets.data(), d.batch, d.time);
-    model.backward();
-    return {loss, static_cast<long>(d.batch * d.time)};
+    const data::TokenBatch b = d.windows->next();
+    const Tensor loss = model.loss(b.inputs, b.targets);
+    loss.backward();
+    return {loss.item(), static_cast<long>(b.batch * b.time)};
 }
 
 Metrics validate(Gpt& model, Books& d) {
-    return {{"val_loss", models::mean_loss(model, d.corpus.validation, d.batch, d.time, d.eval_batches)}};
+    return {{"val_loss",
+             models::mean_loss(model, d.corpus.validation, d.windows->batch(), d.windows->time(), d.eval_batches)}};
 }
 
 // The whole validation split, the model saved to the run directory (fine_tune
 // starts from runs/pretrain/latest/model.ckpt), and a sample.
 Result finish(Gpt& model, Books& d, const LoopResult& run, const Config& cfg) {
-    const double val_loss = models::mean_loss(model, d.corpus.validation, d.batch, d.time, 0);
+    const double val_loss = models::mean_loss(model, d.corpus.validation, d.windows->batch(), d.windows->time(), 0);
     dist::print0("validation loss over the whole split: {:.4f}\n", val_loss);
     std::filesystem::path checkpoint = cfg.get<std::string>("checkpoint");
     if (checkpoint.empty() && !run_dir().empty()) checkpoint = run_dir() / "model.ckpt";

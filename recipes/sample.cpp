@@ -18,7 +18,7 @@ Result sample(const Config& cfg) {
     LEVERS_CHECK(!path.empty(), "sample needs --set checkpoint=PATH (a model.ckpt that pretrain or fine_tune saved, "
                                 "or GPT-2 weights in a .safetensors file)");
     auto model = models::load_any_gpt(path, cfg.get<int>("n_head"));
-    model->to_device(dist::device(), compute_dtype());  // the card this rank computes on, if any
+    model->to(dist::device(), compute_dtype());  // the card this rank computes on, if any
     const auto codec = models::codec_for(*model, path);
     const models::SampleOptions options{.max_new_tokens = cfg.get<int>("tokens"),
                                         .temperature = cfg.get<double>("temperature"),

@@ -1,7 +1,6 @@
-// Where a tensor's memory lives and where its ops run.
+// Where a tensor's memory lives and where its ops run. (No fmt: CUDA kernel
+// files include this through framework/core/kernel.hpp.)
 #pragma once
-
-#include <fmt/format.h>
 
 #include <string>
 
@@ -9,6 +8,7 @@ namespace levers {
 
 struct Device {
     enum class Kind { cpu, cuda };
+    static constexpr int kKinds = 2;
     Kind kind = Kind::cpu;
     int index = 0;  // card number for cuda; unused for cpu
 
@@ -16,7 +16,9 @@ struct Device {
     static Device cuda(int card) { return {Kind::cuda, card}; }
     bool is_cpu() const { return kind == Kind::cpu; }
     bool operator==(const Device&) const = default;
-    std::string str() const { return is_cpu() ? "cpu" : fmt::format("cuda:{}", index); }
+    std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
 };
+
+inline const char* name_of(Device::Kind k) { return k == Device::Kind::cpu ? "cpu" : "cuda"; }
 
 }  // namespace levers

@@ -1,138 +1,78 @@
 #include "framework/core/device_memory.hpp"
 
+#include "framework/core/device_runtime.hpp"
 #include "framework/core/error.hpp"
-
-#if defined(LEVERS_CUDA)
-#include "framework/core/cuda_check.hpp"
-
-#include <algorithm>
-#include <map>
-#include <mutex>
-#include <vector>
-#endif
 
 namespace levers {
 
-#if defined(LEVERS_CUDA)
-
 namespace {
 
-// Sizes round up to 512 bytes below 1 MiB and to 2 MiB above, so blocks of
-// nearly equal sizes (batch shapes differing a little) share a free list.
-std::size_t rounded(std::size_t bytes) {
-    const std::size_t unit = bytes < (std::size_t{1} << 20) ? 512 : std::size_t{2} << 20;
-    return std::max(unit, (bytes + unit - 1) / unit * unit);
+DeviceRuntime& runtime(const char* what) {
+    DeviceRuntime* rt = device_runtime();
+    LEVERS_CHECK(rt != nullptr, "{}: {}", what, device_backend_error());
+    return *rt;
 }
 
-struct Cache {
-    std::mutex mutex;
-    std::map<std::size_t, std::vector<void*>> free;  // by rounded size
-    DeviceMemoryStats stats;
-};
-
-Cache& cache() {
-    static Cache* c = new Cache;  // never destroyed: blocks may be released during exit
-    return *c;
+StoragePool& card_pool() {
+    static StoragePool* pool = new StoragePool(  // never destroyed: blocks may be released during exit
+        [](std::size_t bytes) { return runtime("card memory").allocate(bytes); },
+        [](void* p) { runtime("card memory").release(p); },
+        [] {
+            std::size_t free_bytes = 0, total = 0;
+            runtime("card memory").memory_info(free_bytes, total);
+            return fmt::format(", {:.1f} of {:.1f} MiB free (a smaller batch_size would fit)", free_bytes / 1048576.0,
+                               total / 1048576.0);
+        },
+        "the card");
+    return *pool;
 }
 
 }  // namespace
 
 std::shared_ptr<std::byte> device_alloc(std::size_t bytes) {
-    const std::size_t size = rounded(bytes);
-    Cache& c = cache();
-    void* p = nullptr;
-    {
-        std::lock_guard lock(c.mutex);
-        auto& list = c.free[size];
-        if (!list.empty()) {
-            p = list.back();
-            list.pop_back();
-            c.stats.cached -= size;
-        }
+    (void)runtime("card memory");
+    return card_pool().take(bytes);
+}
+
+std::shared_ptr<std::byte> device_alloc_unpooled(std::size_t bytes) {
+    DeviceRuntime& rt = runtime("card memory");
+    void* p = rt.allocate(bytes);
+    if (!p) {
+        card_pool().release_cached();
+        p = rt.allocate(bytes);
     }
     if (!p) {
-        cudaError_t status = cudaMalloc(&p, size);
-        if (status == cudaErrorMemoryAllocation) {  // give the cache back and try once more
-            (void)cudaGetLastError();
-            release_cached_device_memory();
-            status = cudaMalloc(&p, size);
-        }
-        if (status == cudaErrorMemoryAllocation) {
-            (void)cudaGetLastError();
-            std::size_t free_bytes = 0, total = 0;
-            cudaMemGetInfo(&free_bytes, &total);
-            int card = -1;
-            cudaGetDevice(&card);
-            LEVERS_FAIL("out of memory on card {}: {:.1f} MiB asked for, {:.1f} of {:.1f} MiB free (a smaller "
-                        "batch_size would fit)", card, size / 1048576.0, free_bytes / 1048576.0, total / 1048576.0);
-        }
-        if (status != cudaSuccess) detail::cuda_failed("cudaMalloc", status, __FILE__, __LINE__);
+        std::size_t free_bytes = 0, total = 0;
+        rt.memory_info(free_bytes, total);
+        LEVERS_FAIL("out of memory on the card: {:.1f} MiB asked for, {:.1f} of {:.1f} MiB free (a smaller model or "
+                    "batch_size would fit)", bytes / 1048576.0, free_bytes / 1048576.0, total / 1048576.0);
     }
-    {
-        std::lock_guard lock(c.mutex);
-        c.stats.in_use += size;
-    }
-    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [size](std::byte* q) {
-        // Work queued on the compute stream may still use the block: the next
-        // user queues on the same stream, after it.
-        Cache& c = cache();
-        std::lock_guard lock(c.mutex);
-        c.free[size].push_back(q);
-        c.stats.in_use -= size;
-        c.stats.cached += size;
-    });
+    DeviceRuntime* owner = &rt;
+    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [owner](std::byte* q) { owner->release(q); });
 }
 
-void* compute_stream() {
-    static cudaStream_t stream = [] {
-        cudaStream_t s = nullptr;
-        LEVERS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-        return s;
-    }();
-    return stream;
-}
+void* compute_stream() { return runtime("a CUDA stream").stream(); }
 
 void device_copy(void* dst, const void* src, std::size_t bytes) {
-    if (bytes == 0) return;
-    const auto s = static_cast<cudaStream_t>(compute_stream());
-    LEVERS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
-    LEVERS_CUDA_CHECK(cudaStreamSynchronize(s));
+    if (bytes > 0) runtime("a copy to or from a card").copy(dst, src, bytes);
 }
 
 void device_zero(void* dst, std::size_t bytes) {
-    if (bytes > 0) LEVERS_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(compute_stream())));
+    if (bytes > 0) runtime("zeroing card memory").zero(dst, bytes);
 }
 
-DeviceMemoryStats device_memory_stats() {
-    std::lock_guard lock(cache().mutex);
-    return cache().stats;
+void device_synchronize() { runtime("waiting for a card").synchronize(); }
+
+MemoryStats device_memory_stats() { return device_runtime() ? card_pool().stats() : MemoryStats{}; }
+
+void reset_device_memory_peak() {
+    if (device_runtime()) card_pool().reset_peak();
 }
 
 void release_cached_device_memory() {
-    Cache& c = cache();
-    std::lock_guard lock(c.mutex);
-    if (c.stats.cached > 0) cudaStreamSynchronize(static_cast<cudaStream_t>(compute_stream()));
-    for (auto& [size, list] : c.free)
-        for (void* p : list) cudaFree(p);
-    c.free.clear();
-    c.stats.cached = 0;
+    if (!device_runtime()) return;
+    device_synchronize();
+    card_pool().release_cached();
 }
-
-#else
-
-namespace {
-[[noreturn]] void no_cuda(const char* what) {
-    LEVERS_FAIL("{}: this build of levers has no CUDA backend (nvcc was not found when it was configured)", what);
-}
-}  // namespace
-
-std::shared_ptr<std::byte> device_alloc(std::size_t) { no_cuda("card memory"); }
-void* compute_stream() { no_cuda("a CUDA stream"); }
-void device_copy(void*, const void*, std::size_t) { no_cuda("a copy to or from a card"); }
-void device_zero(void*, std::size_t) { no_cuda("zeroing card memory"); }
-DeviceMemoryStats device_memory_stats() { return {}; }
-void release_cached_device_memory() {}
-
-#endif
 
 }  // namespace levers

@@ -1,5 +1,5 @@
 // Element types a tensor can hold. f64 exists for gradient checks; bf16 is
-// reserved for the CUDA backend (storage only, fp32 accumulation).
+// computed on cards only (storage only, fp32 accumulation). No fmt here.
 #pragma once
 
 #include <bit>
@@ -10,6 +10,7 @@
 namespace levers {
 
 enum class DType : std::uint8_t { f32, f64, bf16, i32 };
+inline constexpr int kDTypes = 4;
 
 constexpr std::size_t size_of(DType t) {
     switch (t) {
@@ -33,6 +34,12 @@ constexpr std::string_view name_of(DType t) {
 
 // A bf16 value (its 16 bits) as f32: bf16 is an f32's high half.
 inline float bf16_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+// f32 to bf16 bits, rounded to nearest even (NaN stays NaN).
+inline std::uint16_t float_to_bf16(float x) {
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);
+    return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
 
 // dtype_of<T>: the DType tag of a C++ element type.
 template <class T> constexpr DType dtype_of();

@@ -1,15 +1,29 @@
 #include "framework/core/gpu.hpp"
 
+#include "framework/core/device_runtime.hpp"
 #include "framework/core/error.hpp"
 
-#if defined(LEVERS_CUDA)
-#include "framework/core/cuda_check.hpp"
-#endif
-
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
 namespace levers {
+
+namespace {
+// Cards need NVIDIA's driver: without it there is nothing to open the
+// backend for (an emulated card, LEVERS_CUDA_BACKEND, needs none).
+bool may_have_cards() {
+    if (const char* b = std::getenv("LEVERS_CUDA_BACKEND"); b && *b) return true;
+    std::error_code ec;
+    return std::filesystem::exists("/proc/driver/nvidia/version", ec) || std::filesystem::exists("/dev/nvidiactl", ec);
+}
+DeviceRuntime* cards() { return may_have_cards() ? device_runtime() : nullptr; }
+}  // namespace
+
+int gpu_count() {
+    DeviceRuntime* rt = cards();
+    return rt ? rt->count() : 0;
+}
 
 int node_gpu_count() {
     if (gpu_count() == 0) return 0;
@@ -19,47 +33,24 @@ int node_gpu_count() {
     return n > 0 ? n : gpu_count();
 }
 
-#if defined(LEVERS_CUDA)
-
-int gpu_count() {
-    int n = 0;
-    // No driver (35), no device (100) or any other failure here: no usable card.
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        (void)cudaGetLastError();  // clear the sticky error for later calls
-        return 0;
-    }
-    return n;
-}
-
 std::vector<std::string> gpu_names() {
-    std::vector<std::string> names;
-    for (int i = 0; i < gpu_count(); ++i) {
-        cudaDeviceProp prop{};
-        LEVERS_CUDA_CHECK(cudaGetDeviceProperties(&prop, i));
-        names.emplace_back(prop.name);
-    }
-    return names;
+    DeviceRuntime* rt = cards();
+    return rt ? rt->names() : std::vector<std::string>{};
 }
 
 void use_gpu(int index) {
-    const int n = gpu_count();
+    DeviceRuntime* rt = cards();
+    LEVERS_CHECK(rt != nullptr, "card {} asked for, but {}", index,
+                 device_backend_installed() ? (device_backend_error().empty() ? "this machine has no NVIDIA driver"
+                                                                               : device_backend_error())
+                                            : "this build of levers has no CUDA backend (nvcc was not found when "
+                                              "it was configured)");
+    const int n = rt->count();
     LEVERS_CHECK(index >= 0 && index < n, "card {} asked for, but this process sees {} card{} (CUDA_VISIBLE_DEVICES "
                  "limits them)", index, n, n == 1 ? "" : "s");
-    LEVERS_CUDA_CHECK(cudaSetDevice(index));
+    rt->set_current(index);
 }
 
-bool built_with_cuda() { return true; }
-
-#else
-
-int gpu_count() { return 0; }
-std::vector<std::string> gpu_names() { return {}; }
-void use_gpu(int index) {
-    LEVERS_FAIL("card {} asked for, but this build of levers has no CUDA backend (nvcc was not found when it was "
-                "configured)", index);
-}
-bool built_with_cuda() { return false; }
-
-#endif
+bool built_with_cuda() { return device_backend_installed(); }
 
 }  // namespace levers

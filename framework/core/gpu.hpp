@@ -1,8 +1,8 @@
-// The node's NVIDIA cards as the CUDA runtime sees them. Without a CUDA build,
-// or where the runtime reports no usable card (no driver: error 35, no device:
-// error 100), the node has none: callers fall back to the CPU, and GPU tests
-// skip. Every CUDA call is checked with LEVERS_CUDA_CHECK, which names the
-// call, the error and this process's rank.
+// The node's NVIDIA cards as the card backend (device_runtime.hpp) sees them.
+// Without a CUDA build, without NVIDIA's driver (the backend is then never
+// opened), or where the runtime reports no usable card (no driver: error 35,
+// no device: error 100), the node has none: callers fall back to the CPU,
+// and GPU tests skip.
 #pragma once
 
 #include <string>

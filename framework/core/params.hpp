@@ -1,19 +1,22 @@
 // A model's parameters and their gradients, each in one flat contiguous buffer.
 //
-// Models declare named tensors with add(), then allocate(); every parameter is
-// a view into the flat buffer, so the data-parallel layer reduces slices of
-// grads() in place and the optimizer sweeps one array.
+// Parameters are declared with add(), then allocate(); every parameter is a
+// view into the flat buffer, so the data-parallel layer reduces slices of
+// grads() in place and the optimizer sweeps one array. Entries are laid out
+// in the order declared: models declare them in forward order, so backward
+// finishes the end of the buffer first.
 #pragma once
 
 #include "framework/core/tensor.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace levers {
 
-template <class T> class ParamSet {
+class ParamSet {
 public:
     struct Entry {
         std::string name;
@@ -24,48 +27,62 @@ public:
 
     // Declares a parameter; returns its id. Only before allocate().
     int add(std::string name, Shape shape, bool decay);
-    // Creates the zeroed flat buffers.
-    void allocate();
-    // Moves the parameters to `device` and makes zeroed gradients there; on a
-    // card, param()/grad() and the flat tensors are device pointers.
-    // `grad_dtype` bf16 (cards only) keeps the gradients in bf16 for a model
-    // computing in bf16; the parameters stay in T, the optimizer's master copy.
-    void to_device(Device device, DType grad_dtype = dtype_of<T>());
+    // Creates the zeroed flat buffers, parameters and (unless `with_grads` is
+    // false: frozen parameters) gradients in `dtype` (f32 or f64).
+    void allocate(DType dtype = DType::f32, bool with_grads = true);
+    bool has_grads() const { return grads_.defined(); }
+    // Moves the parameters to `device` and makes zeroed gradients there (if
+    // the set has gradients) in `grad_dtype`: the parameters' dtype, or bf16
+    // on a card (for a model computing in bf16; the parameters stay the
+    // optimizer's master copy).
+    void to_device(Device device, DType grad_dtype);
+    // The parameters converted to `dtype` where they are (f32 <-> f64, the CPU
+    // only), gradients alike and zeroed.
+    void convert(DType dtype);
     Device device() const { return params_.device(); }
+    DType dtype() const { return params_.dtype(); }
     DType grad_dtype() const { return grads_.dtype(); }
+    bool allocated() const { return params_.defined(); }
 
-    T* param(int id) const { return params_.data<T>() + entries_[static_cast<std::size_t>(id)].offset; }
-    T* grad(int id) const { return grads_.data<T>() + entries_[static_cast<std::size_t>(id)].offset; }
-    // The gradient of `id` in grad_dtype(), whichever it is.
-    void* grad_raw(int id) const {
-        return static_cast<std::byte*>(grads_.raw()) +
-               entries_[static_cast<std::size_t>(id)].offset * static_cast<std::int64_t>(size_of(grads_.dtype()));
-    }
+    // Views of one entry.
     Tensor param_tensor(int id) const;
+    Tensor grad_tensor(int id) const;
+    // The host pointer to an entry's parameters (f32 or f64 on the CPU).
+    template <class T> T* param(int id) const { return params_.data<T>() + entry(id).offset; }
 
     const Tensor& params() const { return params_; }  // flat [size()]
     const Tensor& grads() const { return grads_; }    // flat [size()]
     const std::vector<Entry>& entries() const { return entries_; }
+    const Entry& entry(int id) const { return entries_[static_cast<std::size_t>(id)]; }
+    int find(const std::string& name) const;  // -1 if absent
     std::int64_t size() const { return size_; }
-    void zero_grad() { grads_.zero(); }
+    void zero_grad() { grads_.zero(); }  // (no-op without gradients)
+    // Bumped by whoever changes the parameters (the optimizer, loading): a
+    // compute copy in another dtype knows when to refresh.
+    std::uint64_t version() const { return version_; }
+    void changed() { ++version_; }
 
-    // Models call this during backward once the gradients from element `offset`
-    // to the end of the flat buffer are final for this backward pass; the
-    // data-parallel layer starts averaging them while backward goes on.
-    void grads_final_from(std::int64_t offset) const {
-        if (on_final_) on_final_(offset);
-    }
-    // Who hears about it (empty: nobody).
-    void set_grads_final_hook(std::function<void(std::int64_t)> hook) { on_final_ = std::move(hook); }
+    // --- when gradients are final (data parallelism listens) ----------------
+    // `hook(offset)`: the gradients from `offset` to the end of the flat
+    // buffer will not change again in this backward pass (empty: nobody listens).
+    void set_final_hook(std::function<void(std::int64_t)> hook) { on_final_ = std::move(hook); }
+    bool has_final_hook() const { return static_cast<bool>(on_final_); }
+    // The autograd engine, at the start of a backward pass: every entry is
+    // final unless expect_grad() says this pass computes its gradient; then
+    // mark_final() as backward passes each one's first use.
+    void begin_final();
+    void expect_grad(int id);
+    void publish_final();
+    void mark_final(int id);
 
 private:
     std::vector<Entry> entries_;
     std::int64_t size_ = 0;
     Tensor params_, grads_;
+    std::uint64_t version_ = 0;
     std::function<void(std::int64_t)> on_final_;
+    std::vector<char> final_;  // per entry, during a backward pass
+    std::size_t frontier_ = 0;  // entries [frontier_, n) are final and announced
 };
-
-extern template class ParamSet<float>;
-extern template class ParamSet<double>;
 
 }  // namespace levers

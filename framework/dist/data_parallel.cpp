@@ -8,26 +8,27 @@
 
 namespace levers::dist {
 
-ParamSync::ParamSync(ParamSet<float>& params, std::int64_t bucket_bytes) : params_(params) {
+ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes) : params_(params) {
     if (!backend()) return;  // a world of one
     const bool on_card = !params.device().is_cpu();
     Backend* group = on_card ? device_backend() : backend();
     LEVERS_CHECK(group, "parameters on {} but this job has no group for card memory (NCCL)", params.device().str());
-    group->broadcast(params.params().data<float>(), static_cast<std::size_t>(params.size()) * sizeof(float), 0);
+    group->broadcast(params.params().raw(), params.params().bytes(), 0);
+    params.changed();
     const auto elem = static_cast<std::int64_t>(size_of(params.grad_dtype()));
     sync_ = std::make_unique<GradientSync>(*group, params.grads().raw(), params.grad_dtype(), params.size(),
                                            std::max<std::int64_t>(1, bucket_bytes / elem),
                                            on_card ? compute_stream() : nullptr);
 }
 
-ParamSync::~ParamSync() { params_.set_grads_final_hook({}); }
+ParamSync::~ParamSync() { params_.set_final_hook({}); }
 
 void ParamSync::arm() {
-    if (sync_) params_.set_grads_final_hook([this](std::int64_t from) { sync_->ready_from(from); });
+    if (sync_) params_.set_final_hook([this](std::int64_t from) { sync_->ready_from(from); });
 }
 
 void ParamSync::finish() {
-    params_.set_grads_final_hook({});
+    params_.set_final_hook({});
     if (sync_) sync_->finish();
 }
 

@@ -6,7 +6,11 @@
 //   auto ddp = dist::wrap(model);                 // parameters now rank 0's
 //   for (...) {
 //       model.params().zero_grad();
-//       float loss = ddp.forward_backward(true, batch...);   // gradients averaged
+//       double loss = ddp.step(true, [&] {            // gradients averaged
+//           Tensor l = model.loss(x, y);
+//           l.backward();
+//           return l.item();
+//       });
 //       optimizer.step(lr);
 //   }
 //
@@ -27,7 +31,7 @@ public:
     static constexpr std::int64_t kDefaultBucketBytes = std::int64_t{25} << 20;  // DDP's
 
     // Collective: every rank starts from rank 0's parameters.
-    explicit ParamSync(ParamSet<float>& params, std::int64_t bucket_bytes = kDefaultBucketBytes);
+    explicit ParamSync(ParamSet& params, std::int64_t bucket_bytes = kDefaultBucketBytes);
     ~ParamSync();
 
     // Before the backward pass whose gradients are to be averaged (a step's
@@ -39,7 +43,7 @@ public:
     const GradientSync* buckets() const { return sync_.get(); }
 
 private:
-    ParamSet<float>& params_;
+    ParamSet& params_;
     std::unique_ptr<GradientSync> sync_;
 };
 
@@ -50,16 +54,15 @@ public:
 
     Model& module() { return model_; }
 
-    // model.forward(args...) then model.backward(). With `sync` (the last
-    // micro-batch of a step) the gradients are averaged over ranks, in buckets
-    // overlapping backward, before it returns; without, they only accumulate.
-    // Returns this rank's loss.
-    template <class... Args> float forward_backward(bool sync, Args&&... args) {
+    // Runs `forward_backward()` (one micro-batch's forward and backward: it
+    // returns whatever it likes, the loss). With `sync` (the last micro-batch
+    // of a step) the gradients are averaged over ranks, in buckets
+    // overlapping backward, before this returns; without, they only accumulate.
+    template <class F> auto step(bool sync, F&& forward_backward) {
         if (sync) sync_->arm();
-        const float loss = model_.forward(std::forward<Args>(args)...);
-        model_.backward();
+        auto out = forward_backward();
         if (sync) sync_->finish();
-        return loss;
+        return out;
     }
 
 private:

@@ -1,6 +1,7 @@
 #include "framework/dist/nccl_backend.hpp"
+#include "framework/dist/nccl_group.hpp"
 
-#include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/cuda_check.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/launch/card_quirks.hpp"
@@ -195,3 +196,8 @@ void NcclBackend::abort(const std::string& why) {
 }
 
 }  // namespace levers::dist
+
+extern "C" levers::dist::Backend* levers_make_nccl_backend(int rank, int world, int device,
+                                                          const levers::dist::StoreAccess* store, long timeout_ms) {
+    return new levers::dist::NcclBackend(rank, world, device, *store, std::chrono::milliseconds(timeout_ms));
+}

@@ -5,9 +5,7 @@
 #include "framework/dist/tcp_store.hpp"
 #include "framework/launch/job_segment.hpp"
 
-#if defined(LEVERS_CUDA)
-#include "framework/dist/nccl_backend.hpp"
-#endif
+#include "framework/dist/nccl_group.hpp"
 
 #include <cstdlib>
 #include <string>
@@ -18,18 +16,13 @@ namespace {
 // Across nodes: one NCCL communicator whose id goes through the TCP store.
 JoinedGroup join_across_nodes(const RankEnv& env, dist::TcpStore& store, int card,
                               std::chrono::milliseconds timeout) {
-#if defined(LEVERS_CUDA)
     const dist::StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
                                    [&](const std::string& k) { return store.get(k); }};
     JoinedGroup g;
-    g.card_backend = std::make_unique<dist::NcclBackend>(env.rank, env.world_size, card, access, timeout);
+    g.card_backend = dist::make_nccl_backend(env.rank, env.world_size, card, access, timeout);
     g.backend = std::make_unique<dist::CardStagedBackend>(*g.card_backend);
     store.add("levers/joined", 1);
     return g;
-#else
-    (void)env, (void)store, (void)card, (void)timeout;
-    LEVERS_FAIL("a job across nodes runs on cards through NCCL, and this build of levers has no CUDA backend");
-#endif
 }
 }  // namespace
 

@@ -41,10 +41,13 @@ DType resolve_precision(const std::string& flag, const std::string& device) {
 
 namespace {
 DType process_compute_dtype = DType::f32;
+bool process_device_auto = false;
 }  // namespace
 
 void set_compute_dtype(DType dtype) { process_compute_dtype = dtype; }
 DType compute_dtype() { return process_compute_dtype; }
+void set_device_was_auto(bool automatic) { process_device_auto = automatic; }
+bool device_was_auto() { return process_device_auto; }
 
 int runtime_index(int card) {
     const auto visible = launch::visible_cuda_cards(node_gpu_count(), std::getenv("CUDA_VISIBLE_DEVICES"));

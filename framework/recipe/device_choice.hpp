@@ -20,6 +20,10 @@ DType resolve_precision(const std::string& flag, const std::string& device);
 // What the framework loop moves models to cards in: set once by `recipe run`.
 void set_compute_dtype(DType dtype);
 DType compute_dtype();
+// Whether the device was left to --device auto (then a model that needs an
+// op the card has no kernel for trains on the CPU instead): set by `recipe run`.
+void set_device_was_auto(bool automatic);
+bool device_was_auto();
 
 // The CUDA runtime's index, under this process's CUDA_VISIBLE_DEVICES, of the
 // node's card `card` (a physical index, as the card ledger hands out).

@@ -1,5 +1,6 @@
 #include "framework/recipe/framework_loop.hpp"
 
+#include "framework/core/dispatch.hpp"
 #include "framework/core/live_progress.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/checkpoints.hpp"
@@ -25,14 +26,16 @@ std::vector<nlohmann::json> gather_data_states(const LoopSpec& spec, const void*
 }
 
 // Loads the checkpoint `path` into the model, the data and the loop's start.
-void resume(const std::string& recipe, const LoopSpec& spec, const std::filesystem::path& path,
-            ParamSet<float>& params, void* data, train::LoopOptions& options, train::TrainState& state) {
+void resume(const std::string& recipe, const LoopSpec& spec, const std::filesystem::path& path, void* model,
+            ParamSet& params, void* data, train::LoopOptions& options, train::TrainState& state) {
     state = train::read_train_state(path);
     const std::string wrote = state.file.metadata.value("recipe", "?");
     LEVERS_CHECK(wrote == recipe, "--resume {}: written by recipe '{}', not '{}'", path.string(), wrote, recipe);
     train::load_parameters(state, params, path);
+    if (nn::Module* m = spec.module_of ? spec.module_of(model) : nullptr)
+        m->load_state(state.file.metadata.value("model_state", nlohmann::json::object()));
     options.start = state.loop;
-    options.restore_optimizer = [&state](train::AdamW<float>& o) {
+    options.restore_optimizer = [&state](train::AdamW& o) {
         o.load(state.file.at("adamw/m"), state.file.at("adamw/v"), state.adamw_steps);
     };
     if (state.world_size != dist::world_size())
@@ -48,21 +51,59 @@ void resume(const std::string& recipe, const LoopSpec& spec, const std::filesyst
     dist::print0("resumed from {} at step {}\n", path.string(), state.loop.step);
 }
 
-}  // namespace
+// The model and data built on every rank, the model moved to `device`.
+struct Built {
+    LoopSpec::Erased model, data;
+    nn::Module* module = nullptr;
+};
 
-Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const Config& cfg) {
-    auto model = spec.make_model(cfg);
-    if (const Device d = dist::device(); !d.is_cpu()) {
-        LEVERS_CHECK(spec.to_device, "recipe '{}' cannot run on {}: its model type has no to_device(Device), so it "
-                     "runs on the CPU only; use --device cpu", recipe, d.str());
+Built build(const std::string& recipe, const LoopSpec& spec, const Config& cfg, Device device) {
+    Built b;
+    b.model = spec.make_model(cfg);
+    b.module = spec.module_of ? spec.module_of(b.model.get()) : nullptr;
+    if (!device.is_cpu()) {
+        LEVERS_CHECK(spec.to_device, "recipe '{}' cannot run on {}: its model type has no to(Device, DType), so it "
+                     "runs on the CPU only; use --device cpu", recipe, device.str());
         const DType dtype = compute_dtype();
         LEVERS_CHECK(dtype == DType::f32 || spec.to_device_takes_dtype,
                      "recipe '{}' cannot compute in {}: its model type's to_device(Device) takes no dtype, so it "
                      "computes in f32 only; use --precision f32", recipe, name_of(dtype));
-        spec.to_device(model.get(), d, dtype);
+        spec.to_device(b.model.get(), device, dtype);
     }
-    auto data = spec.make_data(cfg);
-    ParamSet<float>& params = spec.params_of(model.get());
+    if (b.module) b.module->set_stream(static_cast<std::uint64_t>(dist::rank()));  // each rank its own dropout
+    b.data = spec.make_data(cfg);
+    return b;
+}
+
+Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& cfg, Device device, bool& stepped);
+
+}  // namespace
+
+Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const Config& cfg) {
+    const Device device = dist::device();
+    bool stepped = false;
+    if (device.is_cpu() || !device_was_auto()) return train_on(recipe, spec, cfg, device, stepped);
+    try {
+        return train_on(recipe, spec, cfg, device, stepped);
+    } catch (const MissingKernel& e) {
+        // --device auto: a model that needs an op the card lacks trains on the CPU, where every op has a kernel.
+        if (stepped) throw;
+        dist::print0("recipe {}: the model uses op '{}', which has no {} kernel in {}; training on the CPU instead "
+                     "(--device cpu skips the card)\n",
+                     recipe, e.op(), name_of(e.device().kind), name_of(e.dtype()));
+        set_compute_dtype(DType::f32);
+        return train_on(recipe, spec, cfg, Device::cpu(), stepped);
+    }
+}
+
+namespace {
+
+Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& cfg, Device device, bool& stepped) {
+    Built built = build(recipe, spec, cfg, device);
+    auto& model = built.model;
+    auto& data = built.data;
+    nn::Module* module = built.module;
+    ParamSet& params = spec.params_of(model.get());
 
     train::LoopOptions options = loop_options(cfg);
     options.unit = "samples";  // what MicroResult::items counts; .optimizer may say "tok"
@@ -79,7 +120,8 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     options.metrics = metrics ? &*metrics : nullptr;
 
     train::TrainState resumed;
-    if (!resume_from().empty()) resume(recipe, spec, resume_from(), params, data.get(), options, resumed);
+    if (!resume_from().empty())
+        resume(recipe, spec, resume_from(), model.get(), params, data.get(), options, resumed);
 
     const long every = spec.checkpoint_every.resolve(cfg);
     std::optional<CheckpointKeeper> keeper;
@@ -88,7 +130,8 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
         const std::string best = spec.best_metric.empty() ? spec.early_stop.metric : spec.best_metric;
         const bool maximize = spec.best_metric.empty() ? spec.early_stop.maximize : spec.best_maximize;
         keeper.emplace(dir, spec.keep_last, best, maximize);
-        options.after_step = [&](const train::LoopState& st, const train::AdamW<float>& opt, const Metrics* eval) {
+        options.after_step = [&](const train::LoopState& st, const train::AdamW& opt, const Metrics* eval) {
+            stepped = true;
             const bool final_step = st.step == options.steps;
             if (st.step % every != 0 && !final_step) return;
             // Every rank reaches this point (it is inside the loop); the data states are gathered from all.
@@ -97,14 +140,27 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
             if (eval && eval->count(keeper->best_metric())) metric = eval->at(keeper->best_metric());
             if (dist::is_main())
                 keeper->save(st.step, metric, [&](const std::filesystem::path& path) {
-                    train::save_train_state(path, {{"recipe", recipe}, {"config", cfg.to_json()}}, params, opt, st,
-                                            states);
+                    nlohmann::json meta = {{"recipe", recipe}, {"config", cfg.to_json()}};
+                    if (module) meta["model_state"] = module->save_state();
+                    train::save_train_state(path, meta, params, opt, st, states);
                 });
             dist::barrier();  // no rank runs ahead of a checkpoint being written
         };
     }
+    if (!options.after_step) options.after_step = [&](const train::LoopState&, const train::AdamW&, const Metrics*) {
+        stepped = true;
+    };
+    // Evaluation and the finish run in inference mode, the model in evaluation mode.
+    auto evaluating = [&](auto&& fn) {
+        autograd::InferenceMode inference;
+        if (module) module->eval();
+        auto out = fn();
+        if (module) module->train();
+        return out;
+    };
     std::function<Metrics(long)> evaluate;
-    if (spec.evaluate) evaluate = [&](long) { return spec.evaluate(model.get(), data.get()); };
+    if (spec.evaluate)
+        evaluate = [&](long) { return evaluating([&] { return spec.evaluate(model.get(), data.get()); }); };
     auto step = [&](long s, long micro) { return spec.step(model.get(), data.get(), StepInfo{s, micro}); };
 
     const LoopResult run = train::train_loop(params, options, step, evaluate);
@@ -135,8 +191,9 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
         out["best_" + spec.early_stop.metric] = run.best_metric;
     }
     if (!resume_from().empty()) out["resumed_from"] = resume_from().string();
-    if (spec.finish) out.update(spec.finish(model.get(), data.get(), run, cfg));
+    if (spec.finish) out.update(evaluating([&] { return spec.finish(model.get(), data.get(), run, cfg); }));
     return out;
 }
 
+}  // namespace
 }  // namespace levers

@@ -9,7 +9,7 @@
 //       return levers::recipe("classify")
 //           .describe("MLP on Fashion-MNIST")
 //           .param("steps", 3000, "optimizer steps") ...
-//           .model(make_mlp)                 // M or unique_ptr<M> (const Config&); M has params()
+//           .model(make_mlp)                 // M or unique_ptr<M> (const Config&): an nn::Module, or any type with params()
 //           .data(load_images)               // D or unique_ptr<D> (const Config&)
 //           .step(train_step)                // MicroResult (M&, D&, const StepInfo&)
 //           .evaluate_every("eval_every", validate)  // Metrics (M&, D&), combined over ranks
@@ -26,6 +26,7 @@
 #pragma once
 
 #include "framework/core/params.hpp"
+#include "framework/nn/module.hpp"
 #include "framework/recipe/config.hpp"
 #include "framework/train/loop.hpp"
 
@@ -73,11 +74,14 @@ struct LoopSpec {
     using Erased = std::shared_ptr<void>;
     std::function<Erased(const Config&)> make_model, make_data;
     std::type_index model_type = typeid(void), data_type = typeid(void);
-    std::function<ParamSet<float>&(void*)> params_of;
-    // Moves the model to a card computing in a dtype: set when the model type
-    // has to_device(Device); with to_device(Device, DType) it takes bf16 too.
+    std::function<ParamSet&(void*)> params_of;
+    // Moves the model to a device computing in a dtype: set when the model
+    // type has to(Device, DType) (every nn::Module) or to_device(Device[, DType]).
     std::function<void(void*, Device, DType)> to_device;
     bool to_device_takes_dtype = false;
+    // The model as an nn::Module (null for other types): the loop switches it
+    // between training and evaluation and keeps its state in checkpoints.
+    std::function<nn::Module*(void*)> module_of;
     std::function<MicroResult(void*, void*, const StepInfo&)> step;
     std::type_index step_model = typeid(void), step_data = typeid(void);
     std::function<Metrics(void*, void*)> evaluate;
@@ -213,12 +217,17 @@ template <class F> std::shared_ptr<void> make_erased(const F& make, const Config
 
 template <class F> Recipe& Recipe::model(F make) {
     using M = typename detail::Made<std::invoke_result_t<const F&, const Config&>>::type;
-    static_assert(std::is_same_v<decltype(std::declval<M&>().params()), ParamSet<float>&>,
-                  "a model must have ParamSet<float>& params(): the parameters the optimizer trains");
+    static_assert(std::is_same_v<decltype(std::declval<M&>().params()), ParamSet&>,
+                  "a model must have ParamSet& params(): the parameters the optimizer trains (every nn::Module has)");
     loop_.make_model = [make = std::move(make)](const Config& cfg) { return detail::make_erased(make, cfg); };
     loop_.model_type = typeid(M);
-    loop_.params_of = [](void* m) -> ParamSet<float>& { return static_cast<M*>(m)->params(); };
-    if constexpr (requires(M& m, Device d, DType t) { m.to_device(d, t); }) {
+    loop_.params_of = [](void* m) -> ParamSet& { return static_cast<M*>(m)->params(); };
+    if constexpr (std::is_base_of_v<nn::Module, M>)
+        loop_.module_of = [](void* m) -> nn::Module* { return static_cast<M*>(m); };
+    if constexpr (requires(M& m, Device d, DType t) { m.to(d, t); }) {
+        loop_.to_device = [](void* m, Device d, DType t) { static_cast<M*>(m)->to(d, t); };
+        loop_.to_device_takes_dtype = true;
+    } else if constexpr (requires(M& m, Device d, DType t) { m.to_device(d, t); }) {
         loop_.to_device = [](void* m, Device d, DType t) { static_cast<M*>(m)->to_device(d, t); };
         loop_.to_device_takes_dtype = true;
     } else if constexpr (requires(M& m, Device d) { m.to_device(d); }) {

@@ -5,9 +5,7 @@
 #include "framework/core/output_tee.hpp"
 #include "framework/core/threads.hpp"
 #include "framework/dist/context.hpp"
-#if defined(LEVERS_CUDA)
-#include "framework/dist/nccl_backend.hpp"
-#endif
+#include "framework/dist/nccl_group.hpp"
 #include "framework/dist/shm_segment.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/launch/env_contract.hpp"
@@ -99,15 +97,10 @@ std::unique_ptr<dist::Backend> card_group(dist::Backend& host_group, const launc
     auto* host = dynamic_cast<dist::ShmBackend*>(&host_group);
     LEVERS_CHECK(host, "card {}: the NCCL id travels through the shared-memory store, and this job's group is {}", card,
                  host_group.name());
-#if defined(LEVERS_CUDA)
     auto store = host->store();
     const dist::StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
                                    [&](const std::string& k) { return store.get(k); }};
-    return std::make_unique<dist::NcclBackend>(env.rank, env.world_size, card, access, timeout);
-#else
-    (void)host, (void)env, (void)timeout;
-    LEVERS_FAIL("card {}: this build of levers has no CUDA backend", card);
-#endif
+    return dist::make_nccl_backend(env.rank, env.world_size, card, access, timeout);
 }
 
 // Runs the recipe as one rank of `group` (none: a world of one) on `device`
@@ -248,6 +241,7 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     Config cfg = resume_from().empty() ? resolve_config(r, flags.sets) : resumed_config(r, resume_from(), flags.sets);
     LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
     LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
+    set_device_was_auto(flags.device == "auto");
     if (env.source == "levers") {
         set_compute_dtype(resolve_precision(flags.precision, env.device));
         return run_as_launched_rank(r, cfg, env, flags.timeout_s);

@@ -103,11 +103,11 @@ void LoopOptions::validate() const {
                  steps);
 }
 
-LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
+LoopResult train_loop(ParamSet& params, const LoopOptions& options,
                       const std::function<MicroResult(long step, long micro)>& micro_step,
                       const std::function<Metrics(long step)>& evaluate) {
     options.validate();
-    AdamW<float> optimizer(params, options.adamw);
+    AdamW optimizer(params, options.adamw);
     if (options.restore_optimizer) options.restore_optimizer(optimizer);
     dist::Backend* group = dist::backend();
     dist::ParamSync ddp(params, options.bucket_bytes);  // every rank starts from rank 0's parameters

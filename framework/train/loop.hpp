@@ -65,10 +65,10 @@ struct LoopOptions {
 
     LoopState start;  // resume from here (default: the beginning)
     // Loads saved moments into the optimizer before the first step (resuming).
-    std::function<void(AdamW<float>&)> restore_optimizer;
+    std::function<void(AdamW&)> restore_optimizer;
     // Every rank, after each step and its evaluation (checkpoints); `eval` is
     // that step's evaluation or null.
-    std::function<void(const LoopState&, const AdamW<float>&, const Metrics* eval)> after_step;
+    std::function<void(const LoopState&, const AdamW&, const Metrics* eval)> after_step;
     MetricsLog* metrics = nullptr;  // rank 0 writes a row per step and evaluation (may be null)
     LiveProgress live_progress = LiveProgress::off;  // redraw a progress line in place, and how
 
@@ -107,7 +107,7 @@ struct LoopResult {
 // rank 0's, gradients are averaged over ranks once per step (after the last
 // micro-batch), logged losses are the mean over ranks, and only rank 0 prints.
 // `evaluate` runs on every rank and must combine its metrics across ranks.
-LoopResult train_loop(ParamSet<float>& params, const LoopOptions& options,
+LoopResult train_loop(ParamSet& params, const LoopOptions& options,
                       const std::function<MicroResult(long step, long micro)>& micro_step,
                       const std::function<Metrics(long step)>& evaluate);
 

@@ -1,21 +1,22 @@
 // AdamW over a ParamSet: moment buffers as flat as the parameters and where
 // they live (the CPU or the card), weight decay only where the parameter asks
-// for it (matrices and embeddings, not biases or layernorm gains).
+// for it (matrices and embeddings, not biases or layernorm gains). The update
+// is the backends' "adamw" kernel (kernels/adamw.hpp): one pass over the flat
+// buffers, in f32 (or f64) master values whatever the gradients' dtype.
 #pragma once
 
 #include "framework/core/params.hpp"
 #include "kernels/adamw.hpp"
 
-#include <cstddef>
-#include <memory>
-
 namespace levers::train {
 
-template <class T> class AdamW {
+class AdamW {
 public:
-    AdamW(ParamSet<T>& params, const kernels::AdamWHyper& hyper);
+    AdamW(ParamSet& params, const kernels::AdamWHyper& hyper);
 
     // One update with learning rate `lr` from the gradients in params.grads().
+    // Throws levers::Error if the parameters were laid out again since
+    // (adapters attached, layers frozen, the model moved).
     void step(double lr);
     long steps_taken() const { return step_; }
 
@@ -26,16 +27,12 @@ public:
     void load(const Tensor& m, const Tensor& v, long steps);
 
 private:
-    ParamSet<T>& params_;
+    ParamSet& params_;
     kernels::AdamWHyper hyper_;
     Tensor m_, v_;
+    Tensor chunks_;  // the kernel's chunk table, where the parameters are
+    Tensor params_seen_;  // the flat buffer the moments belong to
     long step_ = 0;
-    // On a card: the one-launch update's chunk table (param_kernels.hpp), in card memory.
-    std::shared_ptr<std::byte> card_chunks_;
-    std::int64_t n_chunks_ = 0;
 };
-
-extern template class AdamW<float>;
-extern template class AdamW<double>;
 
 }  // namespace levers::train

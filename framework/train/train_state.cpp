@@ -8,8 +8,8 @@ namespace {
 constexpr const char* kKind = "levers-train-state";
 }
 
-void save_train_state(const std::filesystem::path& path, nlohmann::json metadata, const ParamSet<float>& params,
-                      const AdamW<float>& optimizer, const LoopState& loop, const std::vector<nlohmann::json>& data) {
+void save_train_state(const std::filesystem::path& path, nlohmann::json metadata, const ParamSet& params,
+                      const AdamW& optimizer, const LoopState& loop, const std::vector<nlohmann::json>& data) {
     metadata["kind"] = kKind;
     metadata["loop"] = to_json(loop);
     metadata["adamw_steps"] = optimizer.steps_taken();
@@ -44,7 +44,7 @@ TrainState read_train_state(const std::filesystem::path& path) {
     return s;
 }
 
-void load_parameters(const TrainState& state, ParamSet<float>& params, const std::filesystem::path& path) {
+void load_parameters(const TrainState& state, ParamSet& params, const std::filesystem::path& path) {
     std::size_t saved = 0;
     for (const auto& t : state.file.tensors) saved += t.name.starts_with("param/");
     LEVERS_CHECK(saved == params.entries().size(),
@@ -63,6 +63,7 @@ void load_parameters(const TrainState& state, ParamSet<float>& params, const std
                      dst.shape().str());
         dst.copy_from(*src);
     }
+    params.changed();
 }
 
 }  // namespace levers::train

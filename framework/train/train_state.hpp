@@ -24,14 +24,14 @@ struct TrainState {
 
 // Writes atomically (a crash leaves the previous file); `metadata` holds the
 // recipe's name and config and is completed here.
-void save_train_state(const std::filesystem::path& path, nlohmann::json metadata, const ParamSet<float>& params,
-                      const AdamW<float>& optimizer, const LoopState& loop, const std::vector<nlohmann::json>& data);
+void save_train_state(const std::filesystem::path& path, nlohmann::json metadata, const ParamSet& params,
+                      const AdamW& optimizer, const LoopState& loop, const std::vector<nlohmann::json>& data);
 
 // Reads and checks a train-state file; refuses, naming the file, anything else.
 TrainState read_train_state(const std::filesystem::path& path);
 
 // Copies the saved parameters into `params`; refuses, naming the file and the
 // first difference, a checkpoint of another model.
-void load_parameters(const TrainState& state, ParamSet<float>& params, const std::filesystem::path& path);
+void load_parameters(const TrainState& state, ParamSet& params, const std::filesystem::path& path);
 
 }  // namespace levers::train

@@ -10,7 +10,7 @@ namespace {
 
 template <class T> using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T> using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-constexpr index_t kChunk = 16384;
+constexpr index_t kChunk = 4096;  // elements per task (and the stack buffer of the backward)
 
 // The same formulas as gelu_value / gelu_grad in the header, on whole arrays
 // so Eigen's vectorised tanh is used (the scalar std::tanh dominated a step).
@@ -23,7 +23,9 @@ template <class T> void gelu_chunk(T* out, const T* in, index_t n) {
 template <class T> void gelu_grad_chunk(T* d_in, const T* d_out, const T* in, index_t n) {
     const T k = T(0.7978845608028654);
     ConstArr<T> x(in, n), g(d_out, n);
-    auto t = (k * (x + T(0.044715) * x.cube())).tanh().eval();
+    alignas(64) T buffer[kChunk];  // tanh once per element, without a heap temporary
+    Arr<T> t(buffer, n);
+    t = (k * (x + T(0.044715) * x.cube())).tanh();
     Arr<T>(d_in, n) =
         g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t.square()) * k * (T(1) + T(3 * 0.044715) * x.square()));
 }
@@ -46,5 +48,16 @@ template void gelu_forward<float>(float*, const float*, index_t);
 template void gelu_forward<double>(double*, const double*, index_t);
 template void gelu_backward<float>(float*, const float*, const float*, index_t);
 template void gelu_backward<double>(double*, const double*, const double*, index_t);
+
+namespace {
+template <class T> void gelu(const KernelCall& c) { gelu_forward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[0].numel()); }
+template <class T> void gelu_grad(const KernelCall& c) {
+    gelu_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[0].numel());
+}
+LEVERS_KERNEL(gelu, cpu, f32, gelu<float>);
+LEVERS_KERNEL(gelu, cpu, f64, gelu<double>);
+LEVERS_KERNEL(gelu_backward, cpu, f32, gelu_grad<float>);
+LEVERS_KERNEL(gelu_backward, cpu, f64, gelu_grad<double>);
+}  // namespace
 
 }  // namespace levers::kernels::cpu

@@ -26,4 +26,19 @@ template double grad_norm<double>(const double*, index_t);
 template double clip_grad_norm<float>(float*, index_t, double);
 template double clip_grad_norm<double>(double*, index_t, double);
 
+namespace {
+template <class T> void clip(const KernelCall& c) { *c.result = clip_grad_norm(c.t[0].as<T>(), c.t[0].numel(), c.f[0]); }
+template <class T> void scale(const KernelCall& c) {
+    T* x = c.t[0].as<T>();
+    const T s = static_cast<T>(c.f[0]);
+    const index_t n = c.t[0].numel();
+#pragma omp parallel for simd schedule(static)
+    for (index_t i = 0; i < n; ++i) x[i] *= s;
+}
+LEVERS_KERNEL(clip_grad_norm, cpu, f32, clip<float>);
+LEVERS_KERNEL(clip_grad_norm, cpu, f64, clip<double>);
+LEVERS_KERNEL(scale, cpu, f32, scale<float>);
+LEVERS_KERNEL(scale, cpu, f64, scale<double>);
+}  // namespace
+
 }  // namespace levers::kernels::cpu

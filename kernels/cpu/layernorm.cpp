@@ -18,14 +18,13 @@ void layernorm_backward(T* d_x, T* d_weight, T* d_bias, const T* d_out, const T*
         layernorm_row_backward(d_x + r * channels, d_out + r * channels, x + r * channels, weight, mean[r], rstd[r],
                                channels);
     // Parameter gradients: a column reduction over rows, cheap next to the row work.
-    if (d_weight == nullptr) return;  // frozen
     for (index_t r = 0; r < rows; ++r) {
         const T* g = d_out + r * channels;
         const T* xr = x + r * channels;
-        for (index_t c = 0; c < channels; ++c) {
-            d_weight[c] += g[c] * (xr[c] - mean[r]) * rstd[r];
-            d_bias[c] += g[c];
-        }
+        if (d_weight)
+            for (index_t c = 0; c < channels; ++c) d_weight[c] += g[c] * (xr[c] - mean[r]) * rstd[r];
+        if (d_bias)
+            for (index_t c = 0; c < channels; ++c) d_bias[c] += g[c];
     }
 }
 
@@ -37,5 +36,22 @@ template void layernorm_backward<float>(float*, float*, float*, const float*, co
                                         const float*, const float*, index_t, index_t);
 template void layernorm_backward<double>(double*, double*, double*, const double*, const double*, const double*,
                                          const double*, const double*, index_t, index_t);
+
+namespace {
+template <class T> void layernorm(const KernelCall& c) {
+    const index_t channels = c.t[3].shape.last();
+    layernorm_forward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(), c.t[5].as<T>(),
+                      c.t[3].shape.rows(), channels, static_cast<T>(c.f[0]));
+}
+template <class T> void layernorm_grad(const KernelCall& c) {
+    const index_t channels = c.t[4].shape.last();
+    layernorm_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(),
+                       c.t[5].as<T>(), c.t[6].as<T>(), c.t[7].as<T>(), c.t[4].shape.rows(), channels);
+}
+LEVERS_KERNEL(layernorm, cpu, f32, layernorm<float>);
+LEVERS_KERNEL(layernorm, cpu, f64, layernorm<double>);
+LEVERS_KERNEL(layernorm_backward, cpu, f32, layernorm_grad<float>);
+LEVERS_KERNEL(layernorm_backward, cpu, f64, layernorm_grad<double>);
+}  // namespace
 
 }  // namespace levers::kernels::cpu

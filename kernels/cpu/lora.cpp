@@ -37,4 +37,22 @@ void lora_merge(T* weight, const T* a, const T* b, index_t in_dim, index_t out_d
 LEVERS_LORA(float)
 LEVERS_LORA(double)
 
+namespace {
+template <class T> void lora(const KernelCall& c) {
+    const index_t rank = c.t[3].shape[0], in_dim = c.t[3].shape[1], out_dim = c.t[4].shape[0];
+    lora_forward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(), c.t[2].shape.rows(),
+                 in_dim, out_dim, rank, static_cast<T>(c.f[0]));
+}
+template <class T> void lora_grad(const KernelCall& c) {
+    const index_t rank = c.t[7].shape[0], in_dim = c.t[7].shape[1], out_dim = c.t[8].shape[0];
+    lora_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(), c.t[5].as<T>(),
+                  c.t[6].as<T>(), c.t[7].as<T>(), c.t[8].as<T>(), c.t[5].shape.rows(), in_dim, out_dim, rank,
+                  static_cast<T>(c.f[0]));
+}
+LEVERS_KERNEL(lora, cpu, f32, lora<float>);
+LEVERS_KERNEL(lora, cpu, f64, lora<double>);
+LEVERS_KERNEL(lora_backward, cpu, f32, lora_grad<float>);
+LEVERS_KERNEL(lora_backward, cpu, f64, lora_grad<double>);
+}  // namespace
+
 }  // namespace levers::kernels::cpu

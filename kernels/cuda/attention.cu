@@ -1,5 +1,6 @@
 // Causal self-attention as batched GEMMs per batch row (heads strided) and
 // softmax kernels of one warp per row; the layouts of kernels/attention.hpp.
+#include "kernels/cuda/register.cuh"
 #include "kernels/cuda/blas.cuh"
 #include "kernels/cuda/device_math.cuh"
 
@@ -111,5 +112,19 @@ void attention_backward(S* d_qkv, const S* d_y, const S* att, const S* qkv, inde
 LEVERS_ATTENTION(float)
 LEVERS_ATTENTION(double)
 LEVERS_ATTENTION(bf16)
+
+namespace {
+template <class S> void attention_call(const KernelCall& c) {
+    const auto& q = c.t[2].shape;
+    attention_forward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<const S>(c.t[2]), q[0], q[1], q[2] / 3, c.i[0], stream_of(c));
+}
+template <class S> void attention_grad_call(const KernelCall& c) {
+    const auto& q = c.t[3].shape;
+    attention_backward(ptr<S>(c.t[0]), ptr<const S>(c.t[1]), ptr<const S>(c.t[2]), ptr<const S>(c.t[3]), q[0], q[1],
+                       q[2] / 3, c.i[0], stream_of(c));
+}
+LEVERS_CUDA_KERNELS(attention, attention_call);
+LEVERS_CUDA_KERNELS(attention_backward, attention_grad_call);
+}  // namespace
 
 }  // namespace levers::kernels::cuda

@@ -5,7 +5,7 @@
 // column-major transposes. And the cuBLASLt linear layer.
 #pragma once
 
-#include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/ops.hpp"
 
 #include <cublas_v2.h>

@@ -3,7 +3,7 @@
 // in a fixed tree order, so a result never depends on timing.
 #pragma once
 
-#include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/cuda_check.hpp"
 #include "framework/core/device_memory.hpp"
 #include "kernels/cuda/ops.hpp"
 

@@ -1,7 +1,8 @@
 // Element-wise helpers that are not ops of their own: scaling (gradient
 // averaging over micro-batches, clipping) and storage conversions (bf16
 // copies of f32 weights), 16 bytes per load where the arrays allow.
-#include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/register.cuh"
+#include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_math.cuh"
 
 namespace levers::kernels::cuda {
@@ -46,5 +47,25 @@ template void scale<double>(double*, double, index_t, cudaStream_t);
 template void scale<bf16>(bf16*, float, index_t, cudaStream_t);
 template void convert<bf16, float>(bf16*, const float*, index_t, cudaStream_t);
 template void convert<float, bf16>(float*, const bf16*, index_t, cudaStream_t);
+
+namespace {
+template <class S> void scale_call(const KernelCall& c) {
+    scale(ptr<S>(c.t[0]), static_cast<acc_t<S>>(c.f[0]), c.t[0].numel(), stream_of(c));
+}
+LEVERS_CUDA_KERNELS(scale, scale_call);
+// "convert" by the output's dtype: t0 out, t1 in (f32 <-> bf16).
+template <class To> void convert_call(const KernelCall& c) {
+    if constexpr (std::is_same_v<To, bf16>) {
+        if (c.t[1].dtype == DType::f32)
+            return convert(ptr<bf16>(c.t[0]), ptr<const float>(c.t[1]), c.t[0].numel(), stream_of(c));
+    } else if constexpr (std::is_same_v<To, float>) {
+        if (c.t[1].dtype == DType::bf16)
+            return convert(ptr<float>(c.t[0]), ptr<const bf16>(c.t[1]), c.t[0].numel(), stream_of(c));
+    }
+    detail::op_refused("convert: the card converts f32 and bf16 into each other only", __FILE__, __LINE__);
+}
+LEVERS_KERNEL(convert, cuda, bf16, convert_call<bf16>);
+LEVERS_KERNEL(convert, cuda, f32, convert_call<float>);
+}  // namespace
 
 }  // namespace levers::kernels::cuda

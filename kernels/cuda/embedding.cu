@@ -3,6 +3,7 @@
 // token (a stable radix sort, so each token's positions stay in order) and
 // one thread per (token run, channel) sums its run in the accumulator type,
 // then adds once. No atomics: the same sums every run.
+#include "kernels/cuda/register.cuh"
 #include "kernels/cuda/device_math.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -19,7 +20,9 @@ __global__ void embedding_forward_kernel(S* out, const std::int32_t* tokens, con
     const index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
     if (i >= bt * c) return;
     const index_t row = i / c, ch = i % c;
-    out[i] = store<S>(load(wte[static_cast<index_t>(tokens[row]) * c + ch]) + load(wpe[(row % time) * c + ch]));
+    acc_t<S> v = load(wte[static_cast<index_t>(tokens[row]) * c + ch]);
+    if (wpe) v += load(wpe[(row % time) * c + ch]);  // no table: a plain lookup
+    out[i] = store<S>(v);
 }
 
 // d_wpe[t, ch] += Σ_b d_out[b, t, ch].
@@ -94,5 +97,20 @@ void embedding_backward(S* d_wte, S* d_wpe, const S* d_out, const std::int32_t* 
 LEVERS_EMBEDDING(float)
 LEVERS_EMBEDDING(double)
 LEVERS_EMBEDDING(bf16)
+
+namespace {
+template <class S> void embedding_call(const KernelCall& c) {
+    const auto& tokens = c.t[1].shape;
+    embedding_forward(ptr<S>(c.t[0]), ptr<const std::int32_t>(c.t[1]), ptr<const S>(c.t[2]), ptr<const S>(c.t[3]),
+                      tokens.rows(), tokens.last(), c.t[2].shape[1], stream_of(c));
+}
+template <class S> void embedding_grad_call(const KernelCall& c) {
+    const auto& tokens = c.t[3].shape;
+    embedding_backward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<const S>(c.t[2]), ptr<const std::int32_t>(c.t[3]),
+                       tokens.rows(), tokens.last(), c.t[2].shape.last(), stream_of(c));
+}
+LEVERS_CUDA_KERNELS(embedding, embedding_call);
+LEVERS_CUDA_KERNELS(embedding_backward, embedding_grad_call);
+}  // namespace
 
 }  // namespace levers::kernels::cuda

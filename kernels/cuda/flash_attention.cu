@@ -7,6 +7,7 @@
 // one kernel per key tile and dQ in another per query tile, so every sum has
 // a fixed order (no atomics). Head size 64, bf16 storage; the layouts of
 // kernels/attention.hpp (qkv [B, T, 3C], y [B, T, C]).
+#include "kernels/cuda/register.cuh"
 #include "kernels/cuda/device_math.cuh"
 
 #include <mma.h>
@@ -418,5 +419,21 @@ void attention_fused_backward(bf16* d_qkv, const bf16* d_y, const bf16* y, const
     LEVERS_LAUNCH(backward_q_kernel<<<grid, kThreads, kBackwardShared, stream>>>(d_qkv, d_y, lse, dot.get(), qkv,
                                                                                  time, channels, heads, scale));
 }
+
+namespace {
+void flash_call(const KernelCall& c) {
+    const auto& q = c.t[2].shape;
+    attention_fused_forward(ptr<bf16>(c.t[0]), ptr<float>(c.t[1]), ptr<const bf16>(c.t[2]), q[0], q[1], q[2] / 3,
+                            c.i[0], stream_of(c));
+}
+void flash_grad_call(const KernelCall& c) {
+    const auto& q = c.t[4].shape;
+    attention_fused_backward(ptr<bf16>(c.t[0]), ptr<const bf16>(c.t[1]), ptr<const bf16>(c.t[2]),
+                             ptr<const float>(c.t[3]), ptr<const bf16>(c.t[4]), q[0], q[1], q[2] / 3, c.i[0],
+                             stream_of(c));
+}
+LEVERS_KERNEL(flash_attention, cuda, bf16, flash_call);
+LEVERS_KERNEL(flash_attention_backward, cuda, bf16, flash_grad_call);
+}  // namespace
 
 }  // namespace levers::kernels::cuda

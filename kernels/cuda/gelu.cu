@@ -1,6 +1,7 @@
 // GELU on the card (tanh form), the CPU's per-element maths in the accumulator
 // type, 16 bytes per load where the arrays allow.
-#include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/register.cuh"
+#include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/gelu.hpp"
 
@@ -46,5 +47,16 @@ template <class S> void gelu_backward(S* d_in, const S* d_out, const S* in, inde
 LEVERS_GELU(float)
 LEVERS_GELU(double)
 LEVERS_GELU(bf16)
+
+namespace {
+template <class S> void gelu_kernel_call(const KernelCall& c) {
+    gelu_forward(ptr<S>(c.t[0]), ptr<const S>(c.t[1]), c.t[0].numel(), stream_of(c));
+}
+template <class S> void gelu_grad_call(const KernelCall& c) {
+    gelu_backward(ptr<S>(c.t[0]), ptr<const S>(c.t[1]), ptr<const S>(c.t[2]), c.t[0].numel(), stream_of(c));
+}
+LEVERS_CUDA_KERNELS(gelu, gelu_kernel_call);
+LEVERS_CUDA_KERNELS(gelu_backward, gelu_grad_call);
+}  // namespace
 
 }  // namespace levers::kernels::cuda

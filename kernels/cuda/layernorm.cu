@@ -3,6 +3,7 @@
 // weight and bias gradients as it goes, per block, then adds the blocks' sums
 // in a fixed order (kernels/cuda/columns.cuh): no atomics, no second pass
 // over d_out and x.
+#include "kernels/cuda/register.cuh"
 #include "kernels/cuda/columns.cuh"
 #include "kernels/cuda/device_math.cuh"
 
@@ -189,5 +190,20 @@ void layernorm_backward(S* d_x, S* d_weight, S* d_bias, const S* d_out, const S*
 LEVERS_LAYERNORM(float)
 LEVERS_LAYERNORM(double)
 LEVERS_LAYERNORM(bf16)
+
+namespace {
+template <class S> void layernorm_call(const KernelCall& c) {
+    layernorm_forward(ptr<S>(c.t[0]), ptr<acc_t<S>>(c.t[1]), ptr<acc_t<S>>(c.t[2]), ptr<const S>(c.t[3]),
+                      ptr<const S>(c.t[4]), ptr<const S>(c.t[5]), c.t[3].shape.rows(), c.t[3].shape.last(),
+                      stream_of(c), static_cast<acc_t<S>>(c.f[0]));
+}
+template <class S> void layernorm_grad_call(const KernelCall& c) {
+    layernorm_backward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<S>(c.t[2]), ptr<const S>(c.t[3]), ptr<const S>(c.t[4]),
+                       ptr<const acc_t<S>>(c.t[5]), ptr<const acc_t<S>>(c.t[6]), ptr<const S>(c.t[7]),
+                       c.t[4].shape.rows(), c.t[4].shape.last(), stream_of(c));
+}
+LEVERS_CUDA_KERNELS(layernorm, layernorm_call);
+LEVERS_CUDA_KERNELS(layernorm_backward, layernorm_grad_call);
+}  // namespace
 
 }  // namespace levers::kernels::cuda

@@ -1,4 +1,5 @@
 // LoRA's adapters on the card as matrix products through cuBLAS.
+#include "kernels/cuda/register.cuh"
 #include "kernels/cuda/blas.cuh"
 
 namespace levers::kernels::cuda {
@@ -36,5 +37,21 @@ void lora_backward(S* d_in, S* d_a, S* d_b, S* du, const S* d_out, const S* in, 
 LEVERS_LORA(float)
 LEVERS_LORA(double)
 LEVERS_LORA(bf16)
+
+namespace {
+template <class S> void lora_call(const KernelCall& c) {
+    const index_t rank = c.t[3].shape[0], in_dim = c.t[3].shape[1], out_dim = c.t[4].shape[0];
+    lora_forward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<const S>(c.t[2]), ptr<const S>(c.t[3]), ptr<const S>(c.t[4]),
+                 c.t[2].shape.rows(), in_dim, out_dim, rank, static_cast<acc_t<S>>(c.f[0]), stream_of(c));
+}
+template <class S> void lora_grad_call(const KernelCall& c) {
+    const index_t rank = c.t[7].shape[0], in_dim = c.t[7].shape[1], out_dim = c.t[8].shape[0];
+    lora_backward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<S>(c.t[2]), ptr<S>(c.t[3]), ptr<const S>(c.t[4]),
+                  ptr<const S>(c.t[5]), ptr<const S>(c.t[6]), ptr<const S>(c.t[7]), ptr<const S>(c.t[8]),
+                  c.t[5].shape.rows(), in_dim, out_dim, rank, static_cast<acc_t<S>>(c.f[0]), stream_of(c));
+}
+LEVERS_CUDA_KERNELS(lora, lora_call);
+LEVERS_CUDA_KERNELS(lora_backward, lora_grad_call);
+}  // namespace
 
 }  // namespace levers::kernels::cuda

@@ -1,5 +1,6 @@
 #include "framework/core/error.hpp"
 #include "framework/core/params.hpp"
+#include "framework/core/storage_pool.hpp"
 #include "framework/core/tensor.hpp"
 
 #include <doctest/doctest.h>
@@ -21,43 +22,72 @@ TEST_CASE("tensor views and slices share memory") {
     CHECK_THROWS_WITH_AS(t.data<double>(), doctest::Contains("tensor holds f32 but was read as f64"), Error);
 }
 
-TEST_CASE("arena hands out aligned memory and merges blocks on reset") {
-    Arena arena(256);
-    Tensor a = Tensor::in_arena(arena, {10}, DType::f32);
-    Tensor b = Tensor::in_arena(arena, {100}, DType::f64);  // larger than a block
-    CHECK(reinterpret_cast<std::uintptr_t>(a.raw()) % Arena::kAlign == 0);
-    CHECK(reinterpret_cast<std::uintptr_t>(b.raw()) % Arena::kAlign == 0);
-    CHECK(arena.used_bytes() == 64 + 832);
-    std::size_t capacity = arena.capacity_bytes();
-    arena.reset();
-    CHECK(arena.used_bytes() == 0);
-    CHECK(arena.capacity_bytes() == capacity);  // one merged block now
-    Tensor c = Tensor::in_arena(arena, {200}, DType::f32);
-    CHECK(arena.capacity_bytes() == capacity);  // fits without growing
+TEST_CASE("the storage pool hands out aligned memory and reuses a block once its last tensor is gone") {
+    StoragePool& pool = cpu_pool();
+    void* first = nullptr;
+    {
+        Tensor a = Tensor::empty({1000}, DType::f32);
+        CHECK(reinterpret_cast<std::uintptr_t>(a.raw()) % 64 == 0);
+        first = a.raw();
+        Tensor b = Tensor::empty({1000}, DType::f32);  // a is still held: another block
+        CHECK(b.raw() != first);
+        Tensor view = a.slice(10, 20);  // a view keeps the block in use too
+        a = Tensor();
+        Tensor c = Tensor::empty({1000}, DType::f32);
+        CHECK(c.raw() != first);
+    }
+    const std::size_t before = pool.stats().allocations;
+    Tensor again = Tensor::empty({900}, DType::f32);  // the same size class, now free: no new block
+    CHECK(pool.stats().allocations == before);
+    CHECK(StoragePool::rounded(3600) >= 3600);
+    CHECK(StoragePool::rounded(3600) <= 3600 * 5 / 4);
+    Tensor big = Tensor::empty({1 << 20}, DType::f64);
+    CHECK(pool.stats().in_use >= big.bytes());
+}
+
+TEST_CASE("tensors convert between f32, f64 and bf16, and copy to the host for values and item()") {
+    const Tensor t = Tensor::from(std::vector<float>{1.5f, -2.25f, 3.0f}, {3});
+    CHECK(t.to(Device::cpu(), DType::f64).values() == std::vector<double>{1.5, -2.25, 3.0});
+    CHECK(t.to(Device::cpu(), DType::bf16).values() == std::vector<double>{1.5, -2.25, 3.0});  // exact in bf16
+    CHECK(Tensor::full({1}, 0.1, DType::f64).item() == 0.1);
+    CHECK_THROWS_WITH_AS(t.item(), doctest::Contains("item() of a tensor of shape [3]"), Error);
+    CHECK_THROWS_WITH_AS(Tensor::from(std::vector<float>{1, 2}, {3}), doctest::Contains("2 values cannot fill"), Error);
 }
 
 TEST_CASE("parameter set: one flat buffer, aligned views, decay flags") {
-    ParamSet<float> ps;
+    ParamSet ps;
     int w = ps.add("w", {3, 5}, true);
     int b = ps.add("b", {5}, false);
     ps.allocate();
     CHECK(ps.entries()[1].offset % 16 == 0);
     CHECK(ps.size() == ps.entries()[1].offset + 5);
-    ps.param(b)[4] = 2;
+    ps.param<float>(b)[4] = 2;
     CHECK(ps.params().data<float>()[ps.entries()[1].offset + 4] == 2);
     CHECK(ps.param_tensor(w).shape() == Shape{3, 5});
+    CHECK(ps.grad_tensor(b).data<float>() == ps.grads().data<float>() + ps.entries()[1].offset);
     CHECK_FALSE(ps.entries()[b].decay);
+    CHECK(ps.find("b") == b);
+    CHECK(ps.find("nope") == -1);
     CHECK_THROWS_AS(ps.add("late", {1}, true), Error);
 }
 
-TEST_CASE("parameter set: gradients in bf16 only on a card, the offsets of grad_raw in that dtype") {
-    ParamSet<float> ps;
+TEST_CASE("parameter set: gradients in bf16 only on a card; f64 parameters by conversion; frozen sets have none") {
+    ParamSet ps;
     ps.add("w", {3, 5}, true);
-    const int b = ps.add("b", {5}, false);
+    ps.add("b", {5}, false);
     ps.allocate();
     CHECK(ps.grad_dtype() == DType::f32);
-    CHECK(static_cast<float*>(ps.grad_raw(b)) == ps.grad(b));
     CHECK_THROWS_WITH_AS(ps.to_device(Device::cpu(), DType::bf16),
                          doctest::Contains("gradients in bf16 for f32 parameters on cpu: only f32 there"), Error);
     CHECK(ps.grad_dtype() == DType::f32);  // refused before anything changed
+    ps.param<float>(1)[2] = 0.25f;
+    ps.convert(DType::f64);
+    CHECK(ps.dtype() == DType::f64);
+    CHECK(ps.param<double>(1)[2] == 0.25);
+    CHECK_THROWS_WITH_AS(ps.allocate(DType::bf16), doctest::Contains("parameters are f32 or f64, not bf16"), Error);
+    ParamSet frozen;
+    frozen.add("w", {2}, true);
+    frozen.allocate(DType::f32, /*with_grads=*/false);
+    CHECK_FALSE(frozen.has_grads());
+    CHECK_THROWS_WITH_AS(frozen.grad_tensor(0), doctest::Contains("'w' has no gradient"), Error);
 }

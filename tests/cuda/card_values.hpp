@@ -5,7 +5,7 @@
 // already rounded, inputs.
 #pragma once
 
-#include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/cuda_check.hpp"
 #include "framework/core/dtype.hpp"
 #include "framework/core/rng.hpp"
 #include "kernels/cuda/ops.hpp"
@@ -39,13 +39,8 @@ template <> struct Precision<bf16> {
     static constexpr double values = 3e-2, sums = 1e-5;
 };
 
-// An f32 rounded to nearest even into bf16's 16 bits (bf16_to_float, in
-// framework/core/dtype.hpp, widens them back).
-inline std::uint16_t bf16_bits(float f) {
-    std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return static_cast<std::uint16_t>(u >> 16);
-}
+// An f32 rounded to nearest even into bf16's 16 bits (framework/core/dtype.hpp).
+inline std::uint16_t bf16_bits(float f) { return float_to_bf16(f); }
 
 template <class S> host_t<S> rounded(double x) {
     if constexpr (std::is_same_v<S, bf16>)

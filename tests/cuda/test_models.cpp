@@ -26,22 +26,35 @@ constexpr double kF32 = Precision<float>::values;
 
 // A tensor's values on the host as f32 (bf16 widened).
 std::vector<float> host(const Tensor& t) {
-    const Tensor h = t.to(Device::cpu());
-    if (h.dtype() != DType::bf16) return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
-    const auto* bits = static_cast<const std::uint16_t*>(h.raw());
-    std::vector<float> out;
-    for (std::int64_t i = 0; i < h.numel(); ++i) out.push_back(bf16_to_float(bits[i]));
-    return out;
+    const std::vector<double> v = t.values();
+    return std::vector<float>(v.begin(), v.end());
 }
 
-// Zeroes both models' gradients, runs backward on each (after a forward with
-// targets), and returns the CPU's gradients and the card's, both as f32.
-template <class Model>
-std::pair<std::vector<float>, std::vector<float>> both_gradients(Model& cpu_model, Model& gpu_model) {
+struct Tokens {
+    Tensor tokens, targets;
+};
+Tokens tokens_for(std::int64_t batch, std::int64_t time, int vocab, std::int32_t ignored_at = -1) {
+    std::vector<std::int32_t> x(static_cast<std::size_t>(batch * time)), y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        x[i] = static_cast<std::int32_t>((i * 7 + 3) % vocab);
+        y[i] = static_cast<std::int32_t>((i * 11 + 5) % vocab);
+    }
+    if (ignored_at >= 0) y[static_cast<std::size_t>(ignored_at)] = -100;
+    return {Tensor::from(x, {batch, time}), Tensor::from(y, {batch, time})};
+}
+
+// Zeroes both models' gradients, runs a loss and backward on each, and
+// returns both losses and both models' gradients as f32.
+template <class Model, class Loss>
+std::pair<std::vector<float>, std::vector<float>> both_gradients(Model& cpu_model, Model& gpu_model, Loss&& loss,
+                                                                 double& cpu_loss, double& gpu_loss) {
     cpu_model.params().zero_grad();
     gpu_model.params().zero_grad();
-    cpu_model.backward();
-    gpu_model.backward();
+    const Tensor lc = loss(cpu_model), lg = loss(gpu_model);
+    lc.backward();
+    lg.backward();
+    cpu_loss = lc.item();
+    gpu_loss = lg.item();
     return {host(cpu_model.params().grads()), host(gpu_model.params().grads())};
 }
 
@@ -51,28 +64,20 @@ TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, clip
           doctest::skip(kNoGpu)) {
     use_gpu(0);
     models::GptConfig config{.vocab_size = 97, .block_size = 16, .n_layer = 2, .n_head = 4, .n_embd = 32};
-    models::Gpt<float> cpu_model(config, 31), gpu_model(config, 31);  // the same seed: the same weights
-    gpu_model.to_device(Device::cuda(0));
+    models::Gpt cpu_model(config, 31), gpu_model(config, 31);  // the same seed: the same weights
+    gpu_model.to(Device::cuda(0));
     REQUIRE(gpu_model.device() == Device::cuda(0));
-    std::vector<std::int32_t> tokens(3 * 16), targets(3 * 16);
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-        tokens[i] = static_cast<std::int32_t>((i * 7 + 3) % 97);
-        targets[i] = static_cast<std::int32_t>((i * 11 + 5) % 97);
-    }
-    targets[4] = -100;  // an ignored position
-    const float cpu_loss = cpu_model.forward(tokens.data(), targets.data(), 3, 16);
-    const float gpu_loss = gpu_model.forward(tokens.data(), targets.data(), 3, 16);
+    const Tokens t = tokens_for(3, 16, 97, 4);  // an ignored position
+    auto loss = [&](models::Gpt& m) { return m.loss(t.tokens, t.targets); };
+    double cpu_loss = 0, gpu_loss = 0;
+    const auto [want, got] = both_gradients(cpu_model, gpu_model, loss, cpu_loss, gpu_loss);
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-5));
-    cpu_model.params().zero_grad();
-    gpu_model.params().zero_grad();
-    cpu_model.backward();
-    gpu_model.backward();
-    check_close("GPT gradients", host(cpu_model.params().grads()), host(gpu_model.params().grads()), kF32);
+    check_close("GPT gradients", want, got, kF32);
     CHECK(train::clip_grad_norm(gpu_model.params(), 0.5) ==
           doctest::Approx(train::clip_grad_norm(cpu_model.params(), 0.5)).epsilon(1e-5));
 
     const kernels::AdamWHyper h{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
-    train::AdamW<float> cpu_opt(cpu_model.params(), h), gpu_opt(gpu_model.params(), h);
+    train::AdamW cpu_opt(cpu_model.params(), h), gpu_opt(gpu_model.params(), h);
     cpu_opt.step(1e-3);
     gpu_opt.step(1e-3);
     check_close("GPT parameters after a step", host(cpu_model.params().params()), host(gpu_model.params().params()),
@@ -80,15 +85,20 @@ TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, clip
     check_close("AdamW second moments", host(cpu_opt.second_moment()), host(gpu_opt.second_moment()), kF32);
 
     // Sampling reads the logits on the host.
-    cpu_model.forward(tokens.data(), nullptr, 1, 16);
-    gpu_model.forward(tokens.data(), nullptr, 1, 16);
-    check_close("GPT logits without targets", std::vector<float>(cpu_model.logits(), cpu_model.logits() + 16 * 97),
-                std::vector<float>(gpu_model.logits(), gpu_model.logits() + 16 * 97), kF32);
+    {
+        autograd::InferenceMode inference;
+        const Tensor one = t.tokens.slice(0, 1);
+        check_close("GPT logits without targets", host(cpu_model.logits(one)), host(gpu_model.logits(one)), kF32);
+        check_close("the last position's logits", host(cpu_model.next_logits(one)), host(gpu_model.next_logits(one)),
+                    kF32);
+    }
 
     // A target outside the vocabulary is refused on the card as on the CPU.
-    targets[7] = 97;
+    std::vector<std::int32_t> bad(48, 1);
+    bad[7] = 97;
+    const Tensor bad_targets = Tensor::from(bad, {3, 16});
     for (auto* m : {&cpu_model, &gpu_model})
-        CHECK_THROWS_WITH_AS(m->forward(tokens.data(), targets.data(), 3, 16),
+        CHECK_THROWS_WITH_AS(m->loss(t.tokens, bad_targets),
                              doctest::Contains("target 97 in row 7 is outside [0, 97)"), Error);
 }
 
@@ -97,34 +107,31 @@ namespace {
 // same on the CPU in f32: the adapters' gradients, a frozen base, the merge.
 void check_lora(DType compute) {
     models::GptConfig config{.vocab_size = 61, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 16};
-    models::Gpt<float> cpu_model(config, 5), gpu_model(config, 5);
+    models::Gpt cpu_model(config, 5), gpu_model(config, 5);
     for (auto* m : {&cpu_model, &gpu_model}) m->enable_lora(4, 8.0, 9);
-    gpu_model.to_device(Device::cuda(0), compute);
-    // Non-zero B, so the adapters change the function.
-    const auto b = random<float>(static_cast<std::size_t>(cpu_model.lora_params().size()), 17, 0.1);
-    std::copy(b.begin(), b.end(), cpu_model.lora_params().params().data<float>());
-    Tensor gpu_adapters = gpu_model.lora_params().params();  // a handle on the card's buffer
-    gpu_adapters.copy_from(cpu_model.lora_params().params());
-    std::vector<std::int32_t> tokens(2 * 8), targets(2 * 8);
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-        tokens[i] = static_cast<std::int32_t>((i * 5 + 1) % 61);
-        targets[i] = static_cast<std::int32_t>((i * 3 + 2) % 61);
+    // Non-zero B (A random too), so the adapters change the function; the same on both.
+    const Tensor adapters = Tensor::from(random<float>(static_cast<std::size_t>(cpu_model.params().size()), 17, 0.1),
+                                         {cpu_model.params().size()});
+    for (auto* m : {&cpu_model, &gpu_model}) {
+        m->params().params().copy_from(adapters);
+        m->parameters_changed();
     }
+    gpu_model.to(Device::cuda(0), compute);
+    const Tokens t = tokens_for(2, 8, 61);
     const bool bf16 = compute == DType::bf16;
-    CHECK(gpu_model.forward(tokens.data(), targets.data(), 2, 8) ==
-          doctest::Approx(cpu_model.forward(tokens.data(), targets.data(), 2, 8)).epsilon(bf16 ? 2e-2 : kF32));
-    cpu_model.backward();
-    gpu_model.backward();
-    const auto want = host(cpu_model.lora_params().grads()), got = host(gpu_model.lora_params().grads());
+    auto loss = [&](models::Gpt& m) { return m.loss(t.tokens, t.targets); };
+    double cpu_loss = 0, gpu_loss = 0;
+    const auto [want, got] = both_gradients(cpu_model, gpu_model, loss, cpu_loss, gpu_loss);
+    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(bf16 ? 2e-2 : kF32));
     if (bf16)
         CHECK(relative_error(want, got) < 5e-2);
     else
         check_close("LoRA gradients", want, got, kF32);
-    const auto base = host(gpu_model.params().grads());
-    CHECK(std::all_of(base.begin(), base.end(), [](float g) { return g == 0; }));  // the base stays frozen
+    CHECK_FALSE(gpu_model.frozen_parameters().has_grads());  // the base stays frozen: it has no gradients
     cpu_model.merge_lora();
     gpu_model.merge_lora();  // on the f32 master weights, in either precision
-    check_close("merged weights", host(cpu_model.params().params()), host(gpu_model.params().params()), kF32);
+    check_close("merged weights", host(cpu_model.frozen_parameters().params()),
+                host(gpu_model.frozen_parameters().params()), kF32);
 }
 }  // namespace
 
@@ -138,47 +145,43 @@ TEST_CASE("a GPT with LoRA adapters on the card matches the CPU: adapter gradien
 TEST_CASE("the MLP classifier on the card matches the CPU: loss, gradients and logits" * doctest::skip(kNoGpu)) {
     use_gpu(0);
     const models::MlpConfig config{.inputs = 20, .hidden = {16, 8}, .classes = 5};
-    models::Mlp<float> cpu_model(config, 7), gpu_model(config, 7);
-    gpu_model.to_device(Device::cuda(0));
-    const auto x = random<float>(6 * 20, 41);
-    const std::vector<std::int32_t> y = {0, 4, 2, 1, 3, 2};
-    const float cpu_loss = cpu_model.forward(x.data(), y.data(), 6);
-    CHECK(gpu_model.forward(x.data(), y.data(), 6) == doctest::Approx(cpu_loss).epsilon(1e-5));
-    check_close("MLP logits", std::vector<float>(cpu_model.logits(), cpu_model.logits() + 30),
-                std::vector<float>(gpu_model.logits(), gpu_model.logits() + 30), kF32);
-    cpu_model.params().zero_grad();
-    gpu_model.params().zero_grad();
-    cpu_model.backward();
-    gpu_model.backward();
-    check_close("MLP gradients", host(cpu_model.params().grads()), host(gpu_model.params().grads()), kF32);
+    models::Mlp cpu_model(config, 7), gpu_model(config, 7);
+    gpu_model.to(Device::cuda(0));
+    const Tensor x = Tensor::from(random<float>(6 * 20, 41), {6, 20});
+    const Tensor y = Tensor::from(std::vector<std::int32_t>{0, 4, 2, 1, 3, 2}, {6});
+    {
+        autograd::InferenceMode inference;
+        check_close("MLP logits", host(cpu_model.logits(x)), host(gpu_model.logits(x)), kF32);
+    }
+    auto loss = [&](models::Mlp& m) { return m.loss(x, y); };
+    double cpu_loss = 0, gpu_loss = 0;
+    const auto [want, got] = both_gradients(cpu_model, gpu_model, loss, cpu_loss, gpu_loss);
+    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-5));
+    check_close("MLP gradients", want, got, kF32);
 }
 
 TEST_CASE("without a card, levers says so instead of crashing") {
     if (!kNoGpu) return;  // this machine has one: nothing to check here
     CHECK(gpu_count() == 0);
     CHECK(gpu_names().empty());
-    CHECK_THROWS_WITH_AS(use_gpu(0), doctest::Contains("card 0 asked for, but this process sees 0 cards"), Error);
-    CHECK_THROWS_AS(Tensor::zeros({4}, DType::f32, Device::cuda(0)), Error);  // cudaMalloc named, no crash
+    CHECK_THROWS_WITH_AS(use_gpu(0), doctest::Contains("card 0 asked for, but"), Error);
+    CHECK_THROWS_AS(Tensor::zeros({4}, DType::f32, Device::cuda(0)), Error);  // named, no crash
 }
 
 namespace {
 // One forward, backward and AdamW step of a GPT in bf16 on the card against
 // the same GPT in f32 on the CPU.
 void check_gpt_in_bf16(const models::GptConfig& config) {
-    models::Gpt<float> cpu_model(config, 31), gpu_model(config, 31);
-    gpu_model.to_device(Device::cuda(0), DType::bf16);
+    models::Gpt cpu_model(config, 31), gpu_model(config, 31);
+    gpu_model.to(Device::cuda(0), DType::bf16);
     CHECK(gpu_model.params().params().dtype() == DType::f32);  // the master weights
     CHECK(gpu_model.params().grad_dtype() == DType::bf16);
     const std::int64_t T = config.block_size;
-    std::vector<std::int32_t> tokens(3 * T), targets(3 * T);
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-        tokens[i] = static_cast<std::int32_t>((i * 7 + 3) % 97);
-        targets[i] = static_cast<std::int32_t>((i * 11 + 5) % 97);
-    }
-    const float cpu_loss = cpu_model.forward(tokens.data(), targets.data(), 3, T);
-    const float gpu_loss = gpu_model.forward(tokens.data(), targets.data(), 3, T);
+    const Tokens t = tokens_for(3, T, 97);
+    auto loss = [&](models::Gpt& m) { return m.loss(t.tokens, t.targets); };
+    double cpu_loss = 0, gpu_loss = 0;
+    const auto [c, gpu_grads] = both_gradients(cpu_model, gpu_model, loss, cpu_loss, gpu_loss);
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(2e-2));
-    const auto [c, gpu_grads] = both_gradients(cpu_model, gpu_model);
     for (const auto& e : cpu_model.params().entries()) {
         const std::vector<float> want(c.begin() + e.offset, c.begin() + e.offset + e.shape.numel());
         const std::vector<float> got(gpu_grads.begin() + e.offset, gpu_grads.begin() + e.offset + e.shape.numel());
@@ -189,21 +192,18 @@ void check_gpt_in_bf16(const models::GptConfig& config) {
     CHECK(train::clip_grad_norm(gpu_model.params(), 1e9) == doctest::Approx(cpu_norm).epsilon(3e-2));
 
     const kernels::AdamWHyper h{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
-    train::AdamW<float> cpu_opt(cpu_model.params(), h), gpu_opt(gpu_model.params(), h);
+    train::AdamW cpu_opt(cpu_model.params(), h), gpu_opt(gpu_model.params(), h);
     cpu_opt.step(1e-3);
     gpu_opt.step(1e-3);
-    const Tensor after = gpu_model.params().params().to(Device::cpu());
-    const float* want = cpu_model.params().params().data<float>();
+    const auto after = host(gpu_model.params().params()), want = host(cpu_model.params().params());
     double worst = 0;
-    for (std::int64_t i = 0; i < after.numel(); ++i)
-        worst = std::max(worst, static_cast<double>(std::abs(after.data<float>()[i] - want[i])));
+    for (std::size_t i = 0; i < after.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(after[i] - want[i])));
     CHECK(worst <= 2.5e-3);  // Adam's first step moves each weight by about lr·sign(g)
 
-    // Sampling reads f32 logits on the host from the bf16 model.
-    cpu_model.forward(tokens.data(), nullptr, 1, T);
-    gpu_model.forward(tokens.data(), nullptr, 1, T);
-    check_close("GPT logits without targets", std::vector<float>(cpu_model.logits(), cpu_model.logits() + T * 97),
-                std::vector<float>(gpu_model.logits(), gpu_model.logits() + T * 97), 5e-2);
+    // Sampling reads f32 logits on the host from the bf16 model (its weights refreshed after the step).
+    autograd::InferenceMode inference;
+    const Tensor one = t.tokens.slice(0, 1);
+    check_close("GPT logits without targets", host(cpu_model.logits(one)), host(gpu_model.logits(one)), 5e-2);
 }
 }  // namespace
 
@@ -222,15 +222,18 @@ TEST_CASE("the MLP classifier in bf16 on the card follows the CPU's f32: loss, l
           doctest::skip(kNoGpu)) {
     use_gpu(0);
     const models::MlpConfig config{.inputs = 20, .hidden = {16, 8}, .classes = 5};
-    models::Mlp<float> cpu_model(config, 7), gpu_model(config, 7);
-    gpu_model.to_device(Device::cuda(0), DType::bf16);
+    models::Mlp cpu_model(config, 7), gpu_model(config, 7);
+    gpu_model.to(Device::cuda(0), DType::bf16);
     CHECK(gpu_model.params().grad_dtype() == DType::bf16);
-    const auto x = random<bf16>(6 * 20, 41);
-    const std::vector<std::int32_t> y = {0, 4, 2, 1, 3, 2};
-    const float cpu_loss = cpu_model.forward(x.data(), y.data(), 6);
-    CHECK(gpu_model.forward(x.data(), y.data(), 6) == doctest::Approx(cpu_loss).epsilon(2e-2));
-    check_close("MLP logits", std::vector<float>(cpu_model.logits(), cpu_model.logits() + 30),
-                std::vector<float>(gpu_model.logits(), gpu_model.logits() + 30), 5e-2);
-    const auto [want, got] = both_gradients(cpu_model, gpu_model);
+    const Tensor x = Tensor::from(random<bf16>(6 * 20, 41), {6, 20});
+    const Tensor y = Tensor::from(std::vector<std::int32_t>{0, 4, 2, 1, 3, 2}, {6});
+    {
+        autograd::InferenceMode inference;
+        check_close("MLP logits", host(cpu_model.logits(x)), host(gpu_model.logits(x)), 5e-2);
+    }
+    auto loss = [&](models::Mlp& m) { return m.loss(x, y); };
+    double cpu_loss = 0, gpu_loss = 0;
+    const auto [want, got] = both_gradients(cpu_model, gpu_model, loss, cpu_loss, gpu_loss);
+    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(2e-2));
     CHECK(relative_error(want, got) < 5e-2);
 }

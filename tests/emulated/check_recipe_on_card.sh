@@ -7,11 +7,21 @@
 # (1e-5 relative; pretrain also samples the same text); in bf16 (pretrain's
 # attention fused: head size 64) within 2% of them. Whole runs: data,
 # training loop, AdamW and clipping on the card, evaluation, checkpoints,
-# sampling. Nothing may be left in /dev/shm by the emulated NCCL.
+# sampling. Then a user's own model (examples/user_project: a residual MLP
+# with layernorm written as modules) on one card (f32, bf16) and two against
+# the CPU, and a model using an op no card has kernels for, which `--device
+# auto` keeps on the CPU with one line. Nothing may be left in /dev/shm by the
+# emulated NCCL.
 #
-#   check_recipe_on_card.sh CPU_RECIPE CARD_RECIPE CORPUS
+#   check_recipe_on_card.sh CPU_RECIPE CARD_RECIPE CORPUS USER_RECIPES TEST_RECIPES BACKEND
+# (the card binaries, built with the sanitizers, open the emulated card's
+# backend library BACKEND as LEVERS_CUDA_BACKEND tells them; the CPU binary
+# never sees it)
 set -euo pipefail
-cpu=$1 card=$2 corpus=$3
+cpu=$1 corpus=$3 backend=$6
+card=(env LEVERS_CUDA_BACKEND="$backend" "$2")
+user=(env LEVERS_CUDA_BACKEND="$backend" "$4")
+tests=(env LEVERS_CUDA_BACKEND="$backend" "$5")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -31,30 +41,40 @@ run cpu "$cpu" "${args[@]}"
 cp runs/pretrain/latest/model.ckpt base.ckpt
 tune=(run fine_tune --set base="$work/base.ckpt" --set corpus="$corpus" --set steps=4 --set batch_size=2 --set eval_every=2
       --set eval_batches=1 --set checkpoint_every=0)
-run f32 "$card" "${args[@]}" --device cuda
-run bf16 "$card" "${args[@]}" --device cuda --precision bf16
+run f32 "${card[@]}" "${args[@]}" --device cuda
+run bf16 "${card[@]}" "${args[@]}" --device cuda --precision bf16
 run cpu_x2 "$cpu" "${args[@]}" --gpus 2
-LEVERS_EMULATED_CARDS=2 run f32_x2 "$card" "${args[@]}" --gpus 2 --device cuda
-LEVERS_EMULATED_CARDS=2 run bf16_x2 "$card" "${args[@]}" --gpus 2 --device cuda --precision bf16
+LEVERS_EMULATED_CARDS=2 run f32_x2 "${card[@]}" "${args[@]}" --gpus 2 --device cuda
+LEVERS_EMULATED_CARDS=2 run bf16_x2 "${card[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16
 # Two "nodes" of one card each, as srun or torchrun --nnodes start them: the
 # ranks meet at rank 0's TCP store, NCCL carries the gradients and, staged
 # through the cards, the host collectives.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 for rank in 1 0; do
     RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-        "$card" "${args[@]}" --device cuda >"f32_nodes.$rank.log" 2>&1 &
+        "${card[@]}" "${args[@]}" --device cuda >"f32_nodes.$rank.log" 2>&1 &
 done
 for rank in 1 0; do wait -n || { echo "a rank of the two-node run failed:"; cat f32_nodes.*.log; exit 1; }; done
 cp f32_nodes.0.log f32_nodes.log
 run cpu_tune "$cpu" "${tune[@]}"
-run f32_tune "$card" "${tune[@]}" --device cuda
-run bf16_tune "$card" "${tune[@]}" --device cuda --precision bf16
+run f32_tune "${card[@]}" "${tune[@]}" --device cuda
+run bf16_tune "${card[@]}" "${tune[@]}" --device cuda --precision bf16
 run cpu_tune_x2 "$cpu" "${tune[@]}" --gpus 2
-LEVERS_EMULATED_CARDS=2 run f32_tune_x2 "$card" "${tune[@]}" --gpus 2 --device cuda
-for run in f32 bf16 f32_tune bf16_tune; do
+LEVERS_EMULATED_CARDS=2 run f32_tune_x2 "${card[@]}" "${tune[@]}" --gpus 2 --device cuda
+# The user's own model, on the card against the CPU (the same binary with --device cpu).
+fashion=(run fashion --set steps=6 --set width=32 --set depth=1 --set eval_every=6)
+run user_cpu "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cpu
+run user_f32 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda
+run user_bf16 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda --precision bf16
+LEVERS_EMULATED_CARDS=2 run user_f32_x2 "${user[@]}" "${fashion[@]}" --set batch_size=8 --gpus 2 --device cuda
+# An op with a CPU kernel only: --device auto trains on the CPU instead of failing, and says why once.
+run fallback "${tests[@]}" run cpu_op
+grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
+    { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
+for run in f32 bf16 f32_tune bf16_tune user_f32 user_bf16; do
     grep -q 'on card 0 (levers emulated card' "$run.log" || { echo "the $run run did not use the emulated card:"; cat "$run.log"; exit 1; }
 done
-for run in f32_x2 bf16_x2 f32_tune_x2; do
+for run in f32_x2 bf16_x2 f32_tune_x2 user_f32_x2; do
     grep -q '2 ranks on cards 0,1 (levers emulated card' "$run.log" ||
         { echo "the $run run did not use two emulated cards:"; cat "$run.log"; exit 1; }
 done
@@ -85,5 +105,16 @@ for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32'
         if precision == 'f32' and got.get('sample') != cpu.get('sample'):
             print(f"{run} sample differs: card {got.get('sample')!r}, CPU {cpu.get('sample')!r}")
             failed = True
+cpu = result('user_cpu')
+for run, tolerance in (('user_f32', 1e-5), ('user_bf16', 0.02), ('user_f32_x2', 1e-5)):
+    got = result(run)
+    error = abs(got['loss'] - cpu['loss']) / abs(cpu['loss'])
+    ok = error <= tolerance and (tolerance > 1e-5 or got['test_accuracy'] == cpu['test_accuracy'])
+    failed |= not ok
+    print(f"{run} loss: card {got['loss']:.7f}, CPU {cpu['loss']:.7f}, relative error {error:.1e}; test accuracy "
+          f"{got['test_accuracy']:.4f} against {cpu['test_accuracy']:.4f} ({'ok' if ok else 'over'} {tolerance:g})")
+fallback = result('fallback')
+print(f"fallback: {fallback['steps']} steps on the CPU, loss {fallback['loss']:.4f}")
+failed |= fallback['steps'] != 20
 sys.exit(1 if failed else 0)
 PY

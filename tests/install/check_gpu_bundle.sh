@@ -9,8 +9,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # Its own build (portable code), kept in the build directory between runs.
 GPU_ARCHS=90 LEVERS_BUNDLE_BUILD=$build/gpu-bundle-build bash "$src/bench/gpu_bundle.sh" "$out/bundle"
-for program in build/recipe build/liblevers.so build/tests/levers_gpu_tests build/bench/bench_gpt_cuda \
-               build/bench/bench_ops_cuda; do
+for program in build/recipe build/liblevers.so build/liblevers_cuda.so build/tests/levers_gpu_tests \
+               build/bench/bench_gpt_cuda build/bench/bench_ops_cuda build/bench/bench_ops; do
     [ -x "$out/bundle/$program" ] || { echo "the bundle lacks $program"; exit 1; }
 done
 # glibc, cuBLAS and NCCL are the card machine's own, OpenBLAS is left out; fmt
@@ -26,7 +26,8 @@ if grep -q -- '-march=native' "$build/gpu-bundle-build/compile_commands.json"; t
     echo "the bundle was built for this processor only (-march=native)"; exit 1
 fi
 # Every library the programs need resolves from the bundle or the system.
-LD_LIBRARY_PATH=$out/bundle/build:$out/bundle/lib ldd "$out/bundle/build/recipe" "$out/bundle/build/tests/levers_gpu_tests" |
+LD_LIBRARY_PATH=$out/bundle/build:$out/bundle/lib ldd "$out/bundle/build/recipe" "$out/bundle/build/liblevers_cuda.so" \
+    "$out/bundle/build/tests/levers_gpu_tests" |
     grep 'not found' && { echo "the bundle's programs miss libraries"; exit 1; }
 check=$(bash "$src/bench/gpu_check.sh" "$out/bundle" 2>&1) || { echo "$check"; exit 1; }
 echo "$check" | tail -3

@@ -24,3 +24,16 @@ out=$("$root/build/my_recipes" run line --gpus 2 --threads 1 --set steps=100)
 echo "$out" | tail -2
 echo "$out" | tail -1 | grep -q '"ranks":2' || { echo "the example's run did not report 2 ranks"; exit 1; }
 "$root/build/my_recipes" list | grep -q '^line ' || { echo "the example's recipe is not listed"; exit 1; }
+# The user's own model (a residual MLP with layernorm, written as modules) on
+# 1 rank and on 2 ranks of half the batch: the same training, and it learns.
+one=$("$root/build/my_recipes" run fashion --set steps=200 --set eval_every=200 | tail -1)
+two=$("$root/build/my_recipes" run fashion --gpus 2 --threads 1 --set steps=200 --set eval_every=200 --set batch_size=64 | tail -1)
+python3 - "$one" "$two" <<'PY'
+import json, sys
+one, two = (json.loads(a) for a in sys.argv[1:3])
+print(f"fashion: 1 rank loss {one['loss']:.6f} accuracy {one['test_accuracy']:.4f}; "
+      f"2 ranks loss {two['loss']:.6f} accuracy {two['test_accuracy']:.4f}")
+assert two["ranks"] == 2, two
+assert abs(one["loss"] - two["loss"]) <= 1e-6 * abs(one["loss"]), "2 ranks of half the batch train differently"
+assert one["test_accuracy"] > 0.8, "the residual MLP did not learn Fashion-MNIST"
+PY

@@ -7,6 +7,7 @@
 #include "framework/dist/data_parallel.hpp"
 #include "framework/dist/sample_means.hpp"
 #include "framework/dist/shm_backend.hpp"
+#include "framework/nn/nn.hpp"
 #include "framework/recipe/cli.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/train/optimizer.hpp"
@@ -129,9 +130,9 @@ Result store(const Config&) {
 // An MLP on synthetic data with the recipe owning its loop through dist::wrap:
 // one global batch per step, each rank training on its rows.
 Result wrapped(const Config& cfg) {
-    models::Mlp<float> model({.inputs = 8, .hidden = {16}, .classes = 3}, 5);
+    models::Mlp model({.inputs = 8, .hidden = {16}, .classes = 3}, 5);
     auto ddp = dist::wrap(model, static_cast<std::int64_t>(cfg.get<long>("bucket_bytes")));
-    train::AdamW<float> adamw(model.params(), {.lr = 1e-2});
+    train::AdamW adamw(model.params(), {.lr = 1e-2});
     const long global = cfg.get<long>("global_batch"), accum = cfg.get<long>("grad_accum");
     const long per_rank = global / dist::world_size() / accum;
     Rng rng(9);
@@ -151,7 +152,13 @@ Result wrapped(const Config& cfg) {
                 const auto label = static_cast<std::int32_t>(rng.below(3));
                 if (mine >= 0 && mine < per_rank) y[static_cast<std::size_t>(mine)] = label;
             }
-            loss += ddp.forward_backward(micro + 1 == accum, x.data(), y.data(), per_rank) / static_cast<double>(accum);
+            loss += ddp.step(micro + 1 == accum,
+                             [&] {
+                                 const Tensor l = model.loss(Tensor::from(x, {per_rank, 8}), Tensor::from(y, {per_rank}));
+                                 l.backward();
+                                 return l.item();
+                             }) /
+                    static_cast<double>(accum);
         }
         if (accum > 1)
             for (std::int64_t i = 0; i < model.params().size(); ++i) model.params().grads().data<float>()[i] /= accum;
@@ -180,7 +187,7 @@ struct Points {
     std::vector<std::int32_t> y = {0, 0, 1, 1};
 };
 
-Metrics uneven_eval(models::Mlp<float>&, Points&) {
+Metrics uneven_eval(models::Mlp&, Points&) {
     auto [lo, hi] = dist::Backend::chunk(7, dist::world_size(), dist::rank());
     dist::SampleMeans means({"mean_value"});
     for (std::int64_t i = lo; i < hi; ++i) means.add("mean_value", static_cast<double>(i + 1), 1);
@@ -192,7 +199,64 @@ Metrics uneven_eval(models::Mlp<float>&, Points&) {
     return m;
 }
 
+// A user's own op with a CPU kernel only (what the README's "Adding an op"
+// describes): y = x², dy/dx = 2x. Kernel "test_square": t0 out, t1 in.
+template <class T> void square_kernel(const KernelCall& c) {
+    const T* x = c.t[1].as<T>();
+    T* y = c.t[0].as<T>();
+    for (std::int64_t i = 0; i < c.t[1].numel(); ++i) y[i] = x[i] * x[i];
+}
+template <class T> void square_grad_kernel(const KernelCall& c) {  // t0 d_in, t1 d_out, t2 in
+    for (std::int64_t i = 0; i < c.t[1].numel(); ++i) c.t[0].as<T>()[i] = 2 * c.t[2].as<T>()[i] * c.t[1].as<T>()[i];
+}
+LEVERS_KERNEL(test_square, cpu, f32, square_kernel<float>);
+LEVERS_KERNEL(test_square_backward, cpu, f32, square_grad_kernel<float>);
+
+Tensor square(const Tensor& x) {
+    static KernelSlot& forward = kernel_slot("test_square");
+    Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+    KernelCall call;
+    call.t[0] = ops::arg(y);
+    call.t[1] = ops::arg(x);
+    ops::run(forward, x, call);
+    if (auto* node = autograd::record(
+            "test_square",
+            [](autograd::Backward& g) {
+                static KernelSlot& backward = kernel_slot("test_square_backward");
+                KernelCall call;
+                call.t[0] = ops::arg(g.write_grad(0));
+                call.t[1] = ops::arg(g.grad_out());
+                call.t[2] = ops::arg(g.saved(0));
+                ops::run(backward, g.saved(0), call);
+            },
+            {&x}, {&y}))
+        node->save(0, x);
+    return y;
+}
+
+struct Squares : nn::Layer {
+    nn::Linear a{*this, "a", 1, 8}, b{*this, "b", 8, 2};
+    Squares() { initialize(1); }
+    Tensor forward(const Tensor& x) override { return b(square(a(on_device(x)))); }
+};
+
 }  // namespace
+
+// A model whose op has no card kernel: `--device auto` keeps it on the CPU.
+LEVERS_RECIPE(cpu_op) {
+    return levers::recipe("cpu_op")
+        .describe("a model using an op with a CPU kernel only")
+        .param("steps", 20, "steps")
+        .param("lr", 0.05, "learning rate")
+        .param("log_every", 10, "steps per progress line")
+        .model([](const Config&) { return std::make_unique<Squares>(); })
+        .data([](const Config&) { return Points{}; })
+        .step([](Squares& m, Points& p, const StepInfo&) {
+            const Tensor loss = ops::cross_entropy(m(Tensor::from(p.x, {4, 1})), Tensor::from(p.y, {4}));
+            loss.backward();
+            return MicroResult{loss.item(), 4};
+        });
+}
 
 LEVERS_RECIPE(uneven) {
     return levers::recipe("uneven")
@@ -201,13 +265,13 @@ LEVERS_RECIPE(uneven) {
         .param("lr", 0.01, "learning rate")
         .param("log_every", 1000, "quiet")
         .model([](const Config&) {
-            return std::make_unique<models::Mlp<float>>(models::MlpConfig{.inputs = 1, .hidden = {4}, .classes = 2}, 1);
+            return std::make_unique<models::Mlp>(models::MlpConfig{.inputs = 1, .hidden = {4}, .classes = 2}, 1);
         })
         .data([](const Config&) { return Points{}; })
-        .step([](models::Mlp<float>& m, Points& p, const StepInfo&) {
-            const float loss = m.forward(p.x.data(), p.y.data(), 4);
-            m.backward();
-            return MicroResult{loss, 4};
+        .step([](models::Mlp& m, Points& p, const StepInfo&) {
+            const Tensor loss = m.loss(Tensor::from(p.x, {4, 1}), Tensor::from(p.y, {4}));
+            loss.backward();
+            return MicroResult{loss.item(), 4};
         })
         .evaluate_every(2, uneven_eval)
         .early_stop("plateau", 2);

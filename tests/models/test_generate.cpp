@@ -29,7 +29,7 @@ TEST_CASE("sampling: top-k keeps the k likeliest, in softmax proportions") {
 }
 
 TEST_CASE("generate appends the requested tokens, deterministically for a seed") {
-    models::Gpt<float> gpt({.vocab_size = 11, .block_size = 4, .n_layer = 1, .n_head = 1, .n_embd = 8}, 3);
+    models::Gpt gpt({.vocab_size = 11, .block_size = 4, .n_layer = 1, .n_head = 1, .n_embd = 8}, 3);
     models::SampleOptions opts{.max_new_tokens = 9, .temperature = 1.0, .top_k = 5};
     Rng a(7), b(7);
     auto first = models::generate(gpt, {1, 2}, opts, a);

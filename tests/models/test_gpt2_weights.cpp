@@ -19,10 +19,10 @@ models::GptConfig tiny() { return {.vocab_size = 40, .block_size = 8, .n_layer =
 
 std::vector<std::int32_t> tokens() { return {1, 5, 9, 3, 7, 2, 30, 4, 11, 0, 6, 8}; }
 
-float loss_of(models::Gpt<float>& m) {
+double loss_of(models::Gpt& m) {
     auto t = tokens();
     std::vector<std::int32_t> x(t.begin(), t.begin() + 6), y(t.begin() + 1, t.begin() + 7);
-    return m.forward(x.data(), y.data(), 1, 6);
+    return m.loss(Tensor::from(x, {1, 6}), Tensor::from(y, {1, 6})).item();
 }
 
 // A safetensors file written by hand: header JSON, then the bytes.
@@ -39,7 +39,7 @@ fs::path raw_file(const testing::TempDir& dir, const std::string& name, const nl
 
 TEST_CASE("GPT weights round-trip through safetensors: same tensors, same loss, Hugging Face's names and layouts") {
     testing::TempDir dir;
-    models::Gpt<float> gpt(tiny(), 7);
+    models::Gpt gpt(tiny(), 7);
     const fs::path file = dir.path() / "model.safetensors";
     models::save_gpt2_safetensors(file, gpt);
 
@@ -54,7 +54,7 @@ TEST_CASE("GPT weights round-trip through safetensors: same tensors, same loss, 
     for (std::size_t i = 0; i < gpt.params().entries().size(); ++i)
         if (gpt.params().entries()[i].name == "h.0.attn.c_attn.weight") id = static_cast<int>(i);
     REQUIRE(id >= 0);
-    const float* ours = gpt.params().param(id);  // [36, 12]
+    const float* ours = gpt.params().param<float>(id);  // [36, 12]
     CHECK(c_attn.data<float>()[5 * 36 + 20] == ours[20 * 12 + 5]);
 
     auto back = models::load_gpt2_safetensors(file);
@@ -68,7 +68,7 @@ TEST_CASE("GPT weights round-trip through safetensors: same tensors, same loss, 
 TEST_CASE("GPT2Model names (no prefix), a tied lm_head and mask buffers import too; the head count can come from "
           "config.json") {
     testing::TempDir dir;
-    models::Gpt<float> gpt(tiny(), 9);
+    models::Gpt gpt(tiny(), 9);
     const fs::path ours = dir.path() / "levers.safetensors";
     models::save_gpt2_safetensors(ours, gpt);
     auto st = data::read_safetensors(ours);

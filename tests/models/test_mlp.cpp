@@ -1,34 +1,37 @@
+#include "framework/core/rng.hpp"
+#include "framework/nn/gradcheck.hpp"
 #include "models/mlp.hpp"
-#include "tests/gradcheck.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace levers;
-using namespace levers::testing;
 
 TEST_CASE("MLP: every parameter's gradient matches finite differences (double)") {
-    models::Mlp<double> mlp({.inputs = 5, .hidden = {7, 6}, .classes = 4}, 3);
+    models::Mlp mlp({.inputs = 5, .hidden = {7, 6}, .classes = 4}, 3);
+    mlp.to(Device::cpu(), DType::f64);
     Rng rng(4);
-    auto x = random_vector(3 * 5, rng);
-    std::vector<std::int32_t> labels = {0, 3, 2};
-    auto loss = [&] { return mlp.forward(x.data(), labels.data(), 3); };
-    loss();
-    mlp.params().zero_grad();
-    mlp.backward();
-    double* p = mlp.params().params().data<double>();
-    const double* g = mlp.params().grads().data<double>();
-    std::vector<double> grad(g, g + mlp.params().size());
-    check_gradient("MLP parameters", p, grad.data(), grad.size(), loss);
+    std::vector<double> xs(3 * 5);
+    for (double& v : xs) v = rng.normal();
+    const Tensor x = Tensor::from(xs, {3, 5});
+    const Tensor labels = Tensor::from(std::vector<std::int32_t>{0, 3, 2}, {3});
+    const auto report = nn::check_parameter_gradients(mlp, [&] { return mlp.loss(x, labels); });
+    INFO(report.str());
+    CHECK(report.passed);
+    CHECK(mlp.params().entries()[2].name == "layers.1.weight");
 }
 
-TEST_CASE("MLP: a config with a zero width is refused") {
-    CHECK_THROWS_WITH_AS(models::Mlp<float>({.inputs = 4, .hidden = {8, 0}, .classes = 3}, 0),
+TEST_CASE("MLP: a config with a zero width is refused, and so is an input of the wrong width") {
+    CHECK_THROWS_WITH_AS(models::Mlp({.inputs = 4, .hidden = {8, 0}, .classes = 3}, 0),
                          doctest::Contains("hidden widths must be >= 1, got 0"), Error);
+    models::Mlp mlp({.inputs = 4, .hidden = {8}, .classes = 3}, 0);
+    CHECK_THROWS_WITH_AS(mlp.logits(Tensor::zeros({2, 5}, DType::f32)), doctest::Contains("needs x [batch >= 1, 4]"),
+                         Error);
 }
 
-TEST_CASE("MLP: to_device on the CPU keeps it there; bf16 there is refused, naming what would work") {
+TEST_CASE("MLP: to() on the CPU keeps it there; bf16 there is refused, naming what would work") {
     const models::MlpConfig config{.inputs = 3, .hidden = {4}, .classes = 2};
-    models::Mlp<double> m64(config, 1);
-    m64.to_device(Device::cpu());
-    CHECK(m64.device().is_cpu());
-    models::Mlp<float> m32(config, 1);
-    CHECK_THROWS_WITH_AS(m32.to_device(Device::cpu(), DType::bf16), doctest::Contains("bf16 needs a card"), Error);
+    models::Mlp m(config, 1);
+    m.to(Device::cpu(), DType::f64);
+    CHECK(m.device().is_cpu());
+    CHECK_THROWS_WITH_AS(m.to(Device::cpu(), DType::bf16), doctest::Contains("bf16 needs a card"), Error);
 }

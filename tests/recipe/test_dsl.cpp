@@ -27,21 +27,21 @@ struct Blobs {
     }
 };
 
-using Mlp = models::Mlp<float>;
+using Mlp = models::Mlp;
 
 std::unique_ptr<Mlp> make_model(const Config& c) {
     return std::make_unique<Mlp>(models::MlpConfig{.inputs = 1, .hidden = {8}, .classes = 2},
                                  static_cast<std::uint64_t>(c.get<long>("seed")));
 }
 Blobs make_data(const Config&) { return Blobs(64); }
+Tensor inputs(const Blobs& d) { return Tensor::from(d.x, {static_cast<std::int64_t>(d.x.size()), 1}); }
+Tensor labels(const Blobs& d) { return Tensor::from(d.y, {static_cast<std::int64_t>(d.y.size())}); }
 MicroResult train_step(Mlp& m, Blobs& d, const StepInfo&) {
-    const float loss = m.forward(d.x.data(), d.y.data(), static_cast<std::int64_t>(d.y.size()));
-    m.backward();
-    return {loss, static_cast<long>(d.y.size())};
+    const Tensor loss = m.loss(inputs(d), labels(d));
+    loss.backward();
+    return {loss.item(), static_cast<long>(d.y.size())};
 }
-Metrics validate(Mlp& m, Blobs& d) {
-    return {{"val_loss", m.forward(d.x.data(), d.y.data(), static_cast<std::int64_t>(d.y.size()))}};
-}
+Metrics validate(Mlp& m, Blobs& d) { return {{"val_loss", m.loss(inputs(d), labels(d)).item()}}; }
 
 Recipe blobs(long steps) {
     return recipe("blobs")
@@ -114,12 +114,12 @@ TEST_CASE("build() refuses an incomplete or inconsistent loop, naming what is wr
 
 TEST_CASE("on a card, a model type without to_device is refused by name before training") {
     struct CpuOnly {
-        ParamSet<float> p;
+        ParamSet p;
         CpuOnly() {
             p.add("w", {2}, true);
             p.allocate();
         }
-        ParamSet<float>& params() { return p; }
+        ParamSet& params() { return p; }
     };
     Plan plan = recipe("cpu_only")
                     .param("steps", 3L, "steps")
@@ -130,29 +130,29 @@ TEST_CASE("on a card, a model type without to_device is refused by name before t
     dist::join({.device = Device::cuda(0)}, nullptr);
     CHECK_THROWS_WITH_AS(plan.run(plan.defaults()),
                          doctest::Contains("recipe 'cpu_only' cannot run on cuda:0: its model type has no "
-                                           "to_device(Device)"),
+                                           "to(Device, DType)"),
                          Error);
     dist::leave();
 }
 
 TEST_CASE("--precision reaches the model's to_device, and a model that takes no dtype is refused bf16 by name") {
     struct Moves {
-        ParamSet<float> p;
+        ParamSet p;
         DType* seen;
         explicit Moves(DType* s) : seen(s) {
             p.add("w", {2}, true);
             p.allocate();
         }
-        ParamSet<float>& params() { return p; }
+        ParamSet& params() { return p; }
         void to_device(Device, DType compute) { *seen = compute; }  // stays on the CPU: enough to see the call
     };
     struct F32Only {
-        ParamSet<float> p;
+        ParamSet p;
         F32Only() {
             p.add("w", {2}, true);
             p.allocate();
         }
-        ParamSet<float>& params() { return p; }
+        ParamSet& params() { return p; }
         void to_device(Device) {}
     };
     static DType seen = DType::f32;

@@ -33,7 +33,7 @@ TEST_CASE("GPT-2 safetensors: eval_lm scores a text exactly as the library does,
           "sample read them; fine_tune adapts them with GPT-2's tokenizer") {
     TempDir tmp;
     // A GPT-2-shaped model (GPT-2's vocabulary, tiny otherwise), as Hugging Face would store it.
-    models::Gpt<float> gpt({.vocab_size = 50257, .block_size = 32, .n_layer = 1, .n_head = 2, .n_embd = 16}, 5);
+    models::Gpt gpt({.vocab_size = 50257, .block_size = 32, .n_layer = 1, .n_head = 2, .n_embd = 16}, 5);
     const fs::path weights = tmp.path() / "gpt2.safetensors";
     models::save_gpt2_safetensors(weights, gpt);
     const fs::path text = data::data_dir() / "books" / "Isaac.Newton-Opticks.txt";
@@ -41,7 +41,7 @@ TEST_CASE("GPT-2 safetensors: eval_lm scores a text exactly as the library does,
     // The expected number, computed here: the first 3,000 BPE tokens in windows of 32.
     auto tokens = data::BpeTokenizer::gpt2_default().encode(data::read_data_file(text));
     tokens.resize(3000);
-    const double expected = models::mean_loss(gpt, tokens, 4, 32, 0);
+    const double expected = models::mean_loss(gpt, data::TokenFile::from(tokens), 4, 32, 0);
     CHECK(std::abs(expected - std::log(50257.0)) < 0.5);  // an untrained model: about log(vocabulary)
 
     const std::vector<std::string> eval = {"run", "eval_lm", "--threads", "1", "--set", "weights=" + weights.string(),

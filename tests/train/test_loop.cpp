@@ -20,7 +20,7 @@ TEST_CASE("lr schedule: linear warmup to the peak, cosine down to the floor") {
 namespace {
 // One parameter vector p; loss = Σ (p - target)², gradient 2 (p - target).
 struct Quadratic {
-    ParamSet<float> params;
+    ParamSet params;
     int id;
     Quadratic() {
         id = params.add("p", {4}, false);
@@ -29,8 +29,8 @@ struct Quadratic {
     train::MicroResult add_grad(const std::vector<float>& target) {
         double loss = 0;
         for (int i = 0; i < 4; ++i) {
-            float d = params.param(id)[i] - target[static_cast<std::size_t>(i)];
-            params.grad(id)[i] += 2 * d;
+            float d = params.param<float>(id)[i] - target[static_cast<std::size_t>(i)];
+            params.grads().data<float>()[params.entry(id).offset + i] += 2 * d;
             loss += d * d;
         }
         return {loss, 1};
@@ -61,7 +61,7 @@ TEST_CASE("training loop: AdamW drives a quadratic to its minimum and evaluates 
             ++evaluations;
             return train::Metrics{{"step", static_cast<double>(step)}};
         });
-    for (int i = 0; i < 4; ++i) CHECK(q.params.param(q.id)[i] == doctest::Approx(target[i]).epsilon(0.01));
+    for (int i = 0; i < 4; ++i) CHECK(q.params.param<float>(q.id)[i] == doctest::Approx(target[i]).epsilon(0.01));
     CHECK(evaluations == 1);
     CHECK(result.last_eval.at("step") == 600);
     CHECK(result.loss < 1e-3);  // mean over the last 100 steps
@@ -76,7 +76,7 @@ TEST_CASE("gradient accumulation averages the micro-batches' gradients") {
     // Σ (p-a)² + (p-b)² has the gradient of 2 Σ (p-mean)², so the mean target with the same average gradient:
     train::train_loop(single.params, options(5, 1), [&](long, long) { return single.add_grad(mean); }, {});
     for (int i = 0; i < 4; ++i)
-        CHECK(accumulated.params.param(accumulated.id)[i] == doctest::Approx(single.params.param(single.id)[i]));
+        CHECK(accumulated.params.param<float>(accumulated.id)[i] == doctest::Approx(single.params.param<float>(single.id)[i]));
 }
 
 TEST_CASE("training loop: a diverging loss stops with a message naming the step; bad options are refused") {

@@ -1,4 +1,4 @@
-#include "framework/core/cuda_check.hpp"
+#include "kernels/cuda/cuda_check.hpp"
 
 #include "framework/core/error.hpp"
 

@@ -1,0 +1,331 @@
+#include "framework/core/autograd.hpp"
+
+#include "framework/core/dispatch.hpp"
+#include "framework/core/params.hpp"
+
+#include <algorithm>
+
+namespace levers::autograd {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+
+[[noreturn]] void freed(const char* op) {
+    LEVERS_FAIL("{}: backward reached a tensor whose graph an earlier backward already freed (each forward's graph "
+                "is freed by its backward: run the forward again, or call backward once)",
+                op);
+}
+}  // namespace
+
+bool grad_enabled() { return g_grad_enabled; }
+InferenceMode::InferenceMode() : before_(g_grad_enabled) { g_grad_enabled = false; }
+InferenceMode::~InferenceMode() { g_grad_enabled = before_; }
+
+Tape& tape() {
+    // Never destroyed: tensors may outlive the thread's static destruction order.
+    thread_local Tape* t = new Tape;
+    return *t;
+}
+
+Node* record(const char* op, BackwardFn backward, std::initializer_list<const Tensor*> inputs,
+             std::initializer_list<Tensor*> outputs) {
+    return tape().record(op, backward, inputs, outputs);
+}
+
+void add_into(const Tensor& out, const Tensor& a, const Tensor& b) {
+    static KernelSlot& add = kernel_slot("add");
+    LEVERS_CHECK(a.shape() == b.shape() && a.dtype() == b.dtype() && a.device() == b.device(),
+                 "gradients of different shapes meet: {} {} and {} {}", name_of(a.dtype()), a.shape().str(),
+                 name_of(b.dtype()), b.shape().str());
+    KernelCall call;
+    call.t[0] = {out.raw(), out.shape(), out.dtype()};
+    call.t[1] = {a.raw(), a.shape(), a.dtype()};
+    call.t[2] = {b.raw(), b.shape(), b.dtype()};
+    run_kernel(add, a.device(), a.dtype(), call);
+}
+
+bool Tape::is_stale(const ValueRef& v) const {
+    return v.tape != this || v.generation != generation_ || v.node < 0 ||
+           static_cast<std::size_t>(v.node) >= nodes_.size() || nodes_[static_cast<std::size_t>(v.node)].consumed;
+}
+
+void Tape::reset() {
+    nodes_.clear();  // capacity stays: the next graph reuses the slots
+    leaves_.clear();
+    consumed_ = 0;
+    live_ = 0;       // handles of this generation become stale
+    ++generation_;
+}
+
+Edge Tape::edge_for(const Tensor& t, std::int32_t node) {
+    Edge e;
+    e.present = true;
+    e.shape = t.shape();
+    e.dtype = t.dtype();
+    e.device = t.device();
+    const ValueRef& v = t.value_ref();
+    if (v.tape) {
+        if (is_stale(v))
+            e.stale = v.tape == this;
+        else
+            e.node = v.node, e.output = v.output;
+        return e;
+    }
+    Leaf* leaf = t.leaf();
+    if (leaf && leaf->requires_grad) {
+        e.leaf = t.leaf_ptr();
+        if (leaf->tape != this || leaf->generation != generation_) {  // its first use in this graph
+            leaf->tape = this;
+            leaf->generation = generation_;
+            leaf->first_use = node;
+            leaves_.push_back(leaf);
+        }
+    }
+    return e;
+}
+
+Node* Tape::record(const char* op, BackwardFn backward, std::initializer_list<const Tensor*> inputs,
+                   std::initializer_list<Tensor*> outputs) {
+    if (!g_grad_enabled) return nullptr;
+    bool needed = false;
+    for (const Tensor* t : inputs) {
+        if (!t || !t->defined()) continue;
+        needed |= t->value_ref().tape == this;  // its graph (or a freed one: backward through it is refused)
+        needed |= t->leaf() && t->leaf()->requires_grad;
+    }
+    if (!needed) return nullptr;
+    if (live_ == 0 && !nodes_.empty()) reset();  // no tensor of the old graph is alive: drop it
+    LEVERS_CHECK(inputs.size() <= Node::kInputs && outputs.size() <= Node::kOutputs,
+                 "{}: an op records at most {} inputs and {} outputs", op, Node::kInputs, Node::kOutputs);
+    const auto index = static_cast<std::int32_t>(nodes_.size());
+    Node& n = nodes_.emplace_back();
+    n.op = op;
+    n.backward = backward;
+    for (const Tensor* t : inputs) {
+        if (t && t->defined()) n.in[static_cast<std::size_t>(n.n_in)] = edge_for(*t, index);
+        ++n.n_in;
+    }
+    for (Tensor* t : outputs) {
+        const auto k = static_cast<std::size_t>(n.n_out);
+        n.out_shape[k] = t->shape();
+        n.out_dtype[k] = t->dtype();
+        n.out_device = t->device();
+        t->set_value_ref({this, generation_, index, n.n_out});
+        ++n.n_out;
+    }
+    return &n;
+}
+
+Tensor& Tape::slot(const Edge& edge, bool*& owned) {
+    Node& producer = nodes_[static_cast<std::size_t>(edge.node)];
+    owned = &producer.grad_owned[static_cast<std::size_t>(edge.output)];
+    return producer.grad[static_cast<std::size_t>(edge.output)];
+}
+
+void Tape::accumulate(const Edge& edge, const Tensor& g, bool shared) {
+    if (edge.leaf) {
+        Tensor& lg = edge.leaf->grad;
+        if (!lg.defined()) {
+            lg = shared ? g.clone() : g;
+        } else {
+            LEVERS_CHECK(lg.dtype() == g.dtype() && lg.shape() == g.shape(),
+                         "a leaf's gradient is {} {}, but backward gives {} {}", name_of(lg.dtype()), lg.shape().str(),
+                         name_of(g.dtype()), g.shape().str());
+            add_into(lg, lg, g);
+        }
+        return;
+    }
+    bool* owned = nullptr;
+    Tensor& s = slot(edge, owned);
+    if (!s.defined()) {
+        s = g;
+        *owned = !shared;
+    } else if (*owned) {
+        add_into(s, s, g);
+    } else {
+        Tensor sum = Tensor::empty(s.shape(), s.dtype(), s.device());
+        add_into(sum, s, g);
+        s = sum;
+        *owned = true;
+    }
+}
+
+void Tape::mark_leaves_final(std::int32_t node, std::int64_t& cursor) {
+    for (; cursor >= 0 && leaves_[static_cast<std::size_t>(cursor)]->first_use >= node; --cursor) {
+        Leaf* l = leaves_[static_cast<std::size_t>(cursor)];
+        if (l->set && l->set->has_final_hook()) l->set->mark_final(l->entry);
+    }
+}
+
+void Tape::backward(const Tensor& root, const Tensor* gradient) {
+    const ValueRef& v = root.value_ref();
+    LEVERS_CHECK(v.tape != nullptr || root.leaf(),
+                 "backward: this {} tensor was not computed by recorded ops (it was computed under InferenceMode, or "
+                 "from tensors that need no gradient: parameters of a model, or a leaf made with requires_grad_())",
+                 root.shape().str());
+    if (!v.tape) return;  // a leaf itself: nothing to propagate
+    LEVERS_CHECK(v.tape == this, "backward: this tensor was recorded by another thread; run backward there");
+    if (is_stale(v)) freed(v.node >= 0 && static_cast<std::size_t>(v.node) < nodes_.size()
+                               ? nodes_[static_cast<std::size_t>(v.node)].op
+                               : "backward");
+    Node& top = nodes_[static_cast<std::size_t>(v.node)];
+    if (gradient) {
+        LEVERS_CHECK(gradient->shape() == root.shape() && gradient->dtype() == root.dtype(),
+                     "backward: the gradient given is {} {}, the tensor {} {}", name_of(gradient->dtype()),
+                     gradient->shape().str(), name_of(root.dtype()), root.shape().str());
+        top.grad[static_cast<std::size_t>(v.output)] = gradient->detach();
+        top.grad_owned[static_cast<std::size_t>(v.output)] = false;
+        top.seed_is_one = false;
+    } else {
+        LEVERS_CHECK(root.numel() == 1,
+                     "backward of a {} tensor needs its gradient: reduce it to one value first, or call "
+                     "backward(gradient)",
+                     root.shape().str());
+        top.grad[static_cast<std::size_t>(v.output)] = Tensor::full(root.shape(), 1.0, root.dtype(), root.device());
+        top.grad_owned[static_cast<std::size_t>(v.output)] = true;
+        top.seed_is_one = v.output == 0;
+    }
+    InferenceMode no_recording;  // backward functions call kernels, never ops; views of gradients record nothing
+
+    // Parameters DDP listens to: final now unless this graph uses them.
+    sets_.clear();
+    for (Leaf* l : leaves_)
+        if (l->set && l->set->has_final_hook() && std::find(sets_.begin(), sets_.end(), l->set) == sets_.end()) {
+            sets_.push_back(l->set);
+            l->set->begin_final();
+        }
+    for (Leaf* l : leaves_)
+        if (l->set && l->set->has_final_hook()) l->set->expect_grad(l->entry);
+    for (ParamSet* s : sets_) s->publish_final();
+
+    std::int64_t cursor = static_cast<std::int64_t>(leaves_.size()) - 1;
+    for (std::int32_t i = v.node; i >= 0; --i) {
+        Node& n = nodes_[static_cast<std::size_t>(i)];
+        bool reached = false;
+        for (int k = 0; k < n.n_out; ++k) reached |= n.grad[static_cast<std::size_t>(k)].defined();
+        if (!n.consumed && reached) {
+            for (int k = 0; k < n.n_out; ++k) {
+                auto& g = n.grad[static_cast<std::size_t>(k)];
+                if (!g.defined())
+                    g = Tensor::zeros(n.out_shape[static_cast<std::size_t>(k)], n.out_dtype[static_cast<std::size_t>(k)],
+                                      n.out_device);
+            }
+            Backward b(*this, n);
+            n.backward(b);
+            for (int k = 0; k < n.n_in; ++k)
+                if (b.pending_[static_cast<std::size_t>(k)].defined())
+                    accumulate(n.in[static_cast<std::size_t>(k)], b.pending_[static_cast<std::size_t>(k)], false);
+            for (auto& t : n.saved) t = Tensor();  // back to the pool for the nodes still to come
+            for (auto& t : n.grad) t = Tensor();
+            n.consumed = true;
+            ++consumed_;
+        }
+        mark_leaves_final(i, cursor);
+    }
+    if (consumed_ == nodes_.size()) reset();
+}
+
+// --- what a backward function sees --------------------------------------------
+
+double Backward::grad_out_scalar(int k) const {
+    if (k == 0 && node_.seed_is_one) return 1.0;
+    return grad_out(k).item();
+}
+
+Tensor Backward::write_grad(int k) {
+    const Edge& e = node_.in[static_cast<std::size_t>(k)];
+    if (e.stale) freed(node_.op);
+    if (e.node >= 0) {
+        bool* owned = nullptr;
+        Tensor& s = tape_.slot(e, owned);
+        if (!s.defined()) {  // the first contribution: written in place, no sum needed
+            s = Tensor::empty(e.shape, e.dtype, e.device);
+            *owned = true;
+            return s;
+        }
+    } else if (e.leaf && !e.leaf->grad.defined()) {
+        e.leaf->grad = Tensor::empty(e.shape, e.dtype, e.device);
+        return e.leaf->grad;
+    }
+    auto& pending = pending_[static_cast<std::size_t>(k)];
+    pending = Tensor::empty(e.shape, e.dtype, e.device);
+    return pending;
+}
+
+Tensor Backward::add_grad(int k) {
+    const Edge& e = node_.in[static_cast<std::size_t>(k)];
+    if (e.stale) freed(node_.op);
+    if (e.leaf) {
+        if (!e.leaf->grad.defined()) e.leaf->grad = Tensor::zeros(e.shape, e.dtype, e.device);
+        return e.leaf->grad;
+    }
+    bool* owned = nullptr;
+    Tensor& s = tape_.slot(e, owned);
+    if (!s.defined()) {
+        s = Tensor::zeros(e.shape, e.dtype, e.device);
+    } else if (!*owned) {
+        s = s.clone();  // it is someone else's too: add into a copy
+    }
+    *owned = true;
+    return s;
+}
+
+void Backward::pass_grad(int k, const Tensor& g) {
+    const Edge& e = node_.in[static_cast<std::size_t>(k)];
+    if (e.stale) freed(node_.op);
+    if (e.needs_grad()) tape_.accumulate(e, g, /*shared=*/true);
+}
+
+// --- views -------------------------------------------------------------------
+
+void record_view(const Tensor& in, Tensor& out) {
+    if (!in.value_ref().tape && !in.leaf()) return;  // the common case, kept cheap
+    record("view", [](Backward& b) { b.pass_grad(0, b.grad_out().view(b.node().in[0].shape)); }, {&in}, {&out});
+}
+
+void record_slice(const Tensor& in, Tensor& out, std::int64_t begin) {
+    if (!in.value_ref().tape && !in.leaf()) return;
+    Node* n = record("slice",
+                     [](Backward& b) {
+                         // The rows go back where they came from; the rest of the input gets zeros.
+                         Tensor d = b.add_grad(0);
+                         const std::int64_t first = b.attr_int(0);
+                         Tensor rows = d.slice(first, first + b.grad_out().dim(0));
+                         add_into(rows, rows, b.grad_out());
+                     },
+                     {&in}, {&out});
+    if (n) n->ints[0] = begin;
+}
+
+}  // namespace levers::autograd
+
+// --- the autograd parts of Tensor ----------------------------------------------
+
+namespace levers {
+
+bool Tensor::requires_grad() const {
+    if (value_.tape) return !value_.tape->is_stale(value_);
+    return leaf_ && leaf_->requires_grad;
+}
+
+Tensor& Tensor::requires_grad_(bool on) {
+    LEVERS_CHECK(!value_.tape, "requires_grad_() on a tensor computed by recorded ops: only leaves (tensors you made) "
+                 "take it; detach() it first to make one");
+    if (!leaf_) leaf_ = std::make_shared<autograd::Leaf>();
+    leaf_->requires_grad = on;
+    return *this;
+}
+
+Tensor Tensor::grad() const { return leaf_ ? leaf_->grad : Tensor(); }
+
+void Tensor::backward() const {
+    if (value_.tape) return value_.tape->backward(*this, nullptr);
+    autograd::tape().backward(*this, nullptr);  // explains why there is nothing to do
+}
+
+void Tensor::backward(const Tensor& gradient) const {
+    if (value_.tape) return value_.tape->backward(*this, &gradient);
+    autograd::tape().backward(*this, &gradient);
+}
+
+}  // namespace levers

@@ -1,0 +1,41 @@
+// A tensor's dimensions (at most six). No fmt here: CUDA kernels see shapes
+// through framework/core/kernel.hpp, and nvcc cannot compile fmt.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace levers {
+
+class Shape {
+public:
+    static constexpr int kMaxDims = 6;
+    Shape() = default;
+    Shape(std::initializer_list<std::int64_t> dims);
+    explicit Shape(const std::vector<std::int64_t>& dims);
+
+    int ndim() const { return ndim_; }
+    std::int64_t operator[](int i) const { return dims_[static_cast<std::size_t>(i)]; }
+    std::int64_t numel() const {
+        std::int64_t n = 1;
+        for (int i = 0; i < ndim_; ++i) n *= dims_[static_cast<std::size_t>(i)];
+        return n;
+    }
+    // The last dimension (1 for a scalar), and the product of the others: an
+    // op over rows sees [rows(), last()].
+    std::int64_t last() const { return ndim_ == 0 ? 1 : dims_[static_cast<std::size_t>(ndim_ - 1)]; }
+    std::int64_t rows() const { return last() == 0 ? 0 : numel() / last(); }
+    bool operator==(const Shape& o) const;
+    std::string str() const;  // "[2, 3]"
+    Shape with_dim(int i, std::int64_t size) const;  // copy with dimension i replaced
+    Shape appended(std::int64_t size) const;         // copy with one more dimension at the end
+
+private:
+    std::array<std::int64_t, kMaxDims> dims_{};
+    int ndim_ = 0;
+};
+
+}  // namespace levers

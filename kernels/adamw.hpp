@@ -67,12 +67,7 @@ namespace levers::ops {
 inline void adamw_update(const Tensor& param, const Tensor& m, const Tensor& v, const Tensor& grad,
                          const Tensor& chunks, const kernels::AdamWHyper& h, long step) {
     static KernelSlot& kernel = kernel_slot("adamw");
-    KernelCall call;
-    call.t[0] = arg(param);
-    call.t[1] = arg(m);
-    call.t[2] = arg(v);
-    call.t[3] = arg(grad);
-    call.t[4] = arg(chunks);
+    KernelCall call = call_of(param, m, v, grad, chunks);
     call.f = {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, 0};
     call.i[0] = step;
     run(kernel, param, call);

@@ -73,21 +73,14 @@ inline Tensor attention(const Tensor& qkv, std::int64_t heads) {
     const std::int64_t batch = qkv.dim(0), time = qkv.dim(1);
     Tensor y = Tensor::empty({batch, time, channels}, qkv.dtype(), qkv.device());
     Tensor att = Tensor::empty({batch, heads, time, time}, qkv.dtype(), qkv.device());
-    KernelCall call;
-    call.t[0] = arg(y);
-    call.t[1] = arg(att);
-    call.t[2] = arg(qkv);
+    KernelCall call = call_of(y, att, qkv);
     call.i[0] = heads;
     run(forward, qkv, call);
     if (auto* node = autograd::record(
             "attention",
             [](autograd::Backward& g) {
                 static KernelSlot& backward = kernel_slot("attention_backward");
-                KernelCall call;
-                call.t[0] = arg(g.write_grad(0));
-                call.t[1] = arg(g.grad_out());
-                call.t[2] = arg(g.saved(1));
-                call.t[3] = arg(g.saved(0));
+                KernelCall call = call_of(g.write_grad(0), g.grad_out(), g.saved(1), g.saved(0));
                 call.i[0] = g.attr_int(0);
                 run(backward, g.saved(0), call);
             },

@@ -69,11 +69,7 @@ inline Tensor targets_beside(const char* op, const Tensor& targets, const Tensor
 inline void cross_entropy_into(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
                                std::int64_t ignore_index, std::int64_t vocab) {
     static KernelSlot& kernel = kernel_slot("cross_entropy");
-    KernelCall call;
-    call.t[0] = arg(loss);
-    call.t[1] = arg(lse);
-    call.t[2] = arg(logits);
-    call.t[3] = arg(targets);
+    KernelCall call = call_of(loss, lse, logits, targets);
     call.i[0] = ignore_index;
     call.i[1] = vocab;
     run(kernel, logits, call);
@@ -82,11 +78,7 @@ inline void cross_entropy_backward_into(const Tensor& d_logits, const Tensor& ls
                                         const Tensor& targets, double d_loss, std::int64_t ignore_index,
                                         std::int64_t vocab) {
     static KernelSlot& kernel = kernel_slot("cross_entropy_backward");
-    KernelCall call;
-    call.t[0] = arg(d_logits);
-    call.t[1] = arg(lse);
-    call.t[2] = arg(logits);
-    call.t[3] = arg(targets);
+    KernelCall call = call_of(d_logits, lse, logits, targets);
     call.f[0] = d_loss;
     call.i[0] = ignore_index;
     call.i[1] = vocab;

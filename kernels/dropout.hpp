@@ -47,9 +47,7 @@ namespace levers::ops {
 
 inline void dropout_into(const Tensor& out, const Tensor& in, std::uint64_t key, double p) {
     static KernelSlot& kernel = kernel_slot("dropout");
-    KernelCall call;
-    call.t[0] = arg(out);
-    call.t[1] = arg(in);
+    KernelCall call = call_of(out, in);
     call.i[0] = std::bit_cast<std::int64_t>(key);
     call.f[0] = p;
     run(kernel, in, call);

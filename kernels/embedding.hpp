@@ -59,21 +59,15 @@ inline Tensor embedding(const Tensor& tokens, const Tensor& wte, const Tensor& w
     }
     const Tensor ids = ids_beside("embedding", "tokens", tokens, wte, wte.dim(0));
     Tensor out = Tensor::empty(tokens.shape().appended(channels), wte.dtype(), wte.device());
-    KernelCall call;
-    call.t[0] = arg(out);
-    call.t[1] = arg(ids);
-    call.t[2] = arg(wte);
-    call.t[3] = arg(wpe);
+    KernelCall call = call_of(out, ids, wte, wpe);
     run(forward, wte, call);
     if (auto* node = autograd::record(
             "embedding",
             [](autograd::Backward& g) {
                 static KernelSlot& backward = kernel_slot("embedding_backward");
-                KernelCall call;
-                call.t[0] = arg(g.needs_grad(1) ? g.add_grad(1) : Tensor());
-                call.t[1] = arg(g.needs_grad(2) ? g.add_grad(2) : Tensor());
-                call.t[2] = arg(g.grad_out());
-                call.t[3] = arg(g.saved(0));
+                const Tensor d_wte = g.needs_grad(1) ? g.add_grad(1) : Tensor();
+                const Tensor d_wpe = g.needs_grad(2) ? g.add_grad(2) : Tensor();
+                KernelCall call = call_of(d_wte, d_wpe, g.grad_out(), g.saved(0));
                 if (call.t[0].defined() || call.t[1].defined()) run(backward, g.grad_out(), call);
             },
             {&ids, &wte, &wpe}, {&out}))

@@ -44,10 +44,7 @@ namespace levers::ops {
 // d_in = d_out · gelu'(in), through the backends' "gelu_backward" (the fused ops use it too).
 inline void gelu_backward_into(const Tensor& d_in, const Tensor& d_out, const Tensor& in) {
     static KernelSlot& kernel = kernel_slot("gelu_backward");
-    KernelCall call;
-    call.t[0] = arg(d_in);
-    call.t[1] = arg(d_out);
-    call.t[2] = arg(in);
+    KernelCall call = call_of(d_in, d_out, in);
     run(kernel, in, call);
 }
 
@@ -56,9 +53,7 @@ inline Tensor gelu(const Tensor& x) {
     static KernelSlot& kernel = kernel_slot("gelu");
     check_float("gelu", "x", x);
     Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-    KernelCall call;
-    call.t[0] = arg(out);
-    call.t[1] = arg(x);
+    KernelCall call = call_of(out, x);
     run(kernel, x, call);
     if (auto* node = autograd::record(
             "gelu", [](autograd::Backward& g) { gelu_backward_into(g.write_grad(0), g.grad_out(), g.saved(0)); },

@@ -27,8 +27,7 @@ namespace levers::ops {
 inline double clip_grad_norm(const Tensor& grad, double max_norm) {
     static KernelSlot& kernel = kernel_slot("clip_grad_norm");
     double norm = 0;
-    KernelCall call;
-    call.t[0] = arg(grad);
+    KernelCall call = call_of(grad);
     call.f[0] = max_norm;
     call.result = &norm;
     run(kernel, grad, call);
@@ -38,8 +37,7 @@ inline double clip_grad_norm(const Tensor& grad, double max_norm) {
 // x *= s, in place.
 inline void scale_(const Tensor& x, double s) {
     static KernelSlot& kernel = kernel_slot("scale");
-    KernelCall call;
-    call.t[0] = arg(x);
+    KernelCall call = call_of(x);
     call.f[0] = s;
     run(kernel, x, call);
 }

@@ -81,13 +81,7 @@ inline Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bia
     const Shape rows{x.shape().rows()};
     Tensor mean = Tensor::empty(rows, accumulator(x.dtype()), x.device());
     Tensor rstd = Tensor::empty(rows, accumulator(x.dtype()), x.device());
-    KernelCall call;
-    call.t[0] = arg(out);
-    call.t[1] = arg(mean);
-    call.t[2] = arg(rstd);
-    call.t[3] = arg(x);
-    call.t[4] = arg(weight);
-    call.t[5] = arg(bias);
+    KernelCall call = call_of(out, mean, rstd, x, weight, bias);
     call.f[0] = eps;
     run(forward, x, call);
     if (auto* node = autograd::record(
@@ -97,19 +91,10 @@ inline Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bia
                 const Tensor& x = g.saved(0);
                 // The kernels sum both parameter gradients or neither: a frozen one gets a scratch buffer.
                 const bool params = g.needs_grad(1) || g.needs_grad(2);
-                const Shape c{x.shape().last()};
-                const Tensor d_w = !params ? Tensor() : g.needs_grad(1) ? g.add_grad(1) : Tensor::zeros(c, x.dtype(), x.device());
-                const Tensor d_b = !params ? Tensor() : g.needs_grad(2) ? g.add_grad(2) : Tensor::zeros(c, x.dtype(), x.device());
-                const Tensor d_x = g.needs_grad(0) ? g.write_grad(0) : Tensor::empty(x.shape(), x.dtype(), x.device());
-                KernelCall call;
-                call.t[0] = arg(d_x);
-                call.t[1] = arg(d_w);
-                call.t[2] = arg(d_b);
-                call.t[3] = arg(g.grad_out());
-                call.t[4] = arg(x);
-                call.t[5] = arg(g.saved(1));
-                call.t[6] = arg(g.saved(2));
-                call.t[7] = arg(g.saved(3));
+                const Tensor d_w = params ? g.add_grad_or_scratch(1) : Tensor();
+                const Tensor d_b = params ? g.add_grad_or_scratch(2) : Tensor();
+                const Tensor d_x = g.write_grad_or_scratch(0);
+                KernelCall call = call_of(d_x, d_w, d_b, g.grad_out(), x, g.saved(1), g.saved(2), g.saved(3));
                 run(backward, x, call);
             },
             {&x, &weight, &bias}, {&out})) {

@@ -51,24 +51,14 @@ inline Shape linear_shape(const char* op, const Tensor& in, const Tensor& weight
 inline void linear_into(const Tensor& out, const Tensor& in, const Tensor& weight, const Tensor& bias,
                         std::int64_t out_ld = 0) {
     static KernelSlot& kernel = kernel_slot("linear");
-    KernelCall call;
-    call.t[0] = arg(out);
-    call.t[1] = arg(in);
-    call.t[2] = arg(weight);
-    call.t[3] = arg(bias);
+    KernelCall call = call_of(out, in, weight, bias);
     call.i[0] = out_ld;
     run(kernel, in, call);
 }
 inline void linear_backward_into(const Tensor& d_in, const Tensor& d_weight, const Tensor& d_bias, const Tensor& d_out,
                                  const Tensor& in, const Tensor& weight, std::int64_t out_ld = 0) {
     static KernelSlot& kernel = kernel_slot("linear_backward");
-    KernelCall call;
-    call.t[0] = arg(d_in);
-    call.t[1] = arg(d_weight);
-    call.t[2] = arg(d_bias);
-    call.t[3] = arg(d_out);
-    call.t[4] = arg(in);
-    call.t[5] = arg(weight);
+    KernelCall call = call_of(d_in, d_weight, d_bias, d_out, in, weight);
     call.i[0] = out_ld;
     run(kernel, in, call);
 }

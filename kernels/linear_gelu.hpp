@@ -19,26 +19,14 @@ namespace levers::ops {
 inline void linear_gelu_into(const Tensor& out, const Tensor& pre, const Tensor& in, const Tensor& weight,
                              const Tensor& bias) {
     static KernelSlot& kernel = kernel_slot("linear_gelu");
-    KernelCall call;
-    call.t[0] = arg(out);
-    call.t[1] = arg(pre);
-    call.t[2] = arg(in);
-    call.t[3] = arg(weight);
-    call.t[4] = arg(bias);
+    KernelCall call = call_of(out, pre, in, weight, bias);
     run(kernel, in, call);
 }
 
 inline void gelu_linear_backward_into(const Tensor& d_pre, const Tensor& d_weight, const Tensor& d_bias,
                                       const Tensor& d_out, const Tensor& in, const Tensor& pre, const Tensor& weight) {
     static KernelSlot& kernel = kernel_slot("gelu_linear_backward");
-    KernelCall call;
-    call.t[0] = arg(d_pre);
-    call.t[1] = arg(d_weight);
-    call.t[2] = arg(d_bias);
-    call.t[3] = arg(d_out);
-    call.t[4] = arg(in);
-    call.t[5] = arg(pre);
-    call.t[6] = arg(weight);
+    KernelCall call = call_of(d_pre, d_weight, d_bias, d_out, in, pre, weight);
     run(kernel, in, call);
 }
 

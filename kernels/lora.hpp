@@ -45,8 +45,8 @@ inline Tensor lora_linear(const Tensor& in, const Tensor& weight, const Tensor& 
     const std::int64_t in_dim = weight.dim(1), out_dim = weight.dim(0);
     check_like("lora_linear", "lora_a", a, "input", in);
     check_like("lora_linear", "lora_b", b, "input", in);
-    LEVERS_CHECK(a.shape().ndim() == 2 && a.dim(1) == in_dim, "lora_linear: 'lora_a' is {}, 'weight' {} needs [rank, {}]",
-                 describe(a), weight.shape().str(), in_dim);
+    LEVERS_CHECK(a.shape().ndim() == 2 && a.dim(1) == in_dim,
+                 "lora_linear: 'lora_a' is {}, 'weight' {} needs [rank, {}]", describe(a), weight.shape().str(), in_dim);
     const std::int64_t rank = a.dim(0);
     check_shape("lora_linear", "lora_b", b, {out_dim, rank}, [&] {
         return fmt::format("'weight' {} and 'lora_a' {} need [{}, {}]", weight.shape().str(), a.shape().str(), out_dim,
@@ -55,12 +55,7 @@ inline Tensor lora_linear(const Tensor& in, const Tensor& weight, const Tensor& 
     Tensor out = Tensor::empty(shape, in.dtype(), in.device());
     Tensor u = Tensor::empty({in.shape().rows(), rank}, in.dtype(), in.device());
     linear_into(out, in, weight, bias);
-    KernelCall call;
-    call.t[0] = arg(out);
-    call.t[1] = arg(u);
-    call.t[2] = arg(in);
-    call.t[3] = arg(a);
-    call.t[4] = arg(b);
+    KernelCall call = call_of(out, u, in, a, b);
     call.f[0] = scale;
     run(forward, in, call);
     if (auto* node = autograd::record(
@@ -74,21 +69,9 @@ inline Tensor lora_linear(const Tensor& in, const Tensor& weight, const Tensor& 
                 // The frozen layer's backward writes d_in; the adapter's adds into it.
                 if (d_in.defined() || d_w.defined() || d_b.defined())
                     linear_backward_into(d_in, d_w, d_b, g.grad_out(), x, g.saved(1));
-                const Tensor& a = g.saved(3);
-                const Tensor d_a = g.needs_grad(3) ? g.add_grad(3) : Tensor::zeros(a.shape(), a.dtype(), a.device());
-                const Tensor& bm = g.saved(4);
-                const Tensor d_bm = g.needs_grad(4) ? g.add_grad(4) : Tensor::zeros(bm.shape(), bm.dtype(), bm.device());
-                Tensor du = Tensor::empty(u.shape(), u.dtype(), u.device());
-                KernelCall call;
-                call.t[0] = arg(d_in);
-                call.t[1] = arg(d_a);
-                call.t[2] = arg(d_bm);
-                call.t[3] = arg(du);
-                call.t[4] = arg(g.grad_out());
-                call.t[5] = arg(x);
-                call.t[6] = arg(u);
-                call.t[7] = arg(a);
-                call.t[8] = arg(bm);
+                const Tensor d_a = g.add_grad_or_scratch(3), d_bm = g.add_grad_or_scratch(4);
+                const Tensor du = Tensor::empty(u.shape(), u.dtype(), u.device());
+                KernelCall call = call_of(d_in, d_a, d_bm, du, g.grad_out(), x, u, g.saved(3), g.saved(4));
                 call.f[0] = g.attr_real(0);
                 run(backward, x, call);
             },

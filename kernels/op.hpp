@@ -36,6 +36,16 @@ void check_ndim_at_least(const char* op, const char* arg, const Tensor& t, int n
 // undefined tensor: an optional argument left out).
 inline TensorArg arg(const Tensor& t) { return {t.raw(), t.shape(), t.dtype()}; }
 
+// A kernel call with `tensors` in slots t0, t1, ... in order (undefined ones:
+// optional arguments left out); attributes are set on it after.
+template <class... T> KernelCall call_of(const T&... tensors) {
+    static_assert(sizeof...(T) <= KernelCall::kTensors, "a kernel call holds at most KernelCall::kTensors tensors");
+    KernelCall call;
+    int k = 0;
+    ((call.t[static_cast<std::size_t>(k++)] = arg(tensors)), ...);
+    return call;
+}
+
 // Runs kernel `slot` where `like` lives, for `like`'s dtype.
 inline void run(KernelSlot& slot, const Tensor& like, KernelCall& call) {
     run_kernel(slot, like.device(), like.dtype(), call);

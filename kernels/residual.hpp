@@ -28,10 +28,7 @@ inline Tensor add(const Tensor& a, const Tensor& b) {
     check_like("add", "b", b, "a", a);
     check_shape("add", "b", b, a.shape(), [&] { return "'a' is " + a.shape().str(); });
     Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
-    KernelCall call;
-    call.t[0] = arg(out);
-    call.t[1] = arg(a);
-    call.t[2] = arg(b);
+    KernelCall call = call_of(out, a, b);
     run(kernel, a, call);
     autograd::record(
         "add",

@@ -150,6 +150,15 @@ void Tape::accumulate(const Edge& edge, const Tensor& g, bool shared) {
     }
 }
 
+const Tensor& Tape::one_like(const Tensor& root) {
+    for (const Tensor& t : ones_)
+        if (t.device() == root.device() && t.dtype() == root.dtype() && t.shape() == root.shape()) return t;
+    Tensor one = Tensor::persistent(root.shape(), root.dtype(), root.device());
+    one.copy_from(Tensor::full(root.shape(), 1.0, root.dtype()));
+    ones_.push_back(one);
+    return ones_.back();
+}
+
 void Tape::mark_leaves_final(std::int32_t node, std::int64_t& cursor) {
     for (; cursor >= 0 && leaves_[static_cast<std::size_t>(cursor)]->first_use >= node; --cursor) {
         Leaf* l = leaves_[static_cast<std::size_t>(cursor)];
@@ -181,8 +190,8 @@ void Tape::backward(const Tensor& root, const Tensor* gradient) {
                      "backward of a {} tensor needs its gradient: reduce it to one value first, or call "
                      "backward(gradient)",
                      root.shape().str());
-        top.grad[static_cast<std::size_t>(v.output)] = Tensor::full(root.shape(), 1.0, root.dtype(), root.device());
-        top.grad_owned[static_cast<std::size_t>(v.output)] = true;
+        top.grad[static_cast<std::size_t>(v.output)] = one_like(root);
+        top.grad_owned[static_cast<std::size_t>(v.output)] = false;
         top.seed_is_one = v.output == 0;
     }
     InferenceMode no_recording;  // backward functions call kernels, never ops; views of gradients record nothing
@@ -268,6 +277,16 @@ Tensor Backward::add_grad(int k) {
     }
     *owned = true;
     return s;
+}
+
+Tensor Backward::write_grad_or_scratch(int k) {
+    const Edge& e = node_.in[static_cast<std::size_t>(k)];
+    return e.needs_grad() ? write_grad(k) : Tensor::empty(e.shape, e.dtype, e.device);
+}
+
+Tensor Backward::add_grad_or_scratch(int k) {
+    const Edge& e = node_.in[static_cast<std::size_t>(k)];
+    return e.needs_grad() ? add_grad(k) : Tensor::zeros(e.shape, e.dtype, e.device);
 }
 
 void Backward::pass_grad(int k, const Tensor& g) {

@@ -113,8 +113,10 @@ public:
     Tensor write_grad(int k);
     Tensor add_grad(int k);
     void pass_grad(int k, const Tensor& g);
-    // write_grad that may reuse `reuse`'s memory (a saved tensor nobody else holds).
-    Tensor write_grad_over(int k, const Tensor& reuse);
+    // The same where input k needs a gradient, else a scratch buffer of its
+    // shape to discard (for kernels that compute several gradients at once).
+    Tensor write_grad_or_scratch(int k);
+    Tensor add_grad_or_scratch(int k);
 
 private:
     friend class Tape;
@@ -159,7 +161,13 @@ private:
     Tensor& slot(const Edge& edge, bool*& owned);
     void mark_leaves_final(std::int32_t node, std::int64_t& cursor);
 
+    // backward()'s implicit 1 for a one-element root, one per device, dtype
+    // and shape: made once, never written (gradient slots share it, and
+    // copy it before adding into it), so a step copies nothing to the card for it.
+    const Tensor& one_like(const Tensor& root);
+
     std::vector<Node> nodes_;
+    std::vector<Tensor> ones_;
     std::vector<Leaf*> leaves_;  // in order of first use
     std::vector<ParamSet*> sets_;
     std::int64_t live_ = 0;

@@ -215,18 +215,13 @@ LEVERS_KERNEL(test_square_backward, cpu, f32, square_grad_kernel<float>);
 Tensor square(const Tensor& x) {
     static KernelSlot& forward = kernel_slot("test_square");
     Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-    KernelCall call;
-    call.t[0] = ops::arg(y);
-    call.t[1] = ops::arg(x);
+    KernelCall call = ops::call_of(y, x);
     ops::run(forward, x, call);
     if (auto* node = autograd::record(
             "test_square",
             [](autograd::Backward& g) {
                 static KernelSlot& backward = kernel_slot("test_square_backward");
-                KernelCall call;
-                call.t[0] = ops::arg(g.write_grad(0));
-                call.t[1] = ops::arg(g.grad_out());
-                call.t[2] = ops::arg(g.saved(0));
+                KernelCall call = ops::call_of(g.write_grad(0), g.grad_out(), g.saved(0));
                 ops::run(backward, g.saved(0), call);
             },
             {&x}, {&y}))

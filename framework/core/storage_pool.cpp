@@ -39,8 +39,9 @@ std::shared_ptr<std::byte> StoragePool::make(std::size_t size) {
 std::shared_ptr<std::byte> StoragePool::take(std::size_t bytes) {
     const std::size_t size = rounded(bytes);
     std::lock_guard lock(mutex_);
-    // The smallest free block of this class or up to twice its size.
-    for (auto it = blocks_.lower_bound(size); it != blocks_.end() && it->first <= 2 * size; ++it)
+    // A free block of this class: steps of one shape ask for the same classes
+    // in the same order, so the second step reuses the first's blocks exactly.
+    if (auto it = blocks_.find(size); it != blocks_.end())
         for (auto& block : it->second)
             if (block.use_count() == 1) return block;
     auto block = make(size);

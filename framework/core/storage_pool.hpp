@@ -6,8 +6,11 @@
 //
 // A block is free when the pool's own reference is its only one: no
 // callback and no control block is made per tensor (handing a block out is
-// a copy of the pool's std::shared_ptr). Sizes round up to a quarter octave;
-// a request takes a free block of its class or up to 2x larger.
+// a copy of the pool's std::shared_ptr). Sizes round up to a quarter octave
+// (at most 25% more than asked for); a request takes a free block of its
+// class. (Taking larger ones too let one class's blocks serve another's
+// requests differently from step to step, and the pool kept growing for
+// several steps: each new block a page-fault pass over fresh memory.)
 #pragma once
 
 #include <cstddef>

@@ -57,6 +57,20 @@ int show_recipe(const std::string& name) {
                r.default_gpus());
     for (const auto& p : r.params())
         fmt::print("  {:<16} {:<10} {:<14} {}\n", p.name, type_name(p.default_value), to_text(p.default_value), p.help);
+    if (!r.framework_loop()) return 0;
+    // The model the defaults build, by the names its checkpoints use.
+    try {
+        const auto params = r.model_parameters(r.defaults());
+        std::int64_t total = 0, trained = 0;
+        for (const auto& p : params) (p.trainable ? trained : total) += p.shape.numel();
+        total += trained;
+        fmt::print("model parameters ({} tensors, {} values, {} of them trained):\n", params.size(), total, trained);
+        for (const auto& p : params)
+            fmt::print("  {:<40} {:<16} {}{}\n", p.name, p.shape.str(), p.trainable ? "trained" : "frozen",
+                       p.trainable && p.decay ? ", weight decay" : "");
+    } catch (const Error& e) {
+        fmt::print("model parameters: not built with the defaults ({})\n", e.message());
+    }
     return 0;
 }
 

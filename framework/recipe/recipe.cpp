@@ -176,6 +176,18 @@ std::vector<Result> Recipe::map(const std::vector<std::map<std::string, std::str
     return build().map(cells, every_cell);
 }
 
+std::vector<Plan::ModelParameter> Plan::model_parameters(const Config& cfg) const {
+    std::vector<ModelParameter> out;
+    if (!r_->loop_.make_model) return out;
+    const LoopSpec::Erased model = r_->loop_.make_model(cfg);
+    if (nn::Module* m = r_->loop_.module_of ? r_->loop_.module_of(model.get()) : nullptr) {
+        for (const auto& [name, p] : m->named_parameters()) out.push_back({name, p->shape(), p->trainable(), p->decays()});
+        return out;
+    }
+    for (const auto& e : r_->loop_.params_of(model.get()).entries()) out.push_back({e.name, e.shape, true, e.decay});
+    return out;
+}
+
 Result Plan::run(const Config& cfg) const {
     return framework_loop() ? run_framework_loop(name(), r_->loop_, cfg) : r_->body_(cfg);
 }

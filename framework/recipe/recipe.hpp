@@ -178,6 +178,16 @@ public:
     // Runs the body as this rank of the current job (collective when it has several ranks).
     Result run(const Config& cfg) const;
 
+    // The parameters of the model `cfg` builds (recipes whose loop the
+    // framework owns; none otherwise), by the names checkpoints and
+    // safetensors files use. Builds the model on the CPU.
+    struct ModelParameter {
+        std::string name;
+        Shape shape;
+        bool trainable = true, decay = true;
+    };
+    std::vector<ModelParameter> model_parameters(const Config& cfg) const;
+
     // Runs each cell (parameter overrides, plus `every_cell`'s) as its own
     // one-card job, as many at once as cards allow, and returns one result per
     // cell in order, each with "status" ("ok" or "failed", then with "error"

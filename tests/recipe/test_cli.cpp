@@ -57,6 +57,10 @@ TEST_CASE("recipe --help, --version, list and show") {
     CHECK(show.code == 0);
     CHECK(show.output.find("n_embd") != std::string::npos);
     CHECK(show.output.find("model width") != std::string::npos);
+    // The model the defaults build, by the names its checkpoints use.
+    CHECK(show.output.find("model parameters (52 tensors, 842496 values, 842496 of them trained)") != std::string::npos);
+    CHECK(show.output.find("h.3.attn.c_attn.weight") != std::string::npos);
+    CHECK(show.output.find("ln_f.bias                                [128]            trained") != std::string::npos);
 }
 
 TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") {
@@ -153,6 +157,23 @@ TEST_CASE("recipe run classify returns a test accuracy") {
     CHECK(result["steps"] == 30);
     // 30 steps of 128 images already beat chance (10%) by far.
     CHECK(result["test_accuracy"].get<double>() > 0.4);
+}
+
+TEST_CASE("pretrain and classify train on 8 CPU ranks as on one rank of the same global batch") {
+    const std::string classify = "run classify --output rank0 --threads 1 --set steps=12 --set warmup=2 --set hidden=16 "
+                                 "--set log_every=6 --set eval_every=12 --set global_batch=64 --set checkpoint_every=0";
+    const std::string pretrain = std::string("run pretrain --output rank0 ") + kTinyGpt + " --set global_batch=8";
+    for (const std::string& run : {classify, pretrain}) {
+        CAPTURE(run);
+        auto one = recipe(run + " --gpus 1"), eight = recipe(run + " --gpus 8");
+        INFO(one.output << eight.output);
+        REQUIRE(one.code == 0);
+        REQUIRE(eight.code == 0);
+        const auto a = nlohmann::json::parse(one.last_line()), b = nlohmann::json::parse(eight.last_line());
+        CHECK(b["ranks"] == 8);
+        CHECK(b["loss"].get<double>() == doctest::Approx(a["loss"].get<double>()).epsilon(1e-6));
+        CHECK(b["val_loss"].get<double>() == doctest::Approx(a["val_loss"].get<double>()).epsilon(1e-6));
+    }
 }
 
 TEST_CASE("a recipe that fails while running exits 1 naming the cause") {

@@ -117,6 +117,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
     const double al = f64 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
     const double be = f64 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
     // The scalars are read at the call (host pointer mode), the matrices when the stream runs the product.
+    levers::emulation::count_product();
     levers::emulation::enqueue(reinterpret_cast<BlasHandle*>(handle)->stream, [=] {
         const std::size_t width = bytes_of(type_a);  // all three types are one, checked above
         for (int batch = 0; batch < count; ++batch) {
@@ -245,6 +246,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t handle, con
         return CUBLAS_STATUS_INVALID_VALUE;
     }
     const double al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+    levers::emulation::count_product();
     levers::emulation::enqueue(stream, [=] {
         for (std::uint64_t j = 0; j < n; ++j)
             for (std::uint64_t i = 0; i < m; ++i) {

@@ -108,6 +108,7 @@ cudaError_t cudaDeviceSynchronize() {
 cudaError_t cudaMalloc(void** p, std::size_t bytes) {
     *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
     if (!*p) return cudaErrorMemoryAllocation;
+    levers::emulation::count_malloc(bytes);
     std::memset(*p, 0xff, bytes);
     std::lock_guard lock(allocations_mutex);
     allocations[static_cast<const char*>(*p)] = bytes;
@@ -132,6 +133,7 @@ cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
 // returns when the copy is done, so it waits for the stream's earlier work.
 cudaError_t cudaMemcpyAsync(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
     if (bytes == 0) return cudaSuccess;
+    levers::emulation::count_copy();
     const bool from_host = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost ||
                            (kind == cudaMemcpyDefault && !on_card(from));
     const bool to_host = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost ||
@@ -153,6 +155,7 @@ cudaError_t cudaMemcpy(void* to, const void* from, std::size_t bytes, cudaMemcpy
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t s) {
+    levers::emulation::count_memset();
     levers::emulation::enqueue(s, [p, value, bytes] { std::memset(p, value, bytes); });
     return cudaSuccess;
 }

@@ -79,6 +79,13 @@ void enqueue(cudaStream_t stream, std::function<void()> work);
 void finish(cudaStream_t stream);  // runs everything queued on it so far
 void finish_all();                 // every stream (cudaDeviceSynchronize, cudaFree)
 
+// Counts of what was asked (stats.cpp; LEVERS_EMULATED_STATS writes them at exit).
+void count_launch();
+void count_product();
+void count_copy();
+void count_memset();
+void count_malloc(std::size_t bytes);
+
 // A kernel launch: checked when it is made (cudaGetLastError reports it),
 // run on its stream in turn. The arguments are copied at the launch, as a
 // card's are.
@@ -88,6 +95,7 @@ struct Launcher {
     cudaStream_t stream;
     template <class Kernel, class... Args> void operator()(Kernel kernel, Args... args) const {
         if (!launchable(grid, block, shared_bytes)) return;
+        count_launch();
         enqueue(stream, [grid = grid, block = block, shared = shared_bytes, kernel, args...] {
             run(grid, block, shared, [&] { kernel(args...); });
         });

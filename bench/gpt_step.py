@@ -85,8 +85,12 @@ def main():
                    help="bf16: autocast to bf16 around forward (f32 master weights), as PyTorch users train")
     p.add_argument("--attention", default="explicit", choices=["explicit", "sdpa"],
                    help="explicit: softmax(QKᵀ)V as levers computes it; sdpa: F.scaled_dot_product_attention")
+    p.add_argument("--flush-denormal", type=int, default=0, choices=[0, 1],
+                   help="1: torch.set_flush_denormal(True), subnormal floats as zero (levers' CPU threads do this)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
+    if a.flush_denormal:
+        torch.set_flush_denormal(True)
     torch.manual_seed(1)
     model = Gpt(a.vocab, a.block, a.layers, a.heads, a.embd, a.attention == "sdpa").to(a.device)
     autocast = torch.autocast(device_type=a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16")
@@ -126,7 +130,7 @@ def main():
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "matmul_gflops_1024": matmul_gflops(),
         "blas": blas,
-        "blas_build": a.blas,
+        "blas_build": a.blas + (" + flush_denormal" if a.flush_denormal else ""),
     }))
 
 

@@ -3,7 +3,9 @@
 # its first barrier, for 1, 2, 4 and 8 ranks: `bench_launch run ready --gpus N`
 # (levers' launcher; N = 1 runs in place) against torchrun starting N gloo
 # workers (Debian's python3-torch; --redirects/--tee set as Debian's torch 1.13
-# needs, --monitor_interval left at its default). Median of 3 rounds.
+# needs, --monitor_interval left at its default). Median of 3 rounds. Then
+# what a process holds that holds no tensors: `recipe list` and each CPU rank
+# of the 8 (on a CUDA build, the card backend must not be mapped).
 #
 #   bash bench/launch.sh
 set -euo pipefail
@@ -41,4 +43,11 @@ for n in (1, 2, 4, 8):
         tr.append(torchrun_once(n, port))
     l, t = statistics.median(lv), statistics.median(tr)
     print(f"| {n} | {l:.0f} | {t:.0f} | {t / l:.1f}x |", flush=True)
+out = subprocess.run([levers, "run", "ready", "--gpus", "8", "--threads", "1"], capture_output=True, text=True, check=True)
+ranks = json.loads(out.stdout.strip().splitlines()[-1])["rank_peak_rss_mb"]
+print(f"\nresident memory of each of 8 CPU ranks: {min(ranks):.1f} to {max(ranks):.1f} MB")
 PY
+/usr/bin/python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print("resident memory of `recipe list`: %.1f MB" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))' \
+    "$build/recipe" list

@@ -6,13 +6,31 @@
 #include "models/gpt2_weights.hpp"
 #include "models/gpt_io.hpp"
 
+#include <array>
+#include <cstring>
+#include <fstream>
+
 namespace levers::models {
 
 namespace fs = std::filesystem;
 
+WeightsFormat weights_format(const fs::path& path, const std::string& what) {
+    constexpr const char* kAccepted = "a levers checkpoint (model.ckpt from pretrain or fine_tune) or GPT-2 weights in "
+                                      "safetensors";
+    LEVERS_CHECK(fs::is_regular_file(path), "{}{}: no such file; give {}", what, path.string(), kAccepted);
+    std::ifstream in(path, std::ios::binary);
+    std::array<char, 9> head{};
+    in.read(head.data(), head.size());
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (got >= 8 && std::memcmp(head.data(), "LEVERSCK", 8) == 0) return WeightsFormat::levers_checkpoint;
+    std::uint64_t header_len = 0;
+    std::memcpy(&header_len, head.data(), sizeof header_len);  // little-endian, as safetensors writes it
+    if (got == head.size() && head[8] == '{' && header_len + 8 <= fs::file_size(path)) return WeightsFormat::safetensors;
+    LEVERS_FAIL("{}{}: neither a levers checkpoint nor safetensors; give {}", what, path.string(), kAccepted);
+}
+
 std::unique_ptr<Gpt> load_any_gpt(const fs::path& path, int n_head) {
-    LEVERS_CHECK(fs::exists(path), "{}: no such file", path.string());
-    if (path.extension() == ".safetensors") return load_gpt2_safetensors(path, n_head);
+    if (weights_format(path) == WeightsFormat::safetensors) return load_gpt2_safetensors(path, n_head);
     return load_gpt(path);
 }
 

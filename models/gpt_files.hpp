@@ -11,8 +11,16 @@
 
 namespace levers::models {
 
+enum class WeightsFormat { levers_checkpoint, safetensors };
+
+// What a weights file is, by its first bytes (a levers checkpoint starts
+// with LEVERSCK; safetensors with its header's length, then '{'). Throws
+// levers::Error naming the file (after `what`, the flag that gave it:
+// "--set weights=") and both accepted formats when it is neither, or missing.
+WeightsFormat weights_format(const std::filesystem::path& path, const std::string& what = "");
+
 // A levers checkpoint (model.ckpt, from pretrain or fine_tune) or GPT-2 weights
-// in safetensors (*.safetensors; n_head as load_gpt2_safetensors takes it).
+// in safetensors (n_head as load_gpt2_safetensors takes it), told apart by content.
 std::unique_ptr<Gpt> load_any_gpt(const std::filesystem::path& path, int n_head = 0);
 
 // Text to tokens and back for a model: bytes for a vocabulary of 256, else

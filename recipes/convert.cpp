@@ -9,9 +9,14 @@ namespace {
 
 using namespace levers;
 
-Result convert(const Config& cfg) {
+void check(const Config& cfg) {
     const std::string from = cfg.get<std::string>("from"), to = cfg.get<std::string>("to");
     LEVERS_CHECK(!from.empty() && !to.empty(), "convert needs --set from=PATH and --set to=PATH (.ckpt or .safetensors)");
+    models::weights_format(from, "--set from=");
+}
+
+Result convert(const Config& cfg) {
+    const std::string from = cfg.get<std::string>("from"), to = cfg.get<std::string>("to");
     auto model = models::load_any_gpt(from, cfg.get<int>("n_head"));
     models::save_any_gpt(to, *model);
     fmt::print("wrote {} ({} parameters)\n", to, model->params().size());
@@ -25,6 +30,7 @@ LEVERS_RECIPE(convert) {
         .describe("a GPT between levers' model.ckpt and GPT-2 safetensors (Hugging Face's layout)")
         .param("from", "", "the file to read (.ckpt or .safetensors)")
         .param("to", "", "the file to write (.safetensors or .ckpt)")
-        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)")
+        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", {.min = 0})
+        .check(check)
         .run(convert);
 }

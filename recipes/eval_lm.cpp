@@ -10,15 +10,23 @@
 #include "models/gpt_train.hpp"
 
 #include <cmath>
+#include <filesystem>
 
 namespace {
 
 using namespace levers;
 
+void check(const Config& cfg) {
+    const std::string weights = cfg.get<std::string>("weights"), text_path = cfg.get<std::string>("text");
+    LEVERS_CHECK(!weights.empty() && !text_path.empty(), "eval_lm needs --set weights=PATH (GPT-2 weights in "
+                 "safetensors, or a model.ckpt from pretrain or fine_tune) and --set text=PATH (a text file)");
+    models::weights_format(weights, "--set weights=");
+    LEVERS_CHECK(std::filesystem::is_regular_file(text_path), "--set text={}: no such file; give a text file to score",
+                 text_path);
+}
+
 Result eval_lm(const Config& cfg) {
     const std::string weights = cfg.get<std::string>("weights"), text_path = cfg.get<std::string>("text");
-    LEVERS_CHECK(!weights.empty() && !text_path.empty(), "eval_lm needs --set weights=PATH (.safetensors or a "
-                 "model.ckpt) and --set text=PATH (a text file)");
     auto model = models::load_any_gpt(weights, cfg.get<int>("n_head"));
     model->to(dist::device(), compute_dtype());  // the card this rank computes on, if any
     const auto codec = models::codec_for(*model, weights);
@@ -48,9 +56,10 @@ LEVERS_RECIPE(eval_lm) {
         .describe("mean loss and perplexity of a GPT (GPT-2 safetensors or a levers model) on a text")
         .param("weights", "", "GPT-2 weights (.safetensors) or a model.ckpt from pretrain or fine_tune")
         .param("text", "", "the text to score")
-        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)")
-        .param("context", 0, "window length in tokens (0: the model's context)")
-        .param("batch_size", 4, "windows per forward pass")
-        .param("max_tokens", 0, "score only the first N tokens (0: all)")
+        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", {.min = 0})
+        .param("context", 0, "window length in tokens (0: the model's context)", {.min = 0})
+        .param("batch_size", 4, "windows per forward pass", {.min = 1})
+        .param("max_tokens", 0, "score only the first N tokens (0: all)", {.min = 0})
+        .check(check)
         .run(eval_lm);
 }

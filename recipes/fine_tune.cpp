@@ -50,14 +50,21 @@ struct Text {
 
 // GPT-2 weights (.safetensors) read GPT-2's BPE tokens; levers' byte-level models, bytes.
 int vocabulary(const Config& cfg) {
-    return fs::path(cfg.get<std::string>("base")).extension() == ".safetensors" ? 50257 : 256;
+    return models::weights_format(cfg.get<std::string>("base"), "--set base=") == models::WeightsFormat::safetensors
+               ? 50257
+               : 256;
+}
+
+void check(const Config& cfg) {
+    const fs::path base = cfg.get<std::string>("base");
+    LEVERS_CHECK(fs::exists(base), "fine_tune: base checkpoint {} not found; run `recipe run pretrain` first, or give "
+                 "one with --set base=PATH", base.string());
+    vocabulary(cfg);  // the format, named if it is neither
 }
 
 // The pretrained model; with lora_r > 0 only its adapters are trainable (params()).
 std::unique_ptr<Gpt> load_base(const Config& cfg) {
     const fs::path base = cfg.get<std::string>("base");
-    LEVERS_CHECK(fs::exists(base), "fine_tune: base checkpoint {} not found; run `recipe run pretrain` first, or give "
-                 "one with --set base=PATH", base.string());
     auto gpt = models::load_any_gpt(base, cfg.get<int>("n_head"));
     LEVERS_CHECK(gpt->config().vocab_size == vocabulary(cfg), "fine_tune: {} has a vocabulary of {}; levers "
                  "reads GPT-2's BPE (50257) from .safetensors files and bytes (256) from model.ckpt files",
@@ -120,19 +127,20 @@ LEVERS_RECIPE(fine_tune) {
         .describe("adapts a pretrained GPT to another text with LoRA; reports validation loss before and after")
         .param("base", "runs/pretrain/latest/model.ckpt",
                "the pretrained model: a pretrain run's model.ckpt, or GPT-2 weights (.safetensors)")
-        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)")
+        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", {.min = 0})
         .param("corpus", "", "the text to adapt to: a .txt file or directory (default: Newton's Opticks)")
-        .param("lora_r", 8, "adapter rank (0: fine-tune every weight)")
-        .param("lora_alpha", 16.0, "adapter scale numerator: updates are scaled by lora_alpha / lora_r")
-        .param("steps", 300, "optimizer steps")
-        .param("lr", 2e-3, "peak learning rate (warmup, then cosine to a tenth)")
-        .param("warmup", 20, "warmup steps")
-        .param("batch_size", 16, "sequences per step and rank")
+        .param("lora_r", 8, "adapter rank (0: fine-tune every weight)", {.min = 0})
+        .param("lora_alpha", 16.0, "adapter scale numerator: updates are scaled by lora_alpha / lora_r", {.min = 0})
+        .param("steps", 300, "optimizer steps", {.min = 1})
+        .param("lr", 2e-3, "peak learning rate (warmup, then cosine to a tenth)", {.min = 0})
+        .param("warmup", 20, "warmup steps", {.min = 0})
+        .param("batch_size", 16, "sequences per step and rank", {.min = 1})
         .param("seed", 1337, "adapter initialisation and data-order seed")
-        .param("eval_every", 100, "steps between validation passes")
-        .param("eval_batches", 16, "batches per validation pass")
-        .param("log_every", 25, "steps per progress line")
-        .param("checkpoint_every", 100, "steps between training checkpoints in the run directory (0: none)")
+        .param("eval_every", 100, "steps between validation passes", {.min = 0})
+        .param("eval_batches", 16, "batches per validation pass", {.min = 1})
+        .param("log_every", 25, "steps per progress line", {.min = 1})
+        .param("checkpoint_every", 100, "steps between training checkpoints in the run directory (0: none)", {.min = 0})
+        .check(check)
         .model(load_base)
         .data(load_text)
         .step(train_step)

@@ -13,10 +13,15 @@ namespace {
 
 using namespace levers;
 
-Result sample(const Config& cfg) {
+void check(const Config& cfg) {
     const std::string path = cfg.get<std::string>("checkpoint");
     LEVERS_CHECK(!path.empty(), "sample needs --set checkpoint=PATH (a model.ckpt that pretrain or fine_tune saved, "
                                 "or GPT-2 weights in a .safetensors file)");
+    models::weights_format(path, "--set checkpoint=");
+}
+
+Result sample(const Config& cfg) {
+    const std::string path = cfg.get<std::string>("checkpoint");
     auto model = models::load_any_gpt(path, cfg.get<int>("n_head"));
     model->to(dist::device(), compute_dtype());  // the card this rank computes on, if any
     const auto codec = models::codec_for(*model, path);
@@ -36,11 +41,12 @@ LEVERS_RECIPE(sample) {
     return levers::recipe("sample")
         .describe("text from a GPT: a checkpoint pretrain or fine_tune saved, or GPT-2 safetensors")
         .param("checkpoint", "", "a model.ckpt from pretrain or fine_tune, or GPT-2 weights (.safetensors)")
-        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)")
+        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", {.min = 0})
         .param("prompt", "The ", "text to continue")
-        .param("tokens", 200, "tokens to generate")
-        .param("temperature", 0.8, "sampling temperature")
-        .param("top_k", 40, "sample among the k likeliest tokens (0: all)")
+        .param("tokens", 200, "tokens to generate", {.min = 0})
+        .param("temperature", 0.8, "sampling temperature", {.min = 0})
+        .param("top_k", 40, "sample among the k likeliest tokens (0: all)", {.min = 0})
         .param("seed", 1, "sampling seed")
+        .check(check)
         .run(sample);
 }

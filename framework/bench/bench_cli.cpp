@@ -1,6 +1,7 @@
 #include "framework/bench/bench_cli.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/recipe/config.hpp"
 
 namespace levers::bench {
 
@@ -12,8 +13,8 @@ BenchCli::BenchCli(CLI::App& app) {
     auto& s = scaling_flags_;
     scaling_ = bench_->add_subcommand("scaling", "Throughput, speedup, efficiency and time split at each card count");
     scaling_->add_option("name", s.recipe, "recipe name")->required();
-    scaling_->add_option("--gpus", s.gpus, "card counts, e.g. 1,2,4,8 (default: powers of two up to the node's)")
-        ->delimiter(',');
+    // Lists are parsed here, not by CLI11, which drops empty items ("1,,2").
+    scaling_->add_option("--gpus", scaling_gpus_, "card counts, e.g. 1,2,4,8 (default: powers of two up to the node's)");
     scaling_->add_option("--steps", s.steps, "steps per run (default 60)");
     scaling_->add_option("--warmup", s.warmup, "steps left out of the throughput (default 10)");
     scaling_->add_option("--set", s.sets, "a recipe parameter for every run: --set name=value");
@@ -42,7 +43,7 @@ BenchCli::BenchCli(CLI::App& app) {
                                                  "gradient bytes and an interconnect");
     predict_->add_option("name", p.recipe, "recipe name (measured: its step time, gradients and overlap)");
     predict_->add_option("--profile", p.profile, "nvlink-h100, pcie5-p2p or pcie-nop2p (default)");
-    predict_->add_option("--gpus", p.gpus, "card counts (default 2,4,8)")->delimiter(',');
+    predict_->add_option("--gpus", predict_gpus_, "card counts (default 2,4,8)");
     predict_->add_option("--bandwidth", p.bandwidth_gb_s, "GB/s per card, instead of the profile's");
     predict_->add_option("--latency", p.latency_us, "microseconds per ring hop, instead of the profile's");
     predict_->add_option("--step-ms", p.step_ms, "one card's step in ms, instead of measuring it");
@@ -62,11 +63,17 @@ BenchCli::BenchCli(CLI::App& app) {
 bool BenchCli::parsed() const { return bench_->parsed(); }
 
 int BenchCli::run() const {
-    if (scaling_->parsed()) return bench_scaling(scaling_flags_);
+    if (scaling_->parsed()) {
+        ScalingFlags s = scaling_flags_;
+        if (scaling_->count("--gpus") > 0) s.gpus = parse_int_list("--gpus", scaling_gpus_, 1);
+        return bench_scaling(s);
+    }
     if (shapes_->parsed()) return bench_shapes(shapes_flags_);
     if (seeds_) return bench_predict_seeds();
     LEVERS_CHECK(!predict_flags_.recipe.empty(), "recipe bench predict needs a recipe name (or --seeds)");
-    return bench_predict(predict_flags_);
+    PredictFlags p = predict_flags_;
+    if (predict_->count("--gpus") > 0) p.gpus = parse_int_list("--gpus", predict_gpus_, 1);
+    return bench_predict(p);
 }
 
 }  // namespace levers::bench

@@ -18,6 +18,7 @@ private:
     ScalingFlags scaling_flags_;
     ShapesFlags shapes_flags_;
     PredictFlags predict_flags_;
+    std::string scaling_gpus_, predict_gpus_;  // "1,2,4" as given
     bool seeds_ = false;
 };
 

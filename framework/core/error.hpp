@@ -16,11 +16,12 @@ public:
     // what() is "where: message"; message() alone is for lines a user reads
     // about their own input, where the source location would be noise.
     Error(const std::string& where, const std::string& message)
-        : std::runtime_error(where.empty() ? message : where + ": " + message), message_(message) {}
+        : std::runtime_error(where.empty() ? message : where + ": " + message), where_(where), message_(message) {}
     const std::string& message() const { return message_; }
+    const std::string& where() const { return where_; }  // "framework/train/loop.cpp:92", for logs
 
 private:
-    std::string message_;
+    std::string where_, message_;
 };
 
 // Builds the message "file:line: text" and throws. Out of line keeps call sites small.

@@ -14,7 +14,7 @@ namespace levers::dist {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x315352455645'4c00ull;  // "LEVERS1"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 
 // acc[0..n) += src[0..n); the restrict lets the compiler vectorise it.
 template <class T> void add_into(T* __restrict acc, const T* __restrict src, std::int64_t n) {
@@ -105,6 +105,20 @@ void ShmBackend::abort_group(void* memory, const std::string& why) {
     publish_abort(static_cast<Layout*>(memory), kMaxRanks + 1, why);
 }
 
+ShmBackend::AbortState ShmBackend::abort_state(const void* memory) {
+    const auto* layout = static_cast<const Layout*>(memory);
+    AbortState s;
+    std::uint32_t by = 0;
+    while ((by = layout->aborted_by.load(std::memory_order_acquire)) == kWritingReason) pause_cpu();
+    if (by == 0) return s;
+    if (by <= kMaxRanks) s.by = static_cast<int>(by) - 1;
+    s.reason.assign(layout->abort_reason, strnlen(layout->abort_reason, sizeof(layout->abort_reason)));
+    const std::uint64_t stalled = layout->stalled.load(std::memory_order_acquire);
+    for (int r = 0; r < kMaxRanks; ++r)
+        if (stalled >> r & 1) s.stalled.push_back(r);
+    return s;
+}
+
 void ShmBackend::fail_aborted() {
     std::uint32_t by = 0;
     while ((by = layout_->aborted_by.load(std::memory_order_acquire)) == kWritingReason) pause_cpu();
@@ -152,9 +166,11 @@ void ShmBackend::wait_all_untimed(Op op) {
         if (left <= std::chrono::nanoseconds::zero()) {
             const std::uint64_t mine = me.arrivals.load();
             std::string late;
+            std::uint64_t stalled = 0;
             for (int r = 0; r < world_; ++r) {
                 const RankRecord& other = layout_->ranks[r];
                 if (other.arrivals.load() >= mine) continue;
+                stalled |= std::uint64_t{1} << r;
                 const std::uint64_t seq = other.seq.load();
                 late += fmt::format("{}rank {} ({})", late.empty() ? "" : ", ", r,
                                     seq == 0 ? std::string("before its first collective")
@@ -162,6 +178,7 @@ void ShmBackend::wait_all_untimed(Op op) {
             }
             const std::string why = fmt::format("rank {} waited {} ms in {} #{} for {}", rank_, timeout_.count(),
                                                 op_name(static_cast<std::uint32_t>(op)), me.seq.load(), late);
+            layout_->stalled.fetch_or(stalled, std::memory_order_release);
             abort(why);
             LEVERS_FAIL("collective timed out: {}", why);
         }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace levers::dist {
 
@@ -56,6 +57,13 @@ public:
     void abort(const std::string& why) override;
     // The same from outside the group (the launcher), on a laid-out segment.
     static void abort_group(void* memory, const std::string& why);
+    // Why the group laid out in `memory` was aborted, for the launcher's verdict.
+    struct AbortState {
+        int by = -1;  // the rank that aborted it; -1: not aborted, or by the launcher
+        std::string reason;
+        std::vector<int> stalled;  // the ranks a timed-out rank waited for
+    };
+    static AbortState abort_state(const void* memory);
     // The group's key-value store (not collective: any rank, any time).
     ShmStore store() const { return ShmStore(layout_, timeout_); }
 

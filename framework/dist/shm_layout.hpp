@@ -42,6 +42,8 @@ struct ShmBackend::Layout {
     // 0: running; else rank + 1 (kMaxRanks + 1: the launcher), 0xffffffff while the reason is written.
     alignas(kAlign) std::atomic<std::uint32_t> aborted_by;
     char abort_reason[256];
+    // Bit r: a rank timed out waiting for rank r (written before aborted_by).
+    alignas(kAlign) std::atomic<std::uint64_t> stalled;
     RankRecord ranks[kMaxRanks];
     alignas(kAlign) std::atomic<std::uint32_t> store_version;  // bumped (and woken) on every store change
     StoreEntry store[kStoreEntries];

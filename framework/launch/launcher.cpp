@@ -40,6 +40,16 @@ std::string describe(int status) {
     return fmt::format("exited with code {}", WEXITSTATUS(status));
 }
 
+// ", stopped (SIGSTOP)" for a process in the stopped state, else "".
+std::string stopped_note(pid_t pid) {
+    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    std::getline(stat, line);
+    const auto paren = line.rfind(')');  // the command name may hold spaces
+    const bool stopped = paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'T';
+    return stopped ? ", stopped (SIGSTOP)" : "";
+}
+
 struct Rank {
     int index = 0;
     std::unique_ptr<bp::async_pipe> out;
@@ -144,7 +154,18 @@ private:
         const bool failed = !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
         if (failed && !failed_rank_ && !interrupted_) {
             failed_rank_ = r.index;
-            fmt::print(stderr, "levers: rank {} {}; stopping the job\n", r.index, describe(r.status));
+            // A rank that timed out waiting names the ones it waited for: the
+            // verdict is about them, the stalled ones, not the one that gave up.
+            const auto state = dist::ShmBackend::abort_state(JobSegment::group_memory(segment_.data()));
+            if (state.by >= 0 && !state.stalled.empty()) {
+                const Rank& s = *ranks_[static_cast<std::size_t>(state.stalled.front())];
+                stall_ = fmt::format("rank {} stalled in a collective{}: {}", s.index, stopped_note(s.child.id()),
+                                     state.reason);
+                failed_rank_ = s.index;
+                fmt::print(stderr, "levers: {}; stopping the job\n", stall_);
+            } else {
+                fmt::print(stderr, "levers: rank {} {}; stopping the job\n", r.index, describe(r.status));
+            }
             dist::ShmBackend::abort_group(JobSegment::group_memory(segment_.data()),
                                           fmt::format("rank {} {}", r.index, describe(r.status)));
             stop_all(SIGTERM);
@@ -195,7 +216,8 @@ private:
             const Rank& r = *ranks_[static_cast<std::size_t>(*failed_rank_)];
             std::string tail;
             for (const auto& line : r.last_lines) tail += "    " + line + "\n";
-            fmt::print(stderr, "levers: job failed: rank {} {}. Its last lines:\n{}", r.index, describe(r.status),
+            fmt::print(stderr, "levers: job failed: {}. Its last lines:\n{}",
+                       stall_.empty() ? fmt::format("rank {} {}", r.index, describe(r.status)) : stall_,
                        tail.empty() ? "    (none)\n" : tail);
             return 1;
         }
@@ -211,6 +233,7 @@ private:
     asio::steady_timer grace_timer_;
     std::vector<std::unique_ptr<Rank>> ranks_;
     std::optional<int> failed_rank_;
+    std::string stall_;  // set when the job failed because a rank stalled
     int interrupted_ = 0;
     bool stopping_ = false;
     bool live_shown_ = false;  // a progress line is on the console, without its newline

@@ -2,6 +2,7 @@
 
 #include "framework/bench/bench_cli.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/gpu.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/plot.hpp"
@@ -56,7 +57,8 @@ int show_recipe(const std::string& name) {
     fmt::print("{}: {}\ndefault cards: {}\nparameters (set with --set name=value):\n", r.name(), r.description(),
                r.default_gpus());
     for (const auto& p : r.params())
-        fmt::print("  {:<16} {:<10} {:<14} {}\n", p.name, type_name(p.default_value), to_text(p.default_value), p.help);
+        fmt::print("  {:<16} {:<10} {:<14} {}{}\n", p.name, type_name(p.default_value), to_text(p.default_value), p.help,
+                   p.bounds.empty() ? "" : " [" + p.bounds.str() + "]");
     if (!r.framework_loop()) return 0;
     // The model the defaults build, by the names its checkpoints use.
     try {
@@ -95,12 +97,16 @@ int sweep_recipe(const SweepFlags& f) {
         Config cfg = resolve_config(r, f.sets);
         try {
             for (const auto& [k, v] : cells[i]) cfg.set(k, v);
+            r.check(cfg);
         } catch (const Error& e) {
             LEVERS_FAIL("cell {}: {}", i, e.message());
         }
     }
-    load_workspace().check(f.gpus_per_cell);
     const std::string device = resolve_device(f.device, f.gpus_per_cell);
+    const bool cuda = device == "cuda";
+    load_workspace().check(f.gpus_per_cell,
+                           cuda ? gpu_count() : static_cast<int>(launch::CardLedger::for_node(0).cards().size()),
+                           cuda ? "cards" : "CPU slots");
     resolve_precision(f.precision, device);  // refused here, not once per cell
 
     SweepOptions o;

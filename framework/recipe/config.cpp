@@ -96,6 +96,46 @@ ParamValue parse_as(const ParamValue& like, const std::string& name, const std::
         like);
 }
 
+std::string Bounds::str() const {
+    if (min && max) return fmt::format("in [{}, {}]", *min, *max);
+    if (min) return fmt::format(">= {}", *min);
+    if (max) return fmt::format("<= {}", *max);
+    return "any value";
+}
+
+void check_bounds(const ParamSpec& spec, const ParamValue& v) {
+    if (spec.bounds.empty()) return;
+    auto check = [&](double x) {
+        LEVERS_CHECK((!spec.bounds.min || x >= *spec.bounds.min) && (!spec.bounds.max || x <= *spec.bounds.max),
+                     "parameter '{}': {} is out of range; it must be {} ({})", spec.name, to_text(v),
+                     spec.bounds.str(), spec.help);
+    };
+    std::visit(Overload{[&](long x) { check(static_cast<double>(x)); }, [&](double x) { check(x); },
+                        [&](const std::vector<long>& xs) {
+                            for (long x : xs) check(static_cast<double>(x));
+                        },
+                        [&](const std::vector<double>& xs) {
+                            for (double x : xs) check(x);
+                        },
+                        [](const auto&) {}},
+               v);
+}
+
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int min) {
+    std::vector<int> xs;
+    for (std::size_t start = 0; start <= text.size();) {
+        const auto comma = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, comma - start);
+        long x = 0;
+        LEVERS_CHECK(parse_long(item, x) && x >= min && x <= (1 << 20),
+                     "{} '{}': item {} ({}) is not an integer >= {}; give them separated by commas (e.g. 1,2,4)",
+                     flag, text, xs.size() + 1, item.empty() ? "empty" : "'" + item + "'", min);
+        xs.push_back(static_cast<int>(x));
+        start = comma + 1;
+    }
+    return xs;
+}
+
 Config::Config(std::vector<ParamSpec> specs) : specs_(std::move(specs)) {
     for (const auto& s : specs_) values_.push_back(s.default_value);
 }
@@ -121,7 +161,9 @@ nlohmann::json Config::to_json() const {
 
 void Config::set(const std::string& name, const std::string& text) {
     std::size_t i = index_of(name);
-    values_[i] = parse_as(specs_[i].default_value, name, text);
+    ParamValue v = parse_as(specs_[i].default_value, name, text);
+    check_bounds(specs_[i], v);
+    values_[i] = std::move(v);
 }
 
 template <class T> T Config::get(const std::string& name) const {

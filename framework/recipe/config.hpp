@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -13,10 +14,19 @@ namespace levers {
 // int, float, string, bool, or a list of ints ("256,128") or floats ("1e-3,3e-3").
 using ParamValue = std::variant<long, double, std::string, bool, std::vector<long>, std::vector<double>>;
 
+// The range a numeric parameter (or each item of a list) must fall in;
+// checked whenever it is set, so a bad value is refused before a run starts.
+struct Bounds {
+    std::optional<double> min, max;
+    bool empty() const { return !min && !max; }
+    std::string str() const;  // ">= 1", "in [0, 1]", "<= 8"
+};
+
 struct ParamSpec {
     std::string name;
     ParamValue default_value;
     std::string help;
+    Bounds bounds;
 };
 
 std::string type_name(const ParamValue& v);  // "int", "float", "string", "bool", "int list", "float list"
@@ -25,6 +35,14 @@ std::string to_text(const ParamValue& v);    // as the command line would write 
 // Parses `text` as the type of `like`; throws levers::Error naming `name`, the
 // text and the expected type.
 ParamValue parse_as(const ParamValue& like, const std::string& name, const std::string& text);
+
+// Throws levers::Error naming the parameter, the value and its range when `v`
+// (a number, or any item of a list) falls outside `spec.bounds`.
+void check_bounds(const ParamSpec& spec, const ParamValue& v);
+
+// "1,2,4" as integers >= `min`, for flags that take a list (--gpus 1,2,4);
+// an empty item or one that is not an integer is refused, naming `flag`.
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int min);
 
 class Config {
 public:

@@ -96,6 +96,17 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     }
 }
 
+train::LoopOptions framework_loop_options(const LoopSpec& spec, const Config& cfg) {
+    train::LoopOptions options = loop_options(cfg);
+    options.unit = "samples";  // what MicroResult::items counts; .optimizer may say "tok"
+    options.grad_accum = spec.grad_accum.resolve(cfg);
+    options.eval_every = spec.eval_every.resolve(cfg);
+    options.early_stop = spec.early_stop;
+    options.eval_at_start = spec.eval_at_start;
+    if (spec.optimizer) spec.optimizer(cfg, options);
+    return options;
+}
+
 namespace {
 
 Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& cfg, Device device, bool& stepped) {
@@ -105,14 +116,8 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
     nn::Module* module = built.module;
     ParamSet& params = spec.params_of(model.get());
 
-    train::LoopOptions options = loop_options(cfg);
-    options.unit = "samples";  // what MicroResult::items counts; .optimizer may say "tok"
-    options.grad_accum = spec.grad_accum.resolve(cfg);
-    options.eval_every = spec.eval_every.resolve(cfg);
-    options.early_stop = spec.early_stop;
-    options.eval_at_start = spec.eval_at_start;
+    train::LoopOptions options = framework_loop_options(spec, cfg);
     options.live_progress = live_progress_mode();
-    if (spec.optimizer) spec.optimizer(cfg, options);
 
     const std::filesystem::path dir = run_dir();
     std::optional<train::MetricsLog> metrics;

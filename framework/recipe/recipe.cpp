@@ -51,27 +51,41 @@ Recipe& Recipe::gpus(int n) {
     return *this;
 }
 
-Recipe& Recipe::add_param(const std::string& name, ParamValue value, std::string help) {
+Recipe& Recipe::add_param(const std::string& name, ParamValue value, std::string help, Bounds bounds) {
     LEVERS_CHECK(valid_identifier(name), "recipe '{}': parameter name '{}' must be lower-case letters, digits, _ or -",
                  name_, name);
     for (const auto& p : params_) LEVERS_CHECK(p.name != name, "recipe '{}': parameter '{}' declared twice", name_, name);
-    params_.push_back({name, std::move(value), std::move(help)});
+    params_.push_back({name, std::move(value), std::move(help), bounds});
+    try {
+        check_bounds(params_.back(), params_.back().default_value);
+    } catch (const Error& e) {
+        LEVERS_FAIL("recipe '{}': the default of {}", name_, e.message());
+    }
     return *this;
 }
 
-Recipe& Recipe::param(const std::string& n, int v, std::string h) { return add_param(n, long{v}, std::move(h)); }
-Recipe& Recipe::param(const std::string& n, long v, std::string h) { return add_param(n, v, std::move(h)); }
-Recipe& Recipe::param(const std::string& n, double v, std::string h) { return add_param(n, v, std::move(h)); }
+Recipe& Recipe::param(const std::string& n, int v, std::string h, Bounds b) {
+    return add_param(n, long{v}, std::move(h), b);
+}
+Recipe& Recipe::param(const std::string& n, long v, std::string h, Bounds b) { return add_param(n, v, std::move(h), b); }
+Recipe& Recipe::param(const std::string& n, double v, std::string h, Bounds b) {
+    return add_param(n, v, std::move(h), b);
+}
 Recipe& Recipe::param(const std::string& n, bool v, std::string h) { return add_param(n, v, std::move(h)); }
 Recipe& Recipe::param(const std::string& n, const char* v, std::string h) {
     return add_param(n, std::string(v), std::move(h));
 }
 Recipe& Recipe::param(const std::string& n, std::string v, std::string h) { return add_param(n, std::move(v), std::move(h)); }
-Recipe& Recipe::param(const std::string& n, std::initializer_list<int> v, std::string h) {
-    return add_param(n, std::vector<long>(v.begin(), v.end()), std::move(h));
+Recipe& Recipe::param(const std::string& n, std::initializer_list<int> v, std::string h, Bounds b) {
+    return add_param(n, std::vector<long>(v.begin(), v.end()), std::move(h), b);
 }
-Recipe& Recipe::param(const std::string& n, std::initializer_list<double> v, std::string h) {
-    return add_param(n, std::vector<double>(v), std::move(h));
+Recipe& Recipe::param(const std::string& n, std::initializer_list<double> v, std::string h, Bounds b) {
+    return add_param(n, std::vector<double>(v), std::move(h), b);
+}
+
+Recipe& Recipe::check(std::function<void(const Config&)> fn) {
+    check_ = std::move(fn);
+    return *this;
 }
 
 Recipe& Recipe::run(RecipeBody body) {
@@ -190,6 +204,11 @@ std::vector<Plan::ModelParameter> Plan::model_parameters(const Config& cfg) cons
 
 Result Plan::run(const Config& cfg) const {
     return framework_loop() ? run_framework_loop(name(), r_->loop_, cfg) : r_->body_(cfg);
+}
+
+void Plan::check(const Config& cfg) const {
+    if (framework_loop()) framework_loop_options(r_->loop_, cfg).validate();
+    if (r_->check_) r_->check_(cfg);
 }
 
 bool register_recipe(const std::string& name, Plan (*factory)()) {

@@ -110,14 +110,21 @@ public:
 
     Recipe& describe(std::string text);
     Recipe& gpus(int n);  // the default card count
-    Recipe& param(const std::string& name, int default_value, std::string help);
-    Recipe& param(const std::string& name, long default_value, std::string help);
-    Recipe& param(const std::string& name, double default_value, std::string help);
+    // `bounds` limits a number (or each item of a list): .param("steps", 3000, "optimizer steps", {.min = 1}).
+    Recipe& param(const std::string& name, int default_value, std::string help, Bounds bounds = {});
+    Recipe& param(const std::string& name, long default_value, std::string help, Bounds bounds = {});
+    Recipe& param(const std::string& name, double default_value, std::string help, Bounds bounds = {});
     Recipe& param(const std::string& name, bool default_value, std::string help);
     Recipe& param(const std::string& name, const char* default_value, std::string help);
     Recipe& param(const std::string& name, std::string default_value, std::string help);
-    Recipe& param(const std::string& name, std::initializer_list<int> default_value, std::string help);
-    Recipe& param(const std::string& name, std::initializer_list<double> default_value, std::string help);
+    Recipe& param(const std::string& name, std::initializer_list<int> default_value, std::string help,
+                  Bounds bounds = {});
+    Recipe& param(const std::string& name, std::initializer_list<double> default_value, std::string help,
+                  Bounds bounds = {});
+    // Checks a whole config before anything starts (files exist, parameters
+    // agree with each other); throws levers::Error. `recipe run` and `recipe
+    // sweep` call it, so bad input exits 2 with no run directory made.
+    Recipe& check(std::function<void(const Config&)> fn);
 
     // The recipe owns its loop.
     Recipe& run(RecipeBody body);
@@ -151,7 +158,7 @@ public:
 
 private:
     friend class Plan;
-    Recipe& add_param(const std::string& name, ParamValue value, std::string help);
+    Recipe& add_param(const std::string& name, ParamValue value, std::string help, Bounds bounds = {});
     template <class M, class D> Recipe& set_step(std::function<MicroResult(M&, D&, const StepInfo&)> fn);
     template <class M, class D> Recipe& set_evaluate(std::function<Metrics(M&, D&)> fn);
     template <class M, class D> Recipe& set_finish(std::function<Result(M&, D&, const LoopResult&)> fn);
@@ -162,6 +169,7 @@ private:
     int gpus_ = 1;
     std::vector<ParamSpec> params_;
     RecipeBody body_;
+    std::function<void(const Config&)> check_;
     LoopSpec loop_;
 };
 
@@ -177,6 +185,9 @@ public:
 
     // Runs the body as this rank of the current job (collective when it has several ranks).
     Result run(const Config& cfg) const;
+    // Throws levers::Error for a config that would fail once running: the
+    // recipe's .check, and for the framework's loop its settings (steps >= 1, ...).
+    void check(const Config& cfg) const;
 
     // The parameters of the model `cfg` builds (recipes whose loop the
     // framework owns; none otherwise), by the names checkpoints and

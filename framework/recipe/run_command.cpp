@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <unistd.h>
@@ -103,6 +104,14 @@ std::unique_ptr<dist::Backend> card_group(dist::Backend& host_group, const launc
     return dist::make_nccl_backend(env.rank, env.world_size, card, access, timeout);
 }
 
+// Appends `line` to the rank's log in the run directory, not to the console:
+// where in levers' source an error was raised is for whoever reads the logs.
+void log_only(int rank, const std::string& line) {
+    if (run_dir().empty()) return;
+    std::ofstream log(run_dir() / fmt::format("rank{}.log", rank), std::ios::app);
+    log << line << '\n';
+}
+
 // Runs the recipe as one rank of `group` (none: a world of one) on `device`
 // with `threads` CPU threads; `publish` receives rank 0's result. On a card
 // the NCCL group is `cards`, or made here from `group`'s store.
@@ -123,7 +132,9 @@ int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, s
     } catch (const std::exception& e) {
         dist::leave();
         const std::string who = env.world_size > 1 ? fmt::format("rank {}: ", env.rank) : std::string();
-        fmt::print(stderr, "error: {}recipe {} failed: {}\n", who, r.name(), e.what());
+        const auto* error = dynamic_cast<const Error*>(&e);
+        fmt::print(stderr, "error: {}recipe {} failed: {}\n", who, r.name(), error ? error->message() : e.what());
+        if (error) log_only(env.rank, fmt::format("(raised at {})", error->where()));
         return 1;
     }
     return 0;
@@ -203,19 +214,8 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
 // from the node's ledger (waiting for them unless --no-wait). On CPU the
 // cards are core slots: a job takes ranks x threads of them, or all.
 std::vector<int> take_cards(const Plan& r, int ranks, int threads, bool wait, bool cuda) {
-    if (const char* given = std::getenv("LEVERS_CARDS"); given && *given) {
-        std::vector<int> cards;
-        const std::string list = given;
-        for (std::size_t start = 0; start <= list.size();) {
-            const auto comma = std::min(list.find(',', start), list.size());
-            const std::string id = list.substr(start, comma - start);
-            LEVERS_CHECK(!id.empty() && id.find_first_not_of("0123456789") == std::string::npos,
-                         "LEVERS_CARDS must list card indices (e.g. 0,1), got '{}'", list);
-            cards.push_back(std::stoi(id));
-            start = comma + 1;
-        }
-        return cards;
-    }
+    if (const char* given = std::getenv("LEVERS_CARDS"); given && *given)
+        return parse_int_list("LEVERS_CARDS", given, 0);
     auto ledger = launch::CardLedger::for_node(cuda ? node_gpu_count() : 0);
     // A CPU job uses every core unless --threads says how many per rank.
     const int slots = static_cast<int>(ledger.cards().size());
@@ -239,6 +239,7 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
         set_resume_from(fs::absolute(find_checkpoint(flags.resume->empty() ? "latest" : *flags.resume, r.name())));
     }
     Config cfg = resume_from().empty() ? resolve_config(r, flags.sets) : resumed_config(r, resume_from(), flags.sets);
+    r.check(cfg);
     LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
     LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
     set_device_was_auto(flags.device == "auto");
@@ -247,12 +248,17 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
         return run_as_launched_rank(r, cfg, env, flags.timeout_s);
     }
     if (env.distributed()) return run_as_external_rank(r, cfg, env, flags, argc, argv);
-    const int gpus = flags.gpus == -1 ? r.default_gpus() : flags.gpus;
+    const int gpus = flags.gpus.value_or(r.default_gpus());
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
     const std::string device = resolve_device(flags.device, gpus);
     set_compute_dtype(resolve_precision(flags.precision, device));
     const bool cuda = device == "cuda";
-    load_workspace().check(gpus);
+    const int node_cards = cuda ? gpu_count() : static_cast<int>(launch::CardLedger::for_node(0).cards().size());
+    load_workspace().check(gpus, node_cards, cuda ? "cards" : "CPU slots");
+    // As mpirun would: more CPU ranks than cores run, but each shares a core.
+    if (!cuda && gpus > node_cards && !std::getenv("LEVERS_CARDS"))
+        fmt::print("recipe: {} ranks on {} CPU slot{}: ranks share cores (oversubscribed), so each runs slower\n", gpus,
+                   node_cards, node_cards == 1 ? "" : "s");
 
     if (!flags.out.empty())  // refused before anything waits or runs
         LEVERS_CHECK(!fs::exists(flags.out) || (fs::is_directory(flags.out) && fs::is_empty(flags.out)),

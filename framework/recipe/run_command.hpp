@@ -14,7 +14,7 @@ struct RunFlags {
     std::string name;
     std::vector<std::string> sets;
     int threads = 0;
-    int gpus = -1;  // unset: the recipe's default
+    std::optional<int> gpus;  // unset: the recipe's default
     std::string device = "auto";
     std::string precision = "f32";
     std::string output = "all";

@@ -281,6 +281,7 @@ std::vector<Result> Plan::map(const std::vector<Cell>& cells, const Cell& every_
         try {
             for (const auto& [k, v] : every_cell) c.set(k, v);
             for (const auto& [k, v] : cells[i]) c.set(k, v);
+            check(c);
         } catch (const Error& e) {
             LEVERS_FAIL("map(): cell {}: {}", i, e.message());
         }

@@ -2,9 +2,11 @@
 
 #include "framework/core/error.hpp"
 #include "framework/core/read_file.hpp"
+#include "framework/dist/shm_backend.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <unistd.h>
@@ -71,14 +73,22 @@ Workspace load_workspace() {
     return w;
 }
 
-void Workspace::check(int gpus) const {
-    LEVERS_CHECK(gpus <= 1 || multi_gpu, "--gpus {}: multi-card jobs are off in this workspace (set by {}); turn them on with: {}",
-                 gpus, multi_gpu_from,
+void Workspace::check(int gpus, int node_cards, const std::string& unit) const {
+    constexpr int kNodeRanks = dist::ShmBackend::kMaxRanks;  // one node's process group holds no more
+    const int fits = std::max(1, std::min(max_gpus, node_cards));
+    LEVERS_CHECK(gpus <= kNodeRanks, "--gpus {}: a job runs at most {} ranks on one node, and this node has {} {}; use "
+                 "--gpus {} or fewer", gpus, kNodeRanks, node_cards, unit, fits);
+    LEVERS_CHECK(gpus <= 1 || multi_gpu,
+                 "--gpus {}: multi-card jobs are off in this workspace (set by {}); turn them on with: {}", gpus,
+                 multi_gpu_from,
                  multi_gpu_from == "LEVERS_MULTI_GPU" ? "LEVERS_MULTI_GPU=on" : "recipe workspace multi-gpu on");
-    LEVERS_CHECK(gpus <= max_gpus, "--gpus {}: this workspace allows at most {} cards (set by {}); raise it with: {}",
+    LEVERS_CHECK(gpus <= max_gpus, "--gpus {}: this workspace allows at most {} cards (set by {}); raise it with: {}{}",
                  gpus, max_gpus, max_gpus_from,
                  max_gpus_from == "LEVERS_MAX_GPUS" ? fmt::format("LEVERS_MAX_GPUS={}", gpus)
-                                                    : fmt::format("recipe workspace max-gpus {}", gpus));
+                                                    : fmt::format("recipe workspace max-gpus {}", gpus),
+                 gpus > node_cards ? fmt::format(", though this node has {} {}: ranks beyond them share them, or use "
+                                                 "--gpus {} or fewer", node_cards, unit, fits)
+                                   : "");
 }
 
 void set_workspace(const std::string& key, const std::string& value) {

@@ -143,6 +143,10 @@ TEST_CASE("a stopped rank (SIGSTOP) is named with its last collective and the jo
     REQUIRE(status.has_value());
     CHECK(WEXITSTATUS(*status) == 1);
     CHECK(job.output().find("for rank 1 (last in ") != std::string::npos);
+    // The verdict names the stalled rank, not rank 0, which gave up waiting for it.
+    CHECK(job.output().find("levers: job failed: rank 1 stalled in a collective, stopped (SIGSTOP): rank 0 waited "
+                            "3000 ms in ") != std::string::npos);
+    CHECK(job.output().find("job failed: rank 0") == std::string::npos);
     for (pid_t p : ranks) CHECK_FALSE(alive(p));
     CHECK(segments_of(job.pid).empty());
 }

@@ -99,7 +99,9 @@ TEST_CASE("bench refuses bad input with exit 2 before running anything") {
         const char* message;
     };
     const Case cases[] = {
-        {{"bench", "scaling", "pretrain", "--gpus", "0"}, "--gpus: 0 is not a card count >= 1"},
+        {{"bench", "scaling", "pretrain", "--gpus", "0"}, "--gpus '0': item 1 ('0') is not an integer >= 1"},
+        {{"bench", "scaling", "classify", "--gpus", "1,,2"}, "--gpus '1,,2': item 2 (empty) is not an integer >= 1"},
+        {{"bench", "predict", "classify", "--gpus", "2,"}, "--gpus '2,': item 2 (empty) is not an integer >= 1"},
         {{"bench", "scaling", "pretrain", "--steps", "5", "--warmup", "5"}, "--steps (5) must exceed --warmup (5)"},
         {{"bench", "scaling", "pretrian"}, "did you mean 'pretrain'"},
         {{"bench", "scaling", "fine_tune", "--global-batch", "8"}, "declares no global_batch parameter"},

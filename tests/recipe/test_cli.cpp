@@ -77,6 +77,21 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, sweep, plot, bench, status, workspace"},
         {"run pretrain --gpus 0", "--gpus must be >= 1, got 0"},
         {"run pretrain --gpus -2", "--gpus must be >= 1, got -2"},
+        {"run classify --gpus -1", "--gpus must be >= 1, got -1"},  // not taken for "unset"
+        {"run classify --set steps=-5", "parameter 'steps': -5 is out of range; it must be >= 1 (optimizer steps)"},
+        {"run classify --set batch_size=0", "parameter 'batch_size': 0 is out of range; it must be >= 1"},
+        {"run classify --set lr=0", "lr must be a positive number, got 0"},
+        {"run pretrain --set grad_accum=0", "parameter 'grad_accum': 0 is out of range; it must be >= 1"},
+        {"run eval_lm --set weights=/etc/passwd --set text=/etc/passwd",
+         "--set weights=/etc/passwd: neither a levers checkpoint nor safetensors; give a levers checkpoint (model.ckpt "
+         "from pretrain or fine_tune) or GPT-2 weights in safetensors"},
+        {"run eval_lm --set weights=/nonexistent.safetensors --set text=/etc/passwd",
+         "--set weights=/nonexistent.safetensors: no such file"},
+        {"run eval_lm", "eval_lm needs --set weights=PATH"},
+        {"run sample", "sample needs --set checkpoint=PATH"},
+        {"run convert --set from=/etc/passwd --set to=x.safetensors", "--set from=/etc/passwd: neither a levers"},
+        {"run fine_tune --set base=/nonexistent.ckpt", "base checkpoint /nonexistent.ckpt not found"},
+        {"sweep classify --grid steps=10,-1", "cell 1: parameter 'steps': -1 is out of range"},
         {"sweep classify --grid lr=", "--grid lr=: no values (give lr=v1,v2,...)"},
         {"sweep classify --grid lr=1e-3,,2e-3", "--grid lr=1e-3,,2e-3: an empty value"},
         {"sweep classify --grid lr", "--grid expects name=v1,v2,..., got 'lr'"},
@@ -96,7 +111,9 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         auto r = recipe(args);
         CHECK(r.code == 2);
         CHECK(r.output.find(c.message) != std::string::npos);
-        CHECK(r.output.find("step ") == std::string::npos);  // no training started
+        CHECK(r.output.find(".cpp:") == std::string::npos);  // no source location in a line for users
+        CHECK(r.output.find("run directory") == std::string::npos);  // nothing started
+        CHECK(r.output.find("| loss ") == std::string::npos);  // no training started
         CHECK(r.output.find("sweep directory") == std::string::npos);  // no sweep either
     }
 }
@@ -183,6 +200,37 @@ TEST_CASE("a recipe that fails while running exits 1 naming the cause") {
     auto bad_heads = recipe(std::string("run pretrain ") + kTinyGpt + " --set n_head=3");
     CHECK(bad_heads.code == 1);
     CHECK(bad_heads.output.find("n_embd (16) must be a positive multiple of n_head (3)") != std::string::npos);
+    // Where in levers the error was raised is in the rank's log, not on the console.
+    CHECK(bad_heads.output.find(".cpp:") == std::string::npos);
+    const std::string dir = bad_heads.output.substr(bad_heads.output.find("run directory ") + 14);
+    std::ifstream in(dir.substr(0, dir.find('\n')) + "/rank0.log");
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(log.find("(raised at models/") != std::string::npos);
+}
+
+TEST_CASE("--gpus beyond the node: oversubscribed CPU ranks are said once; beyond the limits, what would do") {
+    ::setenv("LEVERS_CPU_SLOTS", "2", 1);
+    auto three = recipe("run classify --gpus 3 --threads 1 --set steps=2 --set eval_every=0 --set log_every=1");
+    auto huge = recipe("run classify --gpus 100000");
+    auto over = recipe("run classify --gpus 9");
+    ::setenv("LEVERS_CPU_SLOTS", "16", 1);
+    auto raise = recipe("run classify --gpus 9");
+    ::unsetenv("LEVERS_CPU_SLOTS");
+    INFO(three.output);
+    CHECK(three.code == 0);
+    const std::string said = "recipe: 3 ranks on 2 CPU slots: ranks share cores (oversubscribed)";
+    REQUIRE(three.output.find(said) != std::string::npos);
+    CHECK(three.output.find(said) == three.output.rfind(said));
+    CHECK(huge.code == 2);
+    CHECK(huge.output.find("--gpus 100000: a job runs at most 64 ranks on one node, and this node has 2 CPU slots; use "
+                           "--gpus 2 or fewer") != std::string::npos);
+    CHECK(huge.output.find("raise it") == std::string::npos);
+    CHECK(over.code == 2);
+    CHECK(over.output.find("raise it with: recipe workspace max-gpus 9, though this node has 2 CPU slots: ranks beyond "
+                           "them share them, or use --gpus 2 or fewer") != std::string::npos);
+    CHECK(raise.code == 2);
+    CHECK(raise.output.find("--gpus 9: this workspace allows at most 8 cards (set by default); raise it with: recipe "
+                            "workspace max-gpus 9") != std::string::npos);
 }
 
 TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoints are refused") {
@@ -197,7 +245,7 @@ TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoin
     CHECK(nlohmann::json::parse(sampled.last_line())["text"].get<std::string>().starts_with("Holmes"));
 
     auto missing = recipe("run sample --set checkpoint=" + (dir / "none.levers").string());
-    CHECK(missing.code == 1);
+    CHECK(missing.code == 2);  // refused before the run starts
     CHECK(missing.output.find("none.levers: no such file") != std::string::npos);
     {
         std::fstream f(ck, std::ios::in | std::ios::out | std::ios::binary);
@@ -208,7 +256,7 @@ TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoin
     CHECK(corrupted.code == 1);
     CHECK(corrupted.output.find("corrupted") != std::string::npos);
     auto unset = recipe("run sample");
-    CHECK(unset.code == 1);
+    CHECK(unset.code == 2);
     CHECK(unset.output.find("sample needs --set checkpoint=PATH") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
@@ -243,7 +291,7 @@ TEST_CASE("fine_tune adapts a pretrained model on 1 and 2 ranks; lora_sweep maps
     CHECK(nlohmann::json::parse(full.last_line())["trainable_parameters"] == 7664);  // every weight
 
     auto missing = recipe("run fine_tune --set base=" + (tmp.path() / "nothing.ckpt").string());
-    CHECK(missing.code == 1);
+    CHECK(missing.code == 2);  // refused before the run starts
     CHECK(missing.output.find("nothing.ckpt not found; run `recipe run pretrain` first, or give one with --set "
                               "base=PATH") != std::string::npos);
 

@@ -69,3 +69,53 @@ TEST_CASE("the builder refuses duplicate parameters, bad names and a missing bod
     CHECK(sample().defaults().get<long>("steps") == 10);
     CHECK(sample().run(sample().defaults())["steps"] == 10);
 }
+
+TEST_CASE("bounds refuse values out of range when set, and defaults out of range when declared") {
+    Plan r = recipe("bounded")
+                 .param("steps", 10, "optimizer steps", {.min = 1})
+                 .param("dropout", 0.1, "drop rate", {.min = 0, .max = 1})
+                 .param("widths", {64, 32}, "widths", {.min = 1})
+                 .run([](const Config&) { return Result{}; });
+    Config c = r.defaults();
+    CHECK_THROWS_WITH_AS(c.set("steps", "-5"),
+                         doctest::Contains("parameter 'steps': -5 is out of range; it must be >= 1 (optimizer steps)"),
+                         Error);
+    CHECK_THROWS_WITH_AS(c.set("dropout", "1.5"), doctest::Contains("it must be in [0, 1]"), Error);
+    CHECK_THROWS_WITH_AS(c.set("widths", "8,0"), doctest::Contains("'widths': 8,0 is out of range"), Error);
+    CHECK(c.get<long>("steps") == 10);  // a refused value leaves the old one
+    c.set("steps", "1");
+    c.set("dropout", "1");
+    CHECK(c.get<long>("steps") == 1);
+    CHECK(c.get<double>("dropout") == 1.0);
+    CHECK_THROWS_WITH_AS(recipe("r").param("n", 0, "count", {.min = 1}),
+                         doctest::Contains("the default of parameter 'n': 0 is out of range"), Error);
+}
+
+TEST_CASE("a recipe's check and the framework loop's settings are applied before a run") {
+    bool ran = false;
+    Plan r = recipe("checked")
+                 .param("path", "", "a file")
+                 .check([](const Config& c) { LEVERS_CHECK(!c.get<std::string>("path").empty(), "give --set path="); })
+                 .run([&](const Config&) {
+                     ran = true;
+                     return Result{};
+                 });
+    CHECK_THROWS_WITH_AS(r.check(r.defaults()), doctest::Contains("give --set path="), Error);
+    Config c = r.defaults();
+    c.set("path", "x");
+    r.check(c);
+    CHECK_FALSE(ran);
+}
+
+TEST_CASE("lists of counts on the command line refuse empty and bad items, naming the item") {
+    CHECK(parse_int_list("--gpus", "1,2,4", 1) == std::vector<int>{1, 2, 4});
+    CHECK(parse_int_list("LEVERS_CARDS", "0", 0) == std::vector<int>{0});
+    CHECK_THROWS_WITH_AS(parse_int_list("--gpus", "1,,2", 1),
+                         doctest::Contains("--gpus '1,,2': item 2 (empty) is not an integer >= 1; give them separated "
+                                           "by commas (e.g. 1,2,4)"),
+                         Error);
+    CHECK_THROWS_WITH_AS(parse_int_list("--gpus", "2,", 1), doctest::Contains("item 2 (empty)"), Error);
+    CHECK_THROWS_WITH_AS(parse_int_list("--gpus", "0", 1), doctest::Contains("item 1 ('0')"), Error);
+    CHECK_THROWS_WITH_AS(parse_int_list("--gpus", "1,x", 1), doctest::Contains("item 2 ('x')"), Error);
+    CHECK_THROWS_WITH_AS(parse_int_list("--gpus", "", 1), doctest::Contains("item 1 (empty)"), Error);
+}

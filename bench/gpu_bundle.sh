@@ -6,6 +6,8 @@
 #   bash bench/gpu_bundle.sh [DIR]        here, where levers builds (default DIR: gpu-bundle)
 #   bash bench/gpu_check.sh DIR           there, from a checkout of the same commit
 #
+# Its test, `meson test -C build --suite bundle`, packs one and runs it here.
+#
 # DIR holds build/ (recipe, the GPU tests, bench_gpt_cuda, bench_ops_cuda, bench_ops, liblevers.so and
 # the card backend liblevers_cuda.so beside it,
 # built without -march=native so that another processor runs them), lib/

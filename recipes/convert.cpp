@@ -30,7 +30,7 @@ LEVERS_RECIPE(convert) {
         .describe("a GPT between levers' model.ckpt and GPT-2 safetensors (Hugging Face's layout)")
         .param("from", "", "the file to read (.ckpt or .safetensors)")
         .param("to", "", "the file to write (.safetensors or .ckpt)")
-        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", {.min = 0})
+        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", at_least(0))
         .check(check)
         .run(convert);
 }

@@ -56,10 +56,10 @@ LEVERS_RECIPE(eval_lm) {
         .describe("mean loss and perplexity of a GPT (GPT-2 safetensors or a levers model) on a text")
         .param("weights", "", "GPT-2 weights (.safetensors) or a model.ckpt from pretrain or fine_tune")
         .param("text", "", "the text to score")
-        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", {.min = 0})
-        .param("context", 0, "window length in tokens (0: the model's context)", {.min = 0})
-        .param("batch_size", 4, "windows per forward pass", {.min = 1})
-        .param("max_tokens", 0, "score only the first N tokens (0: all)", {.min = 0})
+        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", at_least(0))
+        .param("context", 0, "window length in tokens (0: the model's context)", at_least(0))
+        .param("batch_size", 4, "windows per forward pass", at_least(1))
+        .param("max_tokens", 0, "score only the first N tokens (0: all)", at_least(0))
         .check(check)
         .run(eval_lm);
 }

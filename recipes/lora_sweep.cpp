@@ -53,10 +53,10 @@ Result lora_sweep(const Config& cfg) {
 LEVERS_RECIPE(lora_sweep) {
     return levers::recipe("lora_sweep")
         .describe("fine_tune cells over a grid of LoRA rank and learning rate, side by side; returns the best")
-        .param("lora_r", {2, 8}, "adapter ranks to try", {.min = 1})
-        .param("lr", {1e-3, 3e-3}, "peak learning rates to try", {.min = 0})
-        .param("steps", 200, "optimizer steps of each cell", {.min = 1})
-        .param("batch_size", 16, "sequences per step of each cell", {.min = 1})
+        .param("lora_r", {2, 8}, "adapter ranks to try", at_least(1))
+        .param("lr", {1e-3, 3e-3}, "peak learning rates to try", at_least(0))
+        .param("steps", 200, "optimizer steps of each cell", at_least(1))
+        .param("batch_size", 16, "sequences per step of each cell", at_least(1))
         .param("seed", 1337, "each cell's seed")
         .param("base", "runs/pretrain/latest/model.ckpt", "the pretrained model every cell starts from")
         .run(lora_sweep);

@@ -21,6 +21,9 @@ struct Bounds {
     bool empty() const { return !min && !max; }
     std::string str() const;  // ">= 1", "in [0, 1]", "<= 8"
 };
+inline Bounds at_least(double min) { return Bounds{min, std::nullopt}; }
+inline Bounds at_most(double max) { return Bounds{std::nullopt, max}; }
+inline Bounds between(double min, double max) { return Bounds{min, max}; }
 
 struct ParamSpec {
     std::string name;

@@ -110,7 +110,7 @@ public:
 
     Recipe& describe(std::string text);
     Recipe& gpus(int n);  // the default card count
-    // `bounds` limits a number (or each item of a list): .param("steps", 3000, "optimizer steps", {.min = 1}).
+    // `bounds` limits a number (or each item of a list): .param("steps", 3000, "optimizer steps", at_least(1)).
     Recipe& param(const std::string& name, int default_value, std::string help, Bounds bounds = {});
     Recipe& param(const std::string& name, long default_value, std::string help, Bounds bounds = {});
     Recipe& param(const std::string& name, double default_value, std::string help, Bounds bounds = {});

@@ -1,5 +1,5 @@
 // What can be checked of the card-staged host group without a card: it
-// refuses a group that does not work on card memory (tests/cuda has the rest).
+// refuses a group that does not work on card memory (tests/gpu has the rest).
 #include "framework/core/error.hpp"
 #include "framework/dist/card_staged_backend.hpp"
 

@@ -1,6 +1,6 @@
 // Every CUDA op against its CPU version, in every storage type the card
 // computes in: f64 to 1e-10, f32 to 1e-5, bf16 to 3% (statistics kept in
-// f32 to 1e-5), relative to the values' scale (tests/cuda/card_values.hpp).
+// f32 to 1e-5), relative to the values' scale (tests/gpu/card_values.hpp).
 // Shapes are not multiples of a warp, a block or a tile. Skipped, and counted
 // as skipped, where no card is present.
 #include "framework/core/error.hpp"
@@ -16,7 +16,7 @@
 #include "kernels/linear.hpp"
 #include "kernels/lora.hpp"
 #include "kernels/residual.hpp"
-#include "tests/cuda/card_values.hpp"
+#include "tests/gpu/card_values.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,46 +1,31 @@
 // The `recipe` command line, through the real binary.
 #include "framework/core/gpu.hpp"
-#include "tests/launch/process.hpp"
+#include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <sys/wait.h>
 
 namespace {
 
-struct Run {
-    int code = -1;
-    std::string output;  // stdout and stderr together
-    std::string last_line() const { return levers::testing::last_line(output); }
-};
+using levers::testing::Ran;
 
-Run recipe(const std::string& args) {
-    const char* bin = std::getenv("LEVERS_RECIPE_BIN");
-    REQUIRE_MESSAGE(bin != nullptr, "LEVERS_RECIPE_BIN must point at the recipe executable");
-    Run r;
-    FILE* pipe = popen((std::string(bin) + " " + args + " 2>&1").c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::array<char, 4096> buf;
-    std::size_t got;
-    while ((got = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), got);  // keeps NULs
-    int status = pclose(pipe);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return r;
-}
+Ran recipe(const std::string& args) { return levers::testing::run_recipe(levers::testing::words(args)); }
 
-const char* kTinyGpt =
-    "--threads 1 --set steps=3 --set n_layer=1 --set n_embd=16 --set n_head=2 --set block_size=16 "
-    "--set batch_size=2 --set eval_batches=2 --set sample_tokens=10 --set log_every=1";
+// The tests' tiny GPT, as command-line text, trained 3 steps on one thread.
+const std::string kTinyGpt = [] {
+    std::string text = "--threads 1 --set steps=3 --set sample_tokens=10 --set log_every=1";
+    for (const auto& w : levers::testing::kTinyGpt) text += " " + w;
+    return text;
+}();
 
 }  // namespace
 
@@ -155,7 +140,7 @@ TEST_CASE("--precision bf16 is refused on the CPU, naming the device and what wo
 }
 
 TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON on the last line") {
-    auto r = recipe(std::string("run pretrain ") + kTinyGpt);
+    auto r = recipe("run pretrain " + kTinyGpt);
     REQUIRE(r.code == 0);
     CHECK(r.output.find("step     3/3") != std::string::npos);
     auto result = nlohmann::json::parse(r.last_line());
@@ -194,10 +179,10 @@ TEST_CASE("pretrain and classify train on 8 CPU ranks as on one rank of the same
 }
 
 TEST_CASE("a recipe that fails while running exits 1 naming the cause") {
-    auto r = recipe(std::string("run pretrain ") + kTinyGpt + " --set corpus=/nonexistent/books.txt");
+    auto r = recipe("run pretrain " + kTinyGpt + " --set corpus=/nonexistent/books.txt");
     CHECK(r.code == 1);
     CHECK(r.output.find("/nonexistent/books.txt: no such file") != std::string::npos);
-    auto bad_heads = recipe(std::string("run pretrain ") + kTinyGpt + " --set n_head=3");
+    auto bad_heads = recipe("run pretrain " + kTinyGpt + " --set n_head=3");
     CHECK(bad_heads.code == 1);
     CHECK(bad_heads.output.find("n_embd (16) must be a positive multiple of n_head (3)") != std::string::npos);
     // Where in levers the error was raised is in the rank's log, not on the console.
@@ -237,7 +222,7 @@ TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoin
     const auto dir = std::filesystem::temp_directory_path() / ("levers-cli-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir);
     const std::string ck = (dir / "gpt.levers").string();
-    auto trained = recipe(std::string("run pretrain ") + kTinyGpt + " --set checkpoint=" + ck);
+    auto trained = recipe("run pretrain " + kTinyGpt + " --set checkpoint=" + ck);
     REQUIRE(trained.code == 0);
     CHECK(trained.output.find("saved " + ck) != std::string::npos);
     auto sampled = recipe("run sample --threads 1 --set tokens=15 --set prompt=Holmes --set checkpoint=" + ck);
@@ -264,7 +249,7 @@ TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoin
 TEST_CASE("fine_tune adapts a pretrained model on 1 and 2 ranks; lora_sweep maps it over a grid") {
     levers::testing::TempDir tmp;
     const std::string base = (tmp.path() / "base" / "model.ckpt").string();
-    auto trained = recipe(std::string("run pretrain ") + kTinyGpt + " --set sample_tokens=0 --out " +
+    auto trained = recipe("run pretrain " + kTinyGpt + " --set sample_tokens=0 --out " +
                           (tmp.path() / "base").string());
     REQUIRE(trained.code == 0);
     REQUIRE(std::filesystem::exists(base));

@@ -1,5 +1,5 @@
 // `recipe run --gpus N`: real rank processes under the real launcher.
-#include "tests/launch/process.hpp"
+#include "tests/process.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

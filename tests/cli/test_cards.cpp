@@ -1,5 +1,5 @@
 // Sweeps, the card ledger and workspace settings, through the real binaries.
-#include "tests/launch/process.hpp"
+#include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -17,12 +17,9 @@ namespace {
 
 const char* test_bin() { return std::getenv("LEVERS_TEST_RECIPES_BIN"); }
 
-// Runs the test-recipes binary to its end; its exit code and output.
-std::pair<int, std::string> run_tests_bin(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-    auto b = start_program(test_bin(), args, env);
-    auto status = b.wait(60s);
-    REQUIRE(status.has_value());
-    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), b.output()};
+// Runs the test-recipes binary to its end.
+Ran run_tests_bin(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    return run_program(test_bin(), args, env);
 }
 
 // Waits until `text` appears in a background program's output.
@@ -53,13 +50,13 @@ TEST_CASE("a run directory holds the resolved config, each rank's log and the re
     CHECK(text.find("holding for 0.2 s") != std::string::npos);
 
     auto two = run_tests_bin({"run", "hold", "--gpus", "2", "--out", (tmp.path() / "two").string()}, {});
-    REQUIRE(two.first == 0);
+    REQUIRE(two.code == 0);
     CHECK(fs::exists(tmp.path() / "two" / "rank0.log"));
     CHECK(fs::exists(tmp.path() / "two" / "rank1.log"));
     // An --out that already holds files is refused before anything runs.
     auto again = run_tests_bin({"run", "hold", "--out", (tmp.path() / "one").string()}, {});
-    CHECK(again.first == 2);
-    CHECK(again.second.find("exists and is not an empty directory") != std::string::npos);
+    CHECK(again.code == 2);
+    CHECK(again.output.find("exists and is not an empty directory") != std::string::npos);
 }
 
 TEST_CASE("a sweep runs every cell, reports a failing one without stopping the others, and queues on busy slots") {
@@ -89,8 +86,8 @@ TEST_CASE("a sweep runs every cell, reports a failing one without stopping the o
     // Two slots: both cells of a grid start at once.
     auto both = run_tests_bin({"sweep", "hold", "--grid", "value=1,2", "--out", (tmp.path() / "p").string()},
                               {"LEVERS_CPU_SLOTS=2"});
-    CHECK(both.first == 0);
-    CHECK(both.second.find("sweep: cell 01 started") < both.second.find("sweep: cell 00 finished"));
+    CHECK(both.code == 0);
+    CHECK(both.output.find("sweep: cell 01 started") < both.output.find("sweep: cell 00 finished"));
 }
 
 TEST_CASE("two jobs never share a slot: the second waits, or fails with --no-wait, naming the holder") {
@@ -101,16 +98,16 @@ TEST_CASE("two jobs never share a slot: the second waits, or fails with --no-wai
     REQUIRE(wait_for_output(first, "holding for"));
 
     auto refused = run_tests_bin({"run", "hold", "--no-wait", "--out", (tmp.path() / "b").string()}, env);
-    CHECK(refused.first == 1);
-    CHECK(refused.second.find(fmt::format("slot 0: job 'hold' (pid {})", first.pid)) != std::string::npos);
-    CHECK(refused.second.find("--no-wait") != std::string::npos);
+    CHECK(refused.code == 1);
+    CHECK(refused.output.find(fmt::format("slot 0: job 'hold' (pid {})", first.pid)) != std::string::npos);
+    CHECK(refused.output.find("--no-wait") != std::string::npos);
     CHECK_FALSE(fs::exists(tmp.path() / "b"));  // nothing started
 
     auto second = start_program(test_bin(), {"run", "hold", "--out", (tmp.path() / "c").string()}, env);
     REQUIRE(wait_for_output(second, "waiting for 1 CPU slot"));
     auto status = run_tests_bin({"status"}, env);
-    CHECK(status.second.find(fmt::format("slot 0: job 'hold' (pid {})", first.pid)) != std::string::npos);
-    CHECK(status.second.find(fmt::format("job 'hold' (pid {}) needs 1 slots", second.pid)) != std::string::npos);
+    CHECK(status.output.find(fmt::format("slot 0: job 'hold' (pid {})", first.pid)) != std::string::npos);
+    CHECK(status.output.find(fmt::format("job 'hold' (pid {}) needs 1 slots", second.pid)) != std::string::npos);
     auto done = second.wait(30s);
     REQUIRE(done.has_value());
     CHECK(WEXITSTATUS(*done) == 0);
@@ -128,30 +125,30 @@ TEST_CASE("a killed holder's slot frees itself") {
     ::kill(holder.pid, SIGKILL);
     REQUIRE(holder.wait(5s).has_value());
     auto next = run_tests_bin({"run", "hold", "--no-wait", "--out", (tmp.path() / "b").string()}, env);
-    CHECK(next.first == 0);
+    CHECK(next.code == 0);
 }
 
 TEST_CASE("workspace settings refuse multi-card jobs, naming the command that allows them; variables win") {
     TempDir tmp;
     const std::string config = "XDG_CONFIG_HOME=" + tmp.path().string();
-    CHECK(run_tests_bin({"workspace", "multi-gpu", "off"}, {config}).first == 0);
+    CHECK(run_tests_bin({"workspace", "multi-gpu", "off"}, {config}).code == 0);
     auto refused = run_tests_bin({"run", "hold", "--gpus", "2"}, {config});
-    CHECK(refused.first == 2);
-    CHECK(refused.second.find("turn them on with: recipe workspace multi-gpu on") != std::string::npos);
+    CHECK(refused.code == 2);
+    CHECK(refused.output.find("turn them on with: recipe workspace multi-gpu on") != std::string::npos);
     auto overridden = run_tests_bin({"run", "hold", "--gpus", "2", "--out", (tmp.path() / "o").string()},
                                     {config, "LEVERS_MULTI_GPU=on"});
-    CHECK(overridden.first == 0);
+    CHECK(overridden.code == 0);
 
-    CHECK(run_tests_bin({"workspace", "multi-gpu", "on"}, {config}).first == 0);
-    CHECK(run_tests_bin({"workspace", "max-gpus", "2"}, {config}).first == 0);
+    CHECK(run_tests_bin({"workspace", "multi-gpu", "on"}, {config}).code == 0);
+    CHECK(run_tests_bin({"workspace", "max-gpus", "2"}, {config}).code == 0);
     auto too_many = run_tests_bin({"run", "hold", "--gpus", "3"}, {config});
-    CHECK(too_many.first == 2);
-    CHECK(too_many.second.find("at most 2 cards") != std::string::npos);
-    CHECK(too_many.second.find("recipe workspace max-gpus 3") != std::string::npos);
+    CHECK(too_many.code == 2);
+    CHECK(too_many.output.find("at most 2 cards") != std::string::npos);
+    CHECK(too_many.output.find("recipe workspace max-gpus 3") != std::string::npos);
     auto bad = run_tests_bin({"workspace", "max-gpus", "zero"}, {config});
-    CHECK(bad.first == 2);
-    CHECK(bad.second.find("'zero' is not a card count") != std::string::npos);
+    CHECK(bad.code == 2);
+    CHECK(bad.output.find("'zero' is not a card count") != std::string::npos);
     auto env_bad = run_tests_bin({"run", "hold"}, {config, "LEVERS_MAX_GPUS=-3"});
-    CHECK(env_bad.first == 2);
-    CHECK(env_bad.second.find("LEVERS_MAX_GPUS") != std::string::npos);
+    CHECK(env_bad.code == 2);
+    CHECK(env_bad.output.find("LEVERS_MAX_GPUS") != std::string::npos);
 }

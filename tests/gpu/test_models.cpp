@@ -8,7 +8,7 @@
 #include "framework/train/param_kernels.hpp"
 #include "models/gpt.hpp"
 #include "models/mlp.hpp"
-#include "tests/cuda/card_values.hpp"
+#include "tests/gpu/card_values.hpp"
 
 #include <doctest/doctest.h>
 

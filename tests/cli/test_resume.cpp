@@ -1,6 +1,6 @@
 // Checkpoints, exact resume, metrics files and early stopping, through the real binaries.
 #include "framework/core/checkpoint.hpp"
-#include "tests/launch/process.hpp"
+#include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -17,26 +17,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Outcome {
-    int code = -1;
-    std::string output;
-};
-
-Outcome run(const char* bin, std::vector<std::string> args) {
-    auto b = start_program(bin, args, {});
-    auto status = b.wait(120s);
-    REQUIRE(status.has_value());
-    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), b.output()};
-}
-
-Outcome recipe(std::vector<std::string> args) { return run(std::getenv("LEVERS_RECIPE_BIN"), std::move(args)); }
+Ran run(const char* bin, const std::vector<std::string>& args) { return run_program(bin, args); }
+Ran recipe(const std::vector<std::string>& args) { return run_recipe(args); }
 
 // A GPT small enough that 8 steps take well under a second.
 std::vector<std::string> tiny_pretrain(const fs::path& out, int gpus) {
-    return {"run", "pretrain", "--gpus", std::to_string(gpus), "--threads", "1", "--out", out.string(),
-            "--set", "steps=8", "--set", "checkpoint_every=4", "--set", "n_layer=1", "--set", "n_embd=16",
-            "--set", "n_head=2", "--set", "block_size=16", "--set", "batch_size=2", "--set", "eval_every=4",
-            "--set", "eval_batches=2", "--set", "sample_tokens=0", "--set", "log_every=3", "--set", "warmup=2"};
+    return concat({"run", "pretrain", "--gpus", std::to_string(gpus), "--threads", "1", "--out", out.string(), "--set",
+                   "steps=8", "--set", "checkpoint_every=4", "--set", "eval_every=4", "--set", "sample_tokens=0",
+                   "--set", "log_every=3", "--set", "warmup=2"},
+                  kTinyGpt);
 }
 
 std::string read_text(const fs::path& p) {

@@ -1,6 +1,10 @@
-// Starting the real `recipe` binary in the background for launcher tests:
-// its pid, its output in a file, and the processes it started.
+// Running the real `recipe` binary (and the tests' own recipe binary) from
+// the tests: to its end (run_program, run_recipe) or in the background
+// (start_program, start_recipe: its pid, its output in a file, the processes
+// it started). The one subprocess helper of the tests.
 #pragma once
+
+#include <doctest/doctest.h>
 
 #include <chrono>
 #include <csignal>
@@ -74,6 +78,56 @@ inline Background start_program(const char* bin, const std::vector<std::string>&
 // The `recipe` binary under test.
 inline Background start_recipe(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
     return start_program(std::getenv("LEVERS_RECIPE_BIN"), args, env);
+}
+
+// A program run to its end: its exit code (128 + the signal if one killed
+// it) and its stdout and stderr together.
+struct Ran {
+    int code = -1;
+    std::string output;
+    std::string last_line() const { return testing::last_line(output); }
+};
+
+// Runs `bin args...` (with `env` added) to its end; a run past `limit` is
+// killed and fails the test. The limit only catches a hung program.
+inline Ran run_program(const char* bin, const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                       std::chrono::seconds limit = std::chrono::seconds(300)) {
+    REQUIRE_MESSAGE(bin != nullptr, "the program's variable (LEVERS_RECIPE_BIN, ...) is not set");
+    Background b = start_program(bin, args, env);
+    const auto status = b.wait(limit);
+    if (!status) {
+        ::kill(b.pid, SIGKILL);
+        ::waitpid(b.pid, nullptr, 0);
+    }
+    Ran r{-1, b.output()};
+    std::filesystem::remove(b.log);
+    REQUIRE_MESSAGE(status.has_value(), "still running after ", limit.count(), " s: ", bin, "; output:\n", r.output);
+    r.code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+    return r;
+}
+
+inline Ran run_recipe(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                      std::chrono::seconds limit = std::chrono::seconds(300)) {
+    return run_program(std::getenv("LEVERS_RECIPE_BIN"), args, env, limit);
+}
+
+// "run pretrain --set steps=3" as its words (the tests' command lines quote nothing).
+inline std::vector<std::string> words(const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
+// The GPT the tests train (pretrain's parameters): one layer of 16, context
+// 16, batch 2, so that a step takes milliseconds.
+inline const std::vector<std::string> kTinyGpt = {"--set", "n_layer=1",     "--set", "n_embd=16",
+                                                  "--set", "n_head=2",      "--set", "block_size=16",
+                                                  "--set", "batch_size=2",  "--set", "eval_batches=2"};
+
+inline std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
 }
 
 // Processes whose parent is `parent`, from /proc.

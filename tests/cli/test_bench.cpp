@@ -1,5 +1,5 @@
 // `recipe bench scaling|shapes|predict` on small settings, through the real binary.
-#include "tests/launch/process.hpp"
+#include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -14,12 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::pair<int, std::string> recipe(std::vector<std::string> args) {
-    auto b = start_recipe(args);
-    auto status = b.wait(180s);
-    REQUIRE(status.has_value());
-    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), b.output()};
-}
+Ran recipe(const std::vector<std::string>& args) { return run_recipe(args); }
 
 std::vector<std::string> lines_of(const fs::path& p) {
     std::ifstream in(p);
@@ -28,13 +23,7 @@ std::vector<std::string> lines_of(const fs::path& p) {
     return out;
 }
 
-const std::vector<std::string> kTiny = {"--set", "n_layer=1", "--set", "n_embd=16", "--set", "n_head=2",
-                                        "--set", "block_size=16", "--set", "batch_size=2", "--set", "eval_batches=2"};
-
-std::vector<std::string> with_tiny(std::vector<std::string> args) {
-    args.insert(args.end(), kTiny.begin(), kTiny.end());
-    return args;
-}
+std::vector<std::string> with_tiny(std::vector<std::string> args) { return concat(std::move(args), kTinyGpt); }
 
 }  // namespace
 
@@ -84,13 +73,13 @@ TEST_CASE("bench predict: given figures, measured ones, and the seeds' check") {
 
     auto measured = recipe(with_tiny({"bench", "predict", "pretrain", "--gpus", "2,4,8", "--out",
                                       (tmp.path() / "m").string()}));
-    INFO(measured.second);
-    CHECK(measured.first == 0);
+    INFO(measured.output);
+    CHECK(measured.code == 0);
     CHECK(lines_of(tmp.path() / "m" / "predict.csv").size() == 4);
 
     auto seeds = recipe({"bench", "predict", "--seeds"});
-    CHECK(seeds.first == 0);
-    CHECK(seeds.second.find("| 4 | 79 min (3.16x) | 79 min | 3.16x |") != std::string::npos);
+    CHECK(seeds.code == 0);
+    CHECK(seeds.output.find("| 4 | 79 min (3.16x) | 79 min | 3.16x |") != std::string::npos);
 }
 
 TEST_CASE("bench refuses bad input with exit 2 before running anything") {

@@ -3,7 +3,7 @@
 #include "framework/data/files.hpp"
 #include "models/gpt2_weights.hpp"
 #include "models/gpt_train.hpp"
-#include "tests/launch/process.hpp"
+#include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -20,12 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::pair<int, std::string> recipe(const std::vector<std::string>& args) {
-    auto b = start_recipe(args);
-    auto status = b.wait(120s);
-    REQUIRE(status.has_value());
-    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), b.output()};
-}
+Ran recipe(const std::vector<std::string>& args) { return run_recipe(args); }
 
 }  // namespace
 
@@ -62,8 +57,8 @@ TEST_CASE("GPT-2 safetensors: eval_lm scores a text exactly as the library does,
 
     // Through a levers checkpoint and back: the same numbers.
     const fs::path ckpt = tmp.path() / "gpt2.ckpt", again = tmp.path() / "again.safetensors";
-    REQUIRE(recipe({"run", "convert", "--set", "from=" + weights.string(), "--set", "to=" + ckpt.string()}).first == 0);
-    REQUIRE(recipe({"run", "convert", "--set", "from=" + ckpt.string(), "--set", "to=" + again.string()}).first == 0);
+    REQUIRE(recipe({"run", "convert", "--set", "from=" + weights.string(), "--set", "to=" + ckpt.string()}).code == 0);
+    REQUIRE(recipe({"run", "convert", "--set", "from=" + ckpt.string(), "--set", "to=" + again.string()}).code == 0);
     auto args = eval;
     args[5] = "weights=" + again.string();
     auto [code, out] = recipe(args);
@@ -72,20 +67,20 @@ TEST_CASE("GPT-2 safetensors: eval_lm scores a text exactly as the library does,
 
     auto sampled = recipe({"run", "sample", "--set", "checkpoint=" + weights.string(), "--set", "tokens=5",
                            "--set", "prompt=The light"});
-    REQUIRE(sampled.first == 0);
-    CHECK(nlohmann::json::parse(last_line(sampled.second))["text"].get<std::string>().starts_with("The light"));
+    REQUIRE(sampled.code == 0);
+    CHECK(nlohmann::json::parse(last_line(sampled.output))["text"].get<std::string>().starts_with("The light"));
 
     auto tuned = recipe({"run", "fine_tune", "--threads", "1", "--set", "base=" + weights.string(), "--set",
                          "steps=3", "--set", "batch_size=2", "--set", "eval_every=3", "--set", "eval_batches=2",
                          "--set", "lora_r=2", "--out", (tmp.path() / "ft").string()});
-    INFO(tuned.second);
-    REQUIRE(tuned.first == 0);
-    auto r = nlohmann::json::parse(last_line(tuned.second));
+    INFO(tuned.output);
+    REQUIRE(tuned.code == 0);
+    auto r = nlohmann::json::parse(last_line(tuned.output));
     CHECK(std::abs(r["val_loss_at_start"].get<double>() - std::log(50257.0)) < 0.5);  // BPE tokens, not bytes
     CHECK(fs::exists(tmp.path() / "ft" / "model.safetensors"));
 
     auto missing = recipe({"run", "eval_lm", "--set", "weights=" + (tmp.path() / "none.safetensors").string(),
                            "--set", "text=" + text.string()});
-    CHECK(missing.first == 2);  // refused before the run starts
-    CHECK(missing.second.find("none.safetensors: no such file") != std::string::npos);
+    CHECK(missing.code == 2);  // refused before the run starts
+    CHECK(missing.output.find("none.safetensors: no such file") != std::string::npos);
 }

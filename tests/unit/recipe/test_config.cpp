@@ -72,9 +72,9 @@ TEST_CASE("the builder refuses duplicate parameters, bad names and a missing bod
 
 TEST_CASE("bounds refuse values out of range when set, and defaults out of range when declared") {
     Plan r = recipe("bounded")
-                 .param("steps", 10, "optimizer steps", {.min = 1})
-                 .param("dropout", 0.1, "drop rate", {.min = 0, .max = 1})
-                 .param("widths", {64, 32}, "widths", {.min = 1})
+                 .param("steps", 10, "optimizer steps", at_least(1))
+                 .param("dropout", 0.1, "drop rate", between(0, 1))
+                 .param("widths", {64, 32}, "widths", at_least(1))
                  .run([](const Config&) { return Result{}; });
     Config c = r.defaults();
     CHECK_THROWS_WITH_AS(c.set("steps", "-5"),
@@ -87,7 +87,7 @@ TEST_CASE("bounds refuse values out of range when set, and defaults out of range
     c.set("dropout", "1");
     CHECK(c.get<long>("steps") == 1);
     CHECK(c.get<double>("dropout") == 1.0);
-    CHECK_THROWS_WITH_AS(recipe("r").param("n", 0, "count", {.min = 1}),
+    CHECK_THROWS_WITH_AS(recipe("r").param("n", 0, "count", at_least(1)),
                          doctest::Contains("the default of parameter 'n': 0 is out of range"), Error);
 }
 

@@ -3,7 +3,7 @@
 // when it got past it. bench/launch.sh times `bench_launch run ready --gpus N`
 // against torchrun starting the same number of trivial workers.
 #include "framework/dist/context.hpp"
-#include "framework/recipe/cli.hpp"
+#include "framework/app/cli.hpp"
 #include "framework/recipe/recipe.hpp"
 
 #include <chrono>

@@ -11,6 +11,8 @@
 
 #include "kernels/attention.hpp"
 
+#include "framework/core/environment.hpp"
+
 #include <cstdlib>
 #include <string>
 
@@ -20,7 +22,7 @@ namespace levers::ops {
 // `device`: a backend has it there, the head size is 64, and
 // LEVERS_FUSED_ATTENTION=0 does not ask for the unfused op.
 inline bool flash_attention_applies(Device device, DType dtype, std::int64_t channels, std::int64_t heads) {
-    const char* fused = std::getenv("LEVERS_FUSED_ATTENTION");
+    const char* fused = env::get("LEVERS_FUSED_ATTENTION");
     if (fused && std::string(fused) == "0") return false;
     return heads > 0 && channels == 64 * heads && has_kernel("flash_attention", device.kind, dtype);
 }

@@ -7,7 +7,7 @@
 #include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/gpt_files.hpp"
-#include "models/gpt_train.hpp"
+#include "framework/train/window_loss.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -40,7 +40,10 @@ Result eval_lm(const Config& cfg) {
     dist::print0("{}: {} layers x {}, vocabulary {}; {}: {} tokens with {}, {} windows of {}\n", weights,
                  model->config().n_layer, model->config().n_embd, model->config().vocab_size, text_path, tokens.size(),
                  codec.name, windows, context);
-    const double loss = models::mean_loss(*model, data::TokenFile::from(tokens), cfg.get<long>("batch_size"), context, 0);
+    const double loss = train::mean_window_loss(*model, data::TokenFile::from(tokens), cfg.get<long>("batch_size"), context,
+                                                0, [&](const data::TokenBatch& b) {
+                                                    return model->loss(b.inputs, b.targets).item();
+                                                });
     dist::print0("mean loss {:.4f} nats/token, perplexity {:.2f}\n", loss, std::exp(loss));
     return {{"loss", loss},
             {"perplexity", std::exp(loss)},

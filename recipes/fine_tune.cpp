@@ -6,13 +6,14 @@
 // as model.ckpt and model.safetensors.
 #include "framework/data/files.hpp"
 #include "framework/data/text_corpus.hpp"
+#include "framework/data/token_windows.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/recipe/run_dir.hpp"
+#include "framework/train/window_loss.hpp"
 #include "models/gpt2_weights.hpp"
 #include "models/gpt_files.hpp"
 #include "models/gpt_io.hpp"
-#include "models/gpt_train.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -31,12 +32,12 @@ struct Text {
     std::int64_t batch = 0;
     std::uint64_t seed = 0;
     long eval_batches = 0;
-    std::optional<models::TokenWindows> windows;
+    std::optional<data::TokenWindows> windows;
     nlohmann::json resumed;  // a saved position, for the windows when they are made
 
-    models::TokenWindows& windows_of(const Gpt& model) {
+    data::TokenWindows& windows_of(const Gpt& model) {
         if (!windows) {
-            windows.emplace(corpus.train, batch, model.config().block_size, seed);
+            windows.emplace(corpus.train, batch, model.config().block_size, seed, dist::world_size(), dist::rank());
             if (!resumed.is_null()) windows->load_state(resumed);
         }
         return *windows;
@@ -105,8 +106,10 @@ MicroResult train_step(Gpt& model, Text& d, const StepInfo&) {
 }
 
 Metrics validate(Gpt& model, Text& d) {
-    return {{"val_loss", models::mean_loss(model, d.corpus.validation, d.batch, model.config().block_size,
-                                           d.eval_batches)}};
+    const double loss = train::mean_window_loss(
+        model, d.corpus.validation, d.batch, model.config().block_size, d.eval_batches,
+        [&](const data::TokenBatch& b) { return model.loss(b.inputs, b.targets).item(); });
+    return {{"val_loss", loss}};
 }
 
 Result save_merged(Gpt& model, Text&, const LoopResult& run) {

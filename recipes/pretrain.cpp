@@ -6,12 +6,13 @@
 #include "framework/dist/context.hpp"
 #include "framework/data/files.hpp"
 #include "framework/data/text_corpus.hpp"
+#include "framework/data/token_windows.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/recipe/run_dir.hpp"
+#include "framework/train/window_loss.hpp"
 #include "models/generate.hpp"
 #include "models/gpt.hpp"
 #include "models/gpt_io.hpp"
-#include "models/gpt_train.hpp"
 
 #include <fmt/format.h>
 
@@ -27,7 +28,7 @@ using Gpt = models::Gpt;
 // The books as one byte stream (mapped once per node), and where training is in it.
 struct Books {
     data::TextCorpus corpus;
-    std::optional<models::TokenWindows> windows;
+    std::optional<data::TokenWindows> windows;
     long eval_batches = 0;
 
     nlohmann::json save_state() const { return windows->save_state(); }
@@ -52,7 +53,8 @@ std::unique_ptr<Books> load_books(const Config& cfg) {
     books->corpus = data::load_byte_corpus(path.empty() ? data::data_dir() / "books" : std::filesystem::path(path), 0.05);
     const std::int64_t batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
     const std::int64_t time = cfg.get<long>("block_size");
-    books->windows.emplace(books->corpus.train, batch, time, static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1);
+    books->windows.emplace(books->corpus.train, batch, time, static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1,
+                           dist::world_size(), dist::rank());
     books->eval_batches = cfg.get<long>("eval_batches");
     dist::print0("corpus {:.2f} MB train, {:.2f} MB validation; batch {} x {} per rank, {} per step\n",
                  books->corpus.train.size() / 1e6, books->corpus.validation.size() / 1e6, batch, time,
@@ -67,15 +69,18 @@ MicroResult train_step(Gpt& model, Books& d, const StepInfo&) {
     return {loss.item(), static_cast<long>(b.batch * b.time)};
 }
 
-Metrics validate(Gpt& model, Books& d) {
-    return {{"val_loss",
-             models::mean_loss(model, d.corpus.validation, d.windows->batch(), d.windows->time(), d.eval_batches)}};
+// The mean loss over validation windows as long as training's (all when max_batches <= 0).
+double validation_loss(Gpt& model, const Books& d, long max_batches) {
+    return train::mean_window_loss(model, d.corpus.validation, d.windows->batch(), d.windows->time(), max_batches,
+                                   [&](const data::TokenBatch& b) { return model.loss(b.inputs, b.targets).item(); });
 }
+
+Metrics validate(Gpt& model, Books& d) { return {{"val_loss", validation_loss(model, d, d.eval_batches)}}; }
 
 // The whole validation split, the model saved to the run directory (fine_tune
 // starts from runs/pretrain/latest/model.ckpt), and a sample.
 Result finish(Gpt& model, Books& d, const LoopResult& run, const Config& cfg) {
-    const double val_loss = models::mean_loss(model, d.corpus.validation, d.windows->batch(), d.windows->time(), 0);
+    const double val_loss = validation_loss(model, d, 0);
     dist::print0("validation loss over the whole split: {:.4f}\n", val_loss);
     std::filesystem::path checkpoint = cfg.get<std::string>("checkpoint");
     if (checkpoint.empty() && !run_dir().empty()) checkpoint = run_dir() / "model.ckpt";

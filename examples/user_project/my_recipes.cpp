@@ -5,7 +5,7 @@
 #include "framework/data/idx.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/nn/nn.hpp"
-#include "framework/recipe/cli.hpp"
+#include "framework/app/cli.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/mlp.hpp"
 

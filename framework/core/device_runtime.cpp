@@ -1,5 +1,7 @@
 #include "framework/core/device_runtime.hpp"
 
+#include "framework/core/environment.hpp"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -13,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path backend_path() {
-    if (const char* given = std::getenv("LEVERS_CUDA_BACKEND"); given && *given) return given;
+    if (const char* given = env::get("LEVERS_CUDA_BACKEND")) return given;
     Dl_info info{};  // this library's own file: the backend is installed beside it
     if (dladdr(reinterpret_cast<void*>(&backend_path), &info) && info.dli_fname)
         return fs::path(info.dli_fname).parent_path() / "liblevers_cuda.so";

@@ -1,6 +1,7 @@
 #include "framework/core/gpu.hpp"
 
 #include "framework/core/device_runtime.hpp"
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 
 #include <cstdlib>
@@ -13,7 +14,7 @@ namespace {
 // Cards need NVIDIA's driver: without it there is nothing to open the
 // backend for (an emulated card, LEVERS_CUDA_BACKEND, needs none).
 bool may_have_cards() {
-    if (const char* b = std::getenv("LEVERS_CUDA_BACKEND"); b && *b) return true;
+    if (env::get("LEVERS_CUDA_BACKEND")) return true;
     std::error_code ec;
     return std::filesystem::exists("/proc/driver/nvidia/version", ec) || std::filesystem::exists("/dev/nvidiactl", ec);
 }

@@ -1,5 +1,6 @@
 #include "framework/core/output_tee.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/live_progress.hpp"
 
@@ -40,7 +41,7 @@ int redirect_to_pipe(int fd) {
 
 LiveProgress live_progress_mode() {
     if (console_is_terminal()) return LiveProgress::terminal;
-    const char* asked = std::getenv("LEVERS_LIVE_PROGRESS");
+    const char* asked = env::get("LEVERS_LIVE_PROGRESS");
     return asked && std::string(asked) == "1" ? LiveProgress::launcher : LiveProgress::off;
 }
 

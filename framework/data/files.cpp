@@ -1,5 +1,6 @@
 #include "framework/data/files.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 
 #include <algorithm>
@@ -12,9 +13,9 @@ namespace fs = std::filesystem;
 constexpr const char* kInstallHint = "run the set-up command in README.md to install data";
 
 fs::path data_dir() {
-    if (const char* d = std::getenv("LEVERS_DATA"); d && *d) return d;
-    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "levers";
-    const char* home = std::getenv("HOME");
+    if (const char* d = env::get("LEVERS_DATA")) return d;
+    if (const char* x = env::get("XDG_DATA_HOME")) return fs::path(x) / "levers";
+    const char* home = env::get("HOME");
     return fs::path(home && *home ? home : ".") / ".local" / "share" / "levers";
 }
 

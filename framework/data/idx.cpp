@@ -1,5 +1,6 @@
 #include "framework/data/idx.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/data/mapped_file.hpp"
 
@@ -188,7 +189,7 @@ void ImageSet::gather_range(std::int64_t first, std::int64_t n, Tensor& x, Tenso
 }
 
 std::filesystem::path fashion_mnist_dir() {
-    if (const char* d = std::getenv("LEVERS_FASHION_MNIST"); d && *d) return d;
+    if (const char* d = env::get("LEVERS_FASHION_MNIST")) return d;
     return "/usr/share/datasets/fashion-mnist";
 }
 

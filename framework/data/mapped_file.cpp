@@ -1,5 +1,6 @@
 #include "framework/data/mapped_file.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 
 #include <fcntl.h>
@@ -43,9 +44,9 @@ MappedFile MappedFile::open(const fs::path& path) {
 }
 
 fs::path cache_dir() {
-    if (const char* d = std::getenv("LEVERS_CACHE"); d && *d) return d;
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "levers";
-    const char* home = std::getenv("HOME");
+    if (const char* d = env::get("LEVERS_CACHE")) return d;
+    if (const char* x = env::get("XDG_CACHE_HOME")) return fs::path(x) / "levers";
+    const char* home = env::get("HOME");
     return fs::path(home && *home ? home : ".") / ".cache" / "levers";
 }
 

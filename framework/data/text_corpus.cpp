@@ -86,7 +86,8 @@ TextCorpus load(const fs::path& dir_or_file, double validation_fraction,
     std::string key = fmt::format("{}|{}|{}", tokenizer, validation_fraction, width);
     for (const auto& f : files) {
         if (!fs::exists(f)) (void)read_data_file(f);  // a missing file is named with how to install the data
-        key += "|" + file_signature(f);
+        key += '|';
+        key += file_signature(f);
     }
     const MappedFile mapped = MappedFile::open(
         cached_file(fmt::format("corpus-{:016x}.tokens", std::hash<std::string>{}(key)),

@@ -17,6 +17,8 @@
 
 namespace levers::dist {
 
+class Store;
+
 enum class ReduceOp { sum, mean };
 
 class Backend {
@@ -38,6 +40,10 @@ public:
     virtual void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) = 0;
     // Fails every rank's current and later collectives, naming this rank and `why`.
     virtual void abort(const std::string& why) = 0;
+
+    // The group's key-value store, where it has one of its own (shared
+    // memory: ranks pass the NCCL id through it); null otherwise.
+    virtual Store* store() { return nullptr; }
 
     // Backends whose collectives run on the card (NCCL) can also queue them
     // without waiting: an in-place all-reduce of card memory ordered after the

@@ -2,9 +2,10 @@
 #include "framework/dist/nccl_group.hpp"
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
-#include "framework/launch/card_quirks.hpp"
+#include "framework/dist/card_quirks.hpp"
 
 #include <nccl.h>
 
@@ -47,12 +48,12 @@ struct NcclBackend::State {
     bool aborted = false;
 };
 
-NcclBackend::NcclBackend(int rank, int world, int device, const StoreAccess& store, std::chrono::milliseconds timeout)
+NcclBackend::NcclBackend(int rank, int world, int device, Store& store, std::chrono::milliseconds timeout)
     : state_(std::make_unique<State>()), rank_(rank), world_(world), timeout_(timeout) {
     use_gpu(device);
     int version = 0;
     LEVERS_NCCL_CHECK(ncclGetVersion(&version));
-    launch::apply_quirks(launch::plan_quirks(gpu_names(), version, [](const char* v) { return std::getenv(v); }));
+    apply_quirks(plan_quirks(gpu_names(), version, [](const char* v) { return env::get_even_empty(v); }));
     const auto id_bytes = share_id(
         rank, store, "levers/nccl_id",
         [] {
@@ -198,6 +199,6 @@ void NcclBackend::abort(const std::string& why) {
 }  // namespace levers::dist
 
 extern "C" levers::dist::Backend* levers_make_nccl_backend(int rank, int world, int device,
-                                                          const levers::dist::StoreAccess* store, long timeout_ms) {
+                                                          levers::dist::Store* store, long timeout_ms) {
     return new levers::dist::NcclBackend(rank, world, device, *store, std::chrono::milliseconds(timeout_ms));
 }

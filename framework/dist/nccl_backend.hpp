@@ -18,7 +18,7 @@ class NcclBackend final : public Backend {
 public:
     // Selects card `device` (before any other CUDA call), applies the card
     // quirks, and joins the communicator of `world` ranks.
-    NcclBackend(int rank, int world, int device, const StoreAccess& store, std::chrono::milliseconds timeout);
+    NcclBackend(int rank, int world, int device, Store& store, std::chrono::milliseconds timeout);
     ~NcclBackend() override;
     NcclBackend(const NcclBackend&) = delete;
     NcclBackend& operator=(const NcclBackend&) = delete;

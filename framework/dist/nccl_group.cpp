@@ -5,7 +5,7 @@
 
 namespace levers::dist {
 
-std::unique_ptr<Backend> make_nccl_backend(int rank, int world, int device, const StoreAccess& store,
+std::unique_ptr<Backend> make_nccl_backend(int rank, int world, int device, Store& store,
                                            std::chrono::milliseconds timeout) {
     auto make = reinterpret_cast<decltype(&levers_make_nccl_backend)>(device_backend_symbol("levers_make_nccl_backend"));
     LEVERS_CHECK(make != nullptr, "card {}: NCCL comes with the CUDA backend, and {}", device,

@@ -28,7 +28,7 @@ std::vector<unsigned char> from_hex(const std::string& text, std::size_t expecte
     return out;
 }
 
-std::vector<unsigned char> share_id(int rank, const StoreAccess& store, const std::string& key,
+std::vector<unsigned char> share_id(int rank, Store& store, const std::string& key,
                                     const std::function<std::vector<unsigned char>()>& make, std::size_t bytes) {
     if (rank == 0) {
         auto id = make();

@@ -4,23 +4,21 @@
 // NCCL backend so the exchange is tested where no card is.
 #pragma once
 
+#include "framework/dist/store.hpp"
+
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace levers::dist {
 
-struct StoreAccess {
-    std::function<void(const std::string&, const std::string&)> set;
-    std::function<std::string(const std::string&)> get;  // waits until the key exists
-};
 
 std::string to_hex(const std::vector<unsigned char>& bytes);
 // Throws levers::Error if `text` is not hex of `expected` bytes.
 std::vector<unsigned char> from_hex(const std::string& text, std::size_t expected);
 
 // Rank 0 publishes `make()`'s bytes under `key`; every rank returns them.
-std::vector<unsigned char> share_id(int rank, const StoreAccess& store, const std::string& key,
+std::vector<unsigned char> share_id(int rank, Store& store, const std::string& key,
                                     const std::function<std::vector<unsigned char>()>& make, std::size_t bytes);
 
 }  // namespace levers::dist

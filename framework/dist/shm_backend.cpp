@@ -66,7 +66,7 @@ void ShmBackend::initialize(void* memory, std::size_t bytes, int world, std::siz
 }
 
 ShmBackend::ShmBackend(void* memory, std::size_t bytes, int rank, std::chrono::milliseconds timeout)
-    : layout_(static_cast<Layout*>(memory)), timeout_(timeout) {
+    : layout_(static_cast<Layout*>(memory)), timeout_(timeout), store_(memory, timeout) {
     LEVERS_CHECK(bytes >= sizeof(Layout) && layout_->magic.load(std::memory_order_acquire) == kMagic &&
                      layout_->version == kVersion,
                  "shared-memory segment is not a levers process group (version {})", kVersion);

@@ -65,7 +65,7 @@ public:
     };
     static AbortState abort_state(const void* memory);
     // The group's key-value store (not collective: any rank, any time).
-    ShmStore store() const { return ShmStore(layout_, timeout_); }
+    ShmStore* store() override { return &store_; }
 
 
     Timing timing() const override { return timing_; }
@@ -92,6 +92,7 @@ private:
     int rank_, world_;
     std::chrono::milliseconds timeout_;
     Timing timing_;
+    ShmStore store_;
 };
 
 }  // namespace levers::dist

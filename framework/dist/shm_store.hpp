@@ -7,6 +7,8 @@
 // Lock-free: a dead rank cannot block the others.
 #pragma once
 
+#include "framework/dist/store.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -16,14 +18,14 @@ namespace levers::dist {
 
 class ShmBackend;
 
-class ShmStore {
+class ShmStore final : public Store {
 public:
     // Obtained from ShmBackend::store().
     ShmStore(void* layout, std::chrono::milliseconds timeout) : layout_(layout), timeout_(timeout) {}
 
-    void set(const std::string& key, const std::string& value);
-    std::string get(const std::string& key);
-    std::int64_t add(const std::string& key, std::int64_t delta);
+    void set(const std::string& key, const std::string& value) override;
+    std::string get(const std::string& key) override;
+    std::int64_t add(const std::string& key, std::int64_t delta) override;
     void wait(const std::vector<std::string>& keys);
 
 private:

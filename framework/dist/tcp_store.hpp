@@ -8,6 +8,8 @@
 // peers to hang up, so their last requests are answered.
 #pragma once
 
+#include "framework/dist/store.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -15,18 +17,16 @@
 
 namespace levers::dist {
 
-class TcpStore {
+class TcpStore final : public Store {
 public:
     // rank 0 passes serve = true. Connecting retries until `timeout`.
     TcpStore(const std::string& host, int port, bool serve, const std::string& token,
              std::chrono::milliseconds timeout);
     ~TcpStore();
 
-    void set(const std::string& key, const std::string& value);
-    // Waits until `key` is set; throws levers::Error naming the key on timeout.
-    std::string get(const std::string& key);
-    // Adds `delta` to the integer at `key` (0 if absent) and returns the new value.
-    std::int64_t add(const std::string& key, std::int64_t delta);
+    void set(const std::string& key, const std::string& value) override;
+    std::string get(const std::string& key) override;
+    std::int64_t add(const std::string& key, std::int64_t delta) override;
 
 private:
     struct Server;

@@ -1,5 +1,6 @@
 #include "framework/launch/card_ledger.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/threads.hpp"
 
@@ -111,13 +112,13 @@ CardLedger::CardLedger(fs::path dir, std::string kind, std::vector<int> cards)
 
 CardLedger CardLedger::for_node(int cuda_cards) {
     fs::path dir;
-    if (const char* d = std::getenv("LEVERS_LEDGER_DIR"); d && *d)
+    if (const char* d = env::get("LEVERS_LEDGER_DIR"))
         dir = d;
     else
         dir = ::access("/run/lock", W_OK) == 0 ? fs::path("/run/lock/levers-cards") : fs::path("/tmp/levers-cards");
-    if (cuda_cards > 0) return CardLedger(dir, "cuda", visible_cuda_cards(cuda_cards, std::getenv("CUDA_VISIBLE_DEVICES")));
+    if (cuda_cards > 0) return CardLedger(dir, "cuda", visible_cuda_cards(cuda_cards, env::get_even_empty("CUDA_VISIBLE_DEVICES")));
     int slots = available_cores();
-    if (const char* s = std::getenv("LEVERS_CPU_SLOTS"); s && *s) {
+    if (const char* s = env::get("LEVERS_CPU_SLOTS")) {
         char* end = nullptr;
         const long v = std::strtol(s, &end, 10);
         LEVERS_CHECK(*end == '\0' && v >= 1 && v <= 4096, "LEVERS_CPU_SLOTS must be a positive integer, got '{}'", s);

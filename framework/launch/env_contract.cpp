@@ -1,5 +1,6 @@
 #include "framework/launch/env_contract.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 
 #include <charconv>
@@ -9,10 +10,7 @@ namespace levers::launch {
 
 namespace {
 
-const char* get(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : nullptr;
-}
+const char* get(const char* name) { return env::get(name); }
 
 long parse_number(const char* name, const char* text, long min) {
     long value = 0;

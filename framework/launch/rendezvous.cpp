@@ -1,5 +1,6 @@
 #include "framework/launch/rendezvous.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/dist/card_staged_backend.hpp"
 #include "framework/dist/tcp_store.hpp"
@@ -16,10 +17,8 @@ namespace {
 // Across nodes: one NCCL communicator whose id goes through the TCP store.
 JoinedGroup join_across_nodes(const RankEnv& env, dist::TcpStore& store, int card,
                               std::chrono::milliseconds timeout) {
-    const dist::StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
-                                   [&](const std::string& k) { return store.get(k); }};
     JoinedGroup g;
-    g.card_backend = dist::make_nccl_backend(env.rank, env.world_size, card, access, timeout);
+    g.card_backend = dist::make_nccl_backend(env.rank, env.world_size, card, store, timeout);
     g.backend = std::make_unique<dist::CardStagedBackend>(*g.card_backend);
     store.add("levers/joined", 1);
     return g;
@@ -31,14 +30,14 @@ JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout,
     const std::string addr = env.master_addr.empty() ? "127.0.0.1" : env.master_addr;
     int port = env.master_port > 0 ? env.master_port : 29500;
     // torchrun's agent already serves its own store on MASTER_PORT: levers' goes next to it.
-    if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") ++port;
-    if (const char* own = std::getenv("LEVERS_STORE_PORT"); own && *own) port = std::atoi(own);
+    if (const char* agent = env::get("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") ++port;
+    if (const char* own = env::get("LEVERS_STORE_PORT")) port = std::atoi(own);
     const bool across_nodes = env.local_world_size != env.world_size;
     LEVERS_CHECK(!across_nodes || card >= 0,
                  "this job spans nodes ({} ranks, {} on this node); CPU ranks across nodes are not supported yet: "
                  "run it on cards (--device cuda), where NCCL carries it",
                  env.world_size, env.local_world_size);
-    const char* token = std::getenv("LEVERS_JOB_TOKEN");
+    const char* token = env::get("LEVERS_JOB_TOKEN");
     dist::TcpStore store(addr, port, env.rank == 0, token ? token : "", timeout);
     if (across_nodes) return join_across_nodes(env, store, card, timeout);
     const std::size_t slot = std::size_t{2} << 20;

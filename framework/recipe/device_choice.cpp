@@ -1,5 +1,6 @@
 #include "framework/recipe/device_choice.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/launch/card_ledger.hpp"
@@ -11,7 +12,7 @@ namespace levers {
 
 namespace {
 std::string visible_devices_note() {
-    const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+    const char* v = env::get_even_empty("CUDA_VISIBLE_DEVICES");
     return v ? fmt::format(" (CUDA_VISIBLE_DEVICES='{}')", v) : std::string();
 }
 }  // namespace
@@ -50,7 +51,7 @@ void set_device_was_auto(bool automatic) { process_device_auto = automatic; }
 bool device_was_auto() { return process_device_auto; }
 
 int runtime_index(int card) {
-    const auto visible = launch::visible_cuda_cards(node_gpu_count(), std::getenv("CUDA_VISIBLE_DEVICES"));
+    const auto visible = launch::visible_cuda_cards(node_gpu_count(), env::get_even_empty("CUDA_VISIBLE_DEVICES"));
     const auto it = std::find(visible.begin(), visible.end(), card);
     LEVERS_CHECK(it != visible.end(), "card {} is not visible to this process{}", card, visible_devices_note());
     return static_cast<int>(it - visible.begin());

@@ -1,5 +1,6 @@
 #include "framework/recipe/run_command.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/output_tee.hpp"
@@ -95,13 +96,10 @@ void write_config(const fs::path& dir, const Plan& r, const Config& cfg, int ran
 // host group's store.
 std::unique_ptr<dist::Backend> card_group(dist::Backend& host_group, const launch::RankEnv& env, int card,
                                           std::chrono::milliseconds timeout) {
-    auto* host = dynamic_cast<dist::ShmBackend*>(&host_group);
-    LEVERS_CHECK(host, "card {}: the NCCL id travels through the shared-memory store, and this job's group is {}", card,
-                 host_group.name());
-    auto store = host->store();
-    const dist::StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
-                                   [&](const std::string& k) { return store.get(k); }};
-    return dist::make_nccl_backend(env.rank, env.world_size, card, access, timeout);
+    dist::Store* store = host_group.store();
+    LEVERS_CHECK(store, "card {}: the NCCL id travels through the group's store, and this job's group ({}) has none",
+                 card, host_group.name());
+    return dist::make_nccl_backend(env.rank, env.world_size, card, *store, timeout);
 }
 
 // Appends `line` to the rank's log in the run directory, not to the console:
@@ -214,7 +212,7 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
 // from the node's ledger (waiting for them unless --no-wait). On CPU the
 // cards are core slots: a job takes ranks x threads of them, or all.
 std::vector<int> take_cards(const Plan& r, int ranks, int threads, bool wait, bool cuda) {
-    if (const char* given = std::getenv("LEVERS_CARDS"); given && *given)
+    if (const char* given = env::get("LEVERS_CARDS"))
         return parse_int_list("LEVERS_CARDS", given, 0);
     auto ledger = launch::CardLedger::for_node(cuda ? node_gpu_count() : 0);
     // A CPU job uses every core unless --threads says how many per rank.
@@ -256,7 +254,7 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     const int node_cards = cuda ? gpu_count() : static_cast<int>(launch::CardLedger::for_node(0).cards().size());
     load_workspace().check(gpus, node_cards, cuda ? "cards" : "CPU slots");
     // As mpirun would: more CPU ranks than cores run, but each shares a core.
-    if (!cuda && gpus > node_cards && !std::getenv("LEVERS_CARDS"))
+    if (!cuda && gpus > node_cards && !env::get("LEVERS_CARDS"))
         fmt::print("recipe: {} ranks on {} CPU slot{}: ranks share cores (oversubscribed), so each runs slower\n", gpus,
                    node_cards, node_cards == 1 ? "" : "s");
 

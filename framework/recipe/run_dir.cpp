@@ -1,5 +1,6 @@
 #include "framework/recipe/run_dir.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 
 #include <fmt/chrono.h>
@@ -49,7 +50,7 @@ fs::path make_run_dir(const std::string& recipe, const std::string& out, const s
 
 fs::path run_dir() {
     if (current.empty())
-        if (const char* d = std::getenv("LEVERS_RUN_DIR"); d && *d) current = d;
+        if (const char* d = env::get("LEVERS_RUN_DIR")) current = d;
     return current;
 }
 
@@ -59,7 +60,7 @@ void set_run_dir(const fs::path& dir) {
 }
 
 fs::path resume_from() {
-    const char* r = std::getenv("LEVERS_RESUME");
+    const char* r = env::get("LEVERS_RESUME");
     return r && *r ? fs::path(r) : fs::path();
 }
 

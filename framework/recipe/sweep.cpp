@@ -1,5 +1,6 @@
 #include "framework/recipe/sweep.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/read_file.hpp"
@@ -274,7 +275,7 @@ namespace levers {
 std::vector<Result> Plan::map(const std::vector<Cell>& cells, const Cell& every_cell) const {
     LEVERS_CHECK(is_registered(name()), "map(): recipe '{}' must be registered with LEVERS_RECIPE in this binary, "
                  "which runs its cells", name());
-    LEVERS_CHECK(std::getenv("LEVERS_SEGMENT") == nullptr && std::getenv("WORLD_SIZE") == nullptr,
+    LEVERS_CHECK(env::get("LEVERS_SEGMENT") == nullptr && env::get("WORLD_SIZE") == nullptr,
                  "map(): a sweep starts from a one-card job, not from a rank of a multi-card one");
     for (std::size_t i = 0; i < cells.size(); ++i) {
         Config c = defaults();

@@ -1,5 +1,6 @@
 #include "framework/recipe/workspace.hpp"
 
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/read_file.hpp"
 #include "framework/dist/shm_backend.hpp"
@@ -41,8 +42,8 @@ nlohmann::json read_settings(const fs::path& file) {
 }  // namespace
 
 fs::path workspace_file() {
-    if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return fs::path(x) / "levers" / "workspace.json";
-    const char* home = std::getenv("HOME");
+    if (const char* x = env::get("XDG_CONFIG_HOME")) return fs::path(x) / "levers" / "workspace.json";
+    const char* home = env::get("HOME");
     return fs::path(home && *home ? home : ".") / ".config" / "levers" / "workspace.json";
 }
 
@@ -62,11 +63,11 @@ Workspace load_workspace() {
     } catch (const nlohmann::json::exception&) {
         LEVERS_FAIL("{}: multi_gpu must be true or false and max_gpus a positive integer", w.file.string());
     }
-    if (const char* v = std::getenv("LEVERS_MULTI_GPU"); v && *v) {
+    if (const char* v = env::get("LEVERS_MULTI_GPU")) {
         w.multi_gpu = parse_on_off(v, "LEVERS_MULTI_GPU");
         w.multi_gpu_from = "LEVERS_MULTI_GPU";
     }
-    if (const char* v = std::getenv("LEVERS_MAX_GPUS"); v && *v) {
+    if (const char* v = env::get("LEVERS_MAX_GPUS")) {
         w.max_gpus = parse_max_gpus(v, "LEVERS_MAX_GPUS");
         w.max_gpus_from = "LEVERS_MAX_GPUS";
     }

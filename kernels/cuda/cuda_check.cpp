@@ -2,24 +2,18 @@
 
 #include "framework/core/error.hpp"
 
-#include <cstdlib>
-
 namespace levers::detail {
 
+// Which rank failed is said by whoever reports the error (the rank's
+// "rank N:" and the launcher's "[rank N]"), not here.
 void cuda_failed(const char* call, cudaError_t status, const char* file, int line) {
-    const char* rank = std::getenv("RANK");
-    throw_error(file, line, fmt::format("rank {}: {} failed: {} ({})", rank ? rank : "0", call,
-                                        cudaGetErrorString(status), cudaGetErrorName(status)));
+    throw_error(file, line, fmt::format("{} failed: {} ({})", call, cudaGetErrorString(status), cudaGetErrorName(status)));
 }
 
 void cublas_failed(const char* call, int status, const char* file, int line) {
-    const char* rank = std::getenv("RANK");
-    throw_error(file, line, fmt::format("rank {}: {} failed: cuBLAS status {}", rank ? rank : "0", call, status));
+    throw_error(file, line, fmt::format("{} failed: cuBLAS status {}", call, status));
 }
 
-void op_refused(const char* what, const char* file, int line) {
-    const char* rank = std::getenv("RANK");
-    throw_error(file, line, fmt::format("rank {}: {}", rank ? rank : "0", what));
-}
+void op_refused(const char* what, const char* file, int line) { throw_error(file, line, what); }
 
 }  // namespace levers::detail

@@ -152,3 +152,18 @@ TEST_CASE("workspace settings refuse multi-card jobs, naming the command that al
     CHECK(env_bad.code == 2);
     CHECK(env_bad.output.find("LEVERS_MAX_GPUS") != std::string::npos);
 }
+
+TEST_CASE("a user's binary's help names that binary and its own recipes") {
+    auto top = run_tests_bin({"--help"}, {});
+    CHECK(top.code == 0);
+    CHECK(top.output.find("Usage: levers_test_recipes") != std::string::npos);
+    CHECK(top.output.find("Its recipes: card_order, collectives, cpu_op,") != std::string::npos);
+    CHECK(top.output.find("levers_test_recipes run card_order --gpus 2") != std::string::npos);
+    auto run = run_tests_bin({"run", "--help"}, {});
+    CHECK(run.output.find("levers_test_recipes run card_order") != std::string::npos);
+    for (const auto& help : {top.output, run.output}) {
+        CHECK(help.find("pretrain") == std::string::npos);
+        CHECK(help.find("classify") == std::string::npos);
+        CHECK(help.find("recipe run") == std::string::npos);
+    }
+}

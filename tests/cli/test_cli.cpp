@@ -1,4 +1,5 @@
 // The `recipe` command line, through the real binary.
+#include "framework/core/environment.hpp"
 #include "framework/core/gpu.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
@@ -48,6 +49,20 @@ TEST_CASE("recipe --help, --version, list and show") {
     CHECK(show.output.find("ln_f.bias                                [128]            trained") != std::string::npos);
 }
 
+TEST_CASE("recipe help env prints every environment variable levers reads") {
+    auto r = recipe("help env");
+    CHECK(r.code == 0);
+    for (const auto& section : levers::env::kSections) {
+        CHECK(r.output.find(std::string(section.title)) != std::string::npos);
+        for (const auto& v : section.variables) {
+            CAPTURE(v.name);
+            CHECK(r.output.find("  " + std::string(v.name) + " ") != std::string::npos);
+        }
+    }
+    CHECK(r.output.find("LEVERS_RESUME") != std::string::npos);
+    CHECK(recipe("help").output.find("Examples:") != std::string::npos);
+}
+
 TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") {
     struct Case {
         const char *args, *message;
@@ -59,7 +74,9 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         {"run pretrain --set steps", "--set expects name=value, got 'steps'"},
         {"run classify --set hidden=16,x", "parameter 'hidden': '16,x' is not a comma-separated list"},
         {"run pretrain --threads -1", "--threads must be >= 0"},
-        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, sweep, plot, bench, status, workspace"},
+        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, sweep, plot, bench, status, "
+                       "workspace, help"},
+        {"help frobs", "topic: frobs not in {env}"},
         {"run pretrain --gpus 0", "--gpus must be >= 1, got 0"},
         {"run pretrain --gpus -2", "--gpus must be >= 1, got -2"},
         {"run classify --gpus -1", "--gpus must be >= 1, got -1"},  // not taken for "unset"

@@ -2,7 +2,7 @@
 #include "framework/data/bpe_tokenizer.hpp"
 #include "framework/data/files.hpp"
 #include "models/gpt2_weights.hpp"
-#include "models/gpt_train.hpp"
+#include "framework/train/window_loss.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -36,7 +36,9 @@ TEST_CASE("GPT-2 safetensors: eval_lm scores a text exactly as the library does,
     // The expected number, computed here: the first 3,000 BPE tokens in windows of 32.
     auto tokens = data::BpeTokenizer::gpt2_default().encode(data::read_data_file(text));
     tokens.resize(3000);
-    const double expected = models::mean_loss(gpt, data::TokenFile::from(tokens), 4, 32, 0);
+    const double expected = train::mean_window_loss(gpt, data::TokenFile::from(tokens), 4, 32, 0, [&](const data::TokenBatch& b) {
+        return gpt.loss(b.inputs, b.targets).item();
+    });
     CHECK(std::abs(expected - std::log(50257.0)) < 0.5);  // an untrained model: about log(vocabulary)
 
     const std::vector<std::string> eval = {"run", "eval_lm", "--threads", "1", "--set", "weights=" + weights.string(),

@@ -1,14 +1,15 @@
 // A user's own binary (levers::main plus its recipes) that the launcher tests
 // run with --gpus N: collectives, the store and dist::wrap, each rank checking
 // its own answers, rank 0 reporting whether every rank agreed.
+#include "framework/app/cli.hpp"
 #include "framework/core/params.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/dist/data_parallel.hpp"
 #include "framework/dist/sample_means.hpp"
 #include "framework/dist/shm_backend.hpp"
+#include "framework/dist/store.hpp"
 #include "framework/nn/nn.hpp"
-#include "framework/recipe/cli.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/train/optimizer.hpp"
 #include "models/mlp.hpp"
@@ -114,16 +115,15 @@ Result card_order(const Config&) {
 }
 
 Result store(const Config&) {
-    auto* shm = dynamic_cast<dist::ShmBackend*>(dist::backend());
-    LEVERS_CHECK(shm != nullptr, "the store recipe runs on the shared-memory backend");
-    auto s = shm->store();
+    dist::Store* s = dist::backend()->store();
+    LEVERS_CHECK(s != nullptr, "the store recipe runs on a group with a store (shared memory)");
     const int rank = dist::rank(), world = dist::world_size();
-    s.set("rank" + std::to_string(rank), "hello from " + std::to_string(rank));
-    const std::int64_t count = s.add("arrived", 1);
+    s->set("rank" + std::to_string(rank), "hello from " + std::to_string(rank));
+    const std::int64_t count = s->add("arrived", 1);
     bool ok = count >= 1 && count <= world;
-    for (int r = 0; r < world; ++r) ok &= s.get("rank" + std::to_string(r)) == "hello from " + std::to_string(r);
+    for (int r = 0; r < world; ++r) ok &= s->get("rank" + std::to_string(r)) == "hello from " + std::to_string(r);
     dist::barrier();
-    ok &= s.get("arrived") == std::to_string(world);
+    ok &= s->get("arrived") == std::to_string(world);
     return {{"ok", all_ok(ok)}, {"ranks", world}};
 }
 

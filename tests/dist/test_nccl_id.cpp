@@ -28,15 +28,12 @@ TEST_CASE("hex text of an id reads back, and malformed text is refused") {
 TEST_CASE("rank 0's id reaches every rank through the shared-memory store") {
     constexpr std::size_t kBytes = 128;  // sizeof(ncclUniqueId)
     auto ok = testing::run_ranks(3, std::size_t{1} << 16, std::chrono::seconds(10), [](ShmBackend& b) {
-        auto store = b.store();
-        StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
-                           [&](const std::string& k) { return store.get(k); }};
         auto made = [] {
             std::vector<unsigned char> id(kBytes);
             for (std::size_t i = 0; i < kBytes; ++i) id[i] = static_cast<unsigned char>(i * 7 + 3);
             return id;
         };
-        auto got = share_id(b.rank(), access, "levers/nccl_id", made, kBytes);
+        auto got = share_id(b.rank(), *b.store(), "levers/nccl_id", made, kBytes);
         return got == made();
     });
     CHECK(ok == std::vector<bool>{true, true, true});
@@ -89,10 +86,8 @@ TEST_CASE("across nodes: rank 0's id reaches workers started by hand through the
     const int port = free_port();
     in_processes(3, [&](int rank) {
         TcpStore store("127.0.0.1", port, rank == 0, "job-token", std::chrono::seconds(10));
-        StoreAccess access{[&](const std::string& k, const std::string& v) { store.set(k, v); },
-                           [&](const std::string& k) { return store.get(k); }};
         const std::vector<unsigned char> made(kBytes, static_cast<unsigned char>(0xa5));
-        const auto got = share_id(rank, access, "levers/nccl_id", [&] { return made; }, kBytes);
+        const auto got = share_id(rank, store, "levers/nccl_id", [&] { return made; }, kBytes);
         // Rank 0's store must outlive the workers that have not connected yet.
         store.add("done", 1);
         while (rank == 0 && store.add("done", 0) < 3) ::usleep(1000);

@@ -185,7 +185,7 @@ TEST_CASE("a group refuses memory that is not laid out, and bad ranks") {
 
 TEST_CASE("the shared-memory store: waits, counters, set-once values, clear refusals") {
     auto ok = testing::run_ranks(2, kSlot, 2s, [](ShmBackend& b) {
-        auto s = b.store();
+        dist::ShmStore& s = *b.store();
         if (b.rank() == 1) {
             std::this_thread::sleep_for(50ms);  // rank 0's get must wait for this
             s.set("late", "here");

@@ -20,9 +20,17 @@ const bool kNoGpu = gpu_count() == 0;
 TEST_CASE("host buffers staged through a one-rank NCCL group come back as the collectives define" *
           doctest::skip(kNoGpu)) {
     use_gpu(0);
-    std::map<std::string, std::string> kv;
-    const dist::StoreAccess store{[&](const std::string& k, const std::string& v) { kv[k] = v; },
-                                  [&](const std::string& k) { return kv.at(k); }};
+    // One rank: a store that only remembers.
+    struct MapStore final : dist::Store {
+        std::map<std::string, std::string> kv;
+        void set(const std::string& k, const std::string& v) override { kv[k] = v; }
+        std::string get(const std::string& k) override { return kv.at(k); }
+        std::int64_t add(const std::string& k, std::int64_t d) override {
+            const std::int64_t n = (kv.count(k) ? std::stoll(kv[k]) : 0) + d;
+            kv[k] = std::to_string(n);
+            return n;
+        }
+    } store;
     dist::NcclBackend nccl(0, 1, 0, store, std::chrono::milliseconds(30000));
     dist::CardStagedBackend host(nccl);
     CHECK(host.world_size() == 1);

@@ -1,4 +1,4 @@
-#include "framework/launch/card_quirks.hpp"
+#include "framework/dist/card_quirks.hpp"
 
 #include "framework/core/error.hpp"
 
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace levers::launch {
+namespace levers::dist {
 
 const std::vector<CardQuirk>& card_quirks() {
     static const std::vector<CardQuirk> table = {
@@ -28,7 +28,7 @@ std::string nccl_version_text(int code) {
 }
 
 QuirkPlan plan_quirks(const std::vector<std::string>& device_names, int nccl_version,
-                      const std::function<const char*(const char*)>& getenv) {
+                      const std::function<const char*(const char*)>& read_env) {
     QuirkPlan plan;
     std::vector<std::string> applied;
     for (const auto& q : card_quirks()) {
@@ -44,7 +44,7 @@ QuirkPlan plan_quirks(const std::vector<std::string>& device_names, int nccl_ver
                          matched, nccl_version_text(q.min_nccl), nccl_version_text(nccl_version), q.why,
                          nccl_version_text(q.min_nccl));
         if (q.env.empty()) continue;
-        if (const char* set = getenv(q.env.c_str()); set != nullptr) {
+        if (const char* set = read_env(q.env.c_str()); set != nullptr) {
             plan.kept.push_back(fmt::format("{}={} (yours)", q.env, set));
             continue;
         }
@@ -67,4 +67,4 @@ void apply_quirks(const QuirkPlan& plan) {
     }
 }
 
-}  // namespace levers::launch
+}  // namespace levers::dist

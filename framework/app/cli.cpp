@@ -1,6 +1,7 @@
-#include "framework/recipe/cli.hpp"
+#include "framework/app/cli.hpp"
 
 #include "framework/bench/bench_cli.hpp"
+#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/launch/card_ledger.hpp"
@@ -14,11 +15,13 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 
 namespace levers {
 
@@ -37,9 +40,37 @@ Examples:
   recipe plot runs/pretrain/latest             loss and evaluation curves to a PNG
   recipe bench scaling pretrain --gpus 1,2     throughput and speedup at each card count
   recipe status                                cards, who holds them, who waits
-  recipe workspace multi-gpu off               refuse jobs of more than one card)";
+  recipe workspace multi-gpu off               refuse jobs of more than one card
+  recipe help env                              every environment variable levers reads)";
 
-constexpr const char* kCommands = "list, show, run, sweep, plot, bench, status, workspace";
+constexpr const char* kCommands = "list, show, run, sweep, plot, bench, status, workspace, help";
+
+// The help's examples speak of `recipe` and its shipped recipes; a user's
+// binary gets them with its own name and, for recipes it lacks, its first one.
+std::string for_this_binary(std::string text, const std::string& program, const std::vector<std::string>& names) {
+    text = std::regex_replace(text, std::regex(R"(\brecipe (?=(list|show|run|sweep|plot|bench|status|workspace|help)\b))"),
+                              program + " ");
+    if (names.empty()) return text;
+    for (const char* shipped : {"pretrain", "classify", "fine_tune"})
+        if (!is_registered(shipped))
+            text = std::regex_replace(text, std::regex(std::string("\\b") + shipped + "\\b"), names.front());
+    return text;
+}
+
+void name_this_binary(CLI::App& app, const std::string& program) {
+    const auto names = recipe_names();
+    if (!is_registered("pretrain") && !names.empty())  // a user's binary: its own recipes
+        app.footer(fmt::format("\nIts recipes: {1}\n\nExamples:\n  {0} list\n  {0} show {2}\n  {0} run {2}\n"
+                               "  {0} run {2} --gpus 2\n  {0} sweep {2} --grid seed=1,2\n  {0} status\n  {0} help env",
+                               program, fmt::join(names, ", "), names.front()));
+    else
+        app.footer(for_this_binary(app.get_footer(), program, names));
+    for (CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) {
+        c->footer(for_this_binary(c->get_footer(), program, names));
+        for (CLI::App* s : c->get_subcommands([](CLI::App*) { return true; }))
+            s->footer(for_this_binary(s->get_footer(), program, names));
+    }
+}
 
 int list_recipes() {
     for (const auto& name : recipe_names()) {
@@ -183,7 +214,8 @@ int main(int argc, char** argv) {
     // Set before any CUDA call, inherited by ranks and sweep cells; a value
     // the user set wins.
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
-    CLI::App app("levers: train neural networks on 1 to 8 cards from C++, with recipes written in C++.", "recipe");
+    const std::string program = std::filesystem::path(argv[0]).filename().string();
+    CLI::App app("levers: train neural networks on 1 to 8 cards from C++, with recipes written in C++.", program);
     app.set_version_flag("--version", kVersion);
     app.require_subcommand(1);
     app.footer(kExamples);
@@ -254,15 +286,24 @@ int main(int argc, char** argv) {
     workspace->add_option("setting", ws_words, "multi-gpu on|off, or max-gpus N");
     workspace->footer("\nExamples:\n  recipe workspace multi-gpu off\n  recipe workspace max-gpus 4");
 
+    std::string help_topic;
+    auto* help = app.add_subcommand("help", "Show this help, or a topic's: env (every environment variable levers reads)");
+    help->add_option("topic", help_topic, "env")->check(CLI::IsMember({"env"}));
+    help->footer("\nExample:\n  recipe help env");
+
+    name_this_binary(app, program);
+
     // CLI11 reports an unknown command only as "a subcommand is required".
     const auto commands = app.get_subcommands([](CLI::App*) { return true; });
     auto is_command = [&](const char* word) {
         return std::any_of(commands.begin(), commands.end(), [&](CLI::App* c) { return c->get_name() == word; });
     };
     if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-        fmt::print(stderr, "error: unknown command '{}'; valid commands: {} (see recipe --help)\n", argv[1], kCommands);
+        fmt::print(stderr, "error: unknown command '{}'; valid commands: {} (see {} --help)\n", argv[1], kCommands,
+                   program);
         return 2;
     }
+    const std::string top_help = app.help();  // after parsing, help() is the parsed subcommand's
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -270,6 +311,10 @@ int main(int argc, char** argv) {
         return code == 0 ? 0 : 2;
     }
     try {
+        if (help->parsed()) {
+            fmt::print("{}", help_topic == "env" ? env::manual() : top_help);
+            return 0;
+        }
         if (list->parsed()) return list_recipes();
         if (show->parsed()) return show_recipe(show_name);
         if (run->parsed()) {

@@ -1,21 +1,16 @@
-#include "models/gpt_train.hpp"
+#include "framework/train/window_loss.hpp"
 
+#include "framework/core/autograd.hpp"
+#include "framework/core/error.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/dist/sample_means.hpp"
 
 #include <algorithm>
 
-namespace levers::models {
+namespace levers::train {
 
-TokenWindows::TokenWindows(data::TokenFile tokens, std::int64_t per_rank, std::int64_t time, std::uint64_t seed)
-    : tokens_(std::move(tokens)),
-      time_(time),
-      batcher_(data::window_starts(tokens_, time), per_rank, seed, data::Batcher::Order::random, dist::world_size(),
-               dist::rank()) {}
-
-data::TokenBatch TokenWindows::next() { return data::windows_at(tokens_, batcher_.next(), time_); }
-
-double mean_loss(Gpt& model, const data::TokenFile& tokens, std::int64_t batch, std::int64_t time, long max_batches) {
+double mean_window_loss(nn::Module& model, const data::TokenFile& tokens, std::int64_t batch, std::int64_t time,
+                        long max_batches, const std::function<double(const data::TokenBatch&)>& mean_loss) {
     // Non-overlapping windows with a next-token target for each position: all
     // of them, or max_batches x batch spread evenly.
     const std::int64_t total = (tokens.size() - 1) / time;
@@ -36,13 +31,12 @@ double mean_loss(Gpt& model, const data::TokenFile& tokens, std::int64_t batch, 
         const std::int64_t n = std::min(batch, hi - first);
         starts.resize(static_cast<std::size_t>(n));
         for (std::int64_t w = 0; w < n; ++w) starts[static_cast<std::size_t>(w)] = (first + w) * stride * time;
-        const data::TokenBatch b = data::windows_at(tokens, starts, time);
         // Windows are equally long, so the mean over windows is the mean over tokens.
-        const double mean = model.loss(b.inputs, b.targets).item();
+        const double mean = mean_loss(data::windows_at(tokens, starts, time));
         loss.add("loss", mean * static_cast<double>(n), static_cast<double>(n));
     }
     model.train(was_training);
     return loss.means().at("loss");
 }
 
-}  // namespace levers::models
+}  // namespace levers::train

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace levers::launch {
+namespace levers::dist {
 
 struct CardQuirk {
     std::string card;     // substring of the device name, e.g. "RTX PRO 6000"
@@ -27,12 +27,12 @@ struct QuirkPlan {
     std::string line;                                      // the one line to print ("" when nothing applies)
 };
 
-// What the quirks do for these cards, given the environment (`getenv`) and the
+// What the quirks do for these cards, given the environment (`read_env`) and the
 // loaded NCCL's version code (ncclGetVersion: 22809 for 2.28.9). Throws
 // levers::Error naming the card, the NCCL found and the package needed when a
 // card needs a newer NCCL.
 QuirkPlan plan_quirks(const std::vector<std::string>& device_names, int nccl_version,
-                      const std::function<const char*(const char*)>& getenv);
+                      const std::function<const char*(const char*)>& read_env);
 
 // Exports plan.set (never overwriting) and prints plan.line once.
 void apply_quirks(const QuirkPlan& plan);
@@ -40,4 +40,4 @@ void apply_quirks(const QuirkPlan& plan);
 // "2.28.9" from 22809 (and the older 2-digit scheme, 2708 -> "2.7.8").
 std::string nccl_version_text(int code);
 
-}  // namespace levers::launch
+}  // namespace levers::dist

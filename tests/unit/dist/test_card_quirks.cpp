@@ -1,12 +1,12 @@
 #include "framework/core/error.hpp"
-#include "framework/launch/card_quirks.hpp"
+#include "framework/dist/card_quirks.hpp"
 
 #include <doctest/doctest.h>
 
 #include <map>
 
 using namespace levers;
-using namespace levers::launch;
+using namespace levers::dist;
 
 namespace {
 auto env_of(const std::map<std::string, std::string>& vars) {

@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""scripts/check_layers.py passes the tree as it is and fails an include against the arrows, naming it."""
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+root = pathlib.Path(sys.argv[1])
+check = root / "scripts" / "check_layers.py"
+with tempfile.TemporaryDirectory() as tmp:
+    copy = pathlib.Path(tmp)
+    for top in ("framework", "kernels", "models", "recipes"):
+        shutil.copytree(root / top, copy / top)
+    ok = subprocess.run([sys.executable, check, copy, copy / "ok"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout
+    cases = [
+        ("framework/core/tensor.cpp", "framework/dist/context.hpp", "layer core may use only nothing"),
+        ("framework/dist/backend.cpp", "framework/launch/launcher.hpp", "layer dist may use only core"),
+        ("models/gpt.cpp", "framework/train/loop.hpp", "layer models may use only core, kernels, data, nn"),
+        ("framework/recipe/recipe.cpp", "framework/bench/bench_cli.hpp", "layer recipe may use only"),
+    ]
+    for path, header, said in cases:
+        f = copy / path
+        original = f.read_text()
+        f.write_text(original + f'\n#include "{header}"\n')
+        bad = subprocess.run([sys.executable, check, copy, copy / "ok"], capture_output=True, text=True)
+        f.write_text(original)
+        assert bad.returncode == 1, (path, bad.stdout)
+        assert f"{path}: includes {header}, but {said}" in bad.stdout, bad.stdout
+print("layers: the tree passes; 4 includes against the arrows are refused")

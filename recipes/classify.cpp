@@ -111,23 +111,18 @@ Result test(Mlp& model, Images& d, const LoopResult&) {
 LEVERS_RECIPE(classify) {
     return levers::recipe("classify")
         .describe("MLP on Fashion-MNIST; returns the test accuracy")
-        .param("steps", 3000, "optimizer steps", at_least(1))
+        .training({.steps = 3000, .lr = 1e-3, .warmup = 100, .weight_decay = 1e-4, .grad_clip = 1.0, .log_every = 250})
         .param("batch_size", 128, "images per step and rank", at_least(1))
         .param("global_batch", 0, "if > 0: images per step over all ranks, split evenly (batch_size ignored)", at_least(0))
         .param("hidden", {256, 128}, "hidden layer widths", at_least(1))
-        .param("lr", 1e-3, "peak learning rate (warmup, then cosine)", at_least(0))
-        .param("warmup", 100, "warmup steps", at_least(0))
-        .param("weight_decay", 1e-4, "AdamW decoupled weight decay on weight matrices", at_least(0))
-        .param("grad_clip", 1.0, "global gradient-norm limit (0: off)", at_least(0))
         .param("seed", 1, "initialisation and data-order seed")
-        .param("log_every", 250, "steps per progress line", at_least(1))
         .param("eval_every", 1000, "steps between validation passes", at_least(0))
         .param("data", "", "directory of the four Fashion-MNIST IDX files (default: Debian's)")
         .param("checkpoint_every", 1000, "steps between training checkpoints in the run directory (0: none)", at_least(0))
         .model(make_mlp)
         .data(load_images)
         .step(train_step)
-        .optimizer([](const Config&, train::LoopOptions& o) {
+        .adjust_loop([](const Config&, train::LoopOptions& o) {
             o.lr.min_ratio = 0.05;
             o.unit = "samples";
         })

@@ -84,8 +84,7 @@ Metrics fashion_eval(ResidualMlp& model, Fashion& d) {
 LEVERS_RECIPE(fashion) {
     return recipe("fashion")
         .describe("a residual MLP with layernorm, written as modules, learns Fashion-MNIST")
-        .param("steps", 600, "optimizer steps")
-        .param("lr", 2e-3, "peak learning rate")
+        .training({.steps = 600, .lr = 2e-3})
         .param("batch_size", 128, "images per rank and step")
         .param("width", 256, "hidden width")
         .param("depth", 2, "residual blocks")
@@ -121,8 +120,7 @@ Points make_points(const Config& cfg) {
 LEVERS_RECIPE(line) {
     return recipe("line")
         .describe("an MLP learns which side of a line points fall on")
-        .param("steps", 300, "optimizer steps")
-        .param("lr", 1e-2, "learning rate")
+        .training({.steps = 300, .lr = 1e-2})
         .param("batch_size", 256, "points per rank")
         .param("seed", 1, "seed")
         .model([](const Config& cfg) {

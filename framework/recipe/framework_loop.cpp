@@ -98,12 +98,12 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
 
 train::LoopOptions framework_loop_options(const LoopSpec& spec, const Config& cfg) {
     train::LoopOptions options = loop_options(cfg);
-    options.unit = "samples";  // what MicroResult::items counts; .optimizer may say "tok"
+    options.unit = "samples";  // what MicroResult::items counts; .adjust_loop may say "tok"
     options.grad_accum = spec.grad_accum.resolve(cfg);
     options.eval_every = spec.eval_every.resolve(cfg);
     options.early_stop = spec.early_stop;
     options.eval_at_start = spec.eval_at_start;
-    if (spec.optimizer) spec.optimizer(cfg, options);
+    if (spec.adjust) spec.adjust(cfg, options);
     return options;
 }
 

@@ -8,7 +8,7 @@
 
 namespace levers {
 
-// The loop's settings from the config (loop_params.hpp, then the spec's counts and .optimizer).
+// The loop's settings from the config (loop_params.hpp, then the spec's counts and .adjust_loop).
 train::LoopOptions framework_loop_options(const LoopSpec& spec, const Config& cfg);
 
 Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const Config& cfg);

@@ -14,7 +14,8 @@ train::LoopOptions loop_options(const Config& cfg) {
     o.adamw = {.lr = o.lr.peak, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
                .weight_decay = get_or("weight_decay", 0.0)};
     o.grad_clip = get_or("grad_clip", 1.0);
-    o.log_every = get_or("log_every", std::max(1L, o.steps / 20));
+    const long log_every = get_or("log_every", 0L);  // 0: a twentieth of the steps
+    o.log_every = log_every > 0 ? log_every : std::max(1L, o.steps / 20);
     o.eval_every = get_or("eval_every", 0L);
     return o;
 }

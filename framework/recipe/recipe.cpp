@@ -38,20 +38,20 @@ bool valid_identifier(const std::string& s) {
 
 }  // namespace
 
-Recipe::Recipe(std::string name) : name_(std::move(name)) {}
+RecipeSpec::RecipeSpec(std::string name) : name_(std::move(name)) {}
 
-Recipe& Recipe::describe(std::string text) {
+RecipeSpec& RecipeSpec::describe(std::string text) {
     description_ = std::move(text);
     return *this;
 }
 
-Recipe& Recipe::gpus(int n) {
+RecipeSpec& RecipeSpec::gpus(int n) {
     LEVERS_CHECK(n >= 1, "recipe '{}': gpus({}) must be >= 1", name_, n);
     gpus_ = n;
     return *this;
 }
 
-Recipe& Recipe::add_param(const std::string& name, ParamValue value, std::string help, Bounds bounds) {
+RecipeSpec& RecipeSpec::add_param(const std::string& name, ParamValue value, std::string help, Bounds bounds) {
     LEVERS_CHECK(valid_identifier(name), "recipe '{}': parameter name '{}' must be lower-case letters, digits, _ or -",
                  name_, name);
     for (const auto& p : params_) LEVERS_CHECK(p.name != name, "recipe '{}': parameter '{}' declared twice", name_, name);
@@ -64,63 +64,74 @@ Recipe& Recipe::add_param(const std::string& name, ParamValue value, std::string
     return *this;
 }
 
-Recipe& Recipe::param(const std::string& n, int v, std::string h, Bounds b) {
+RecipeSpec& RecipeSpec::param(const std::string& n, int v, std::string h, Bounds b) {
     return add_param(n, long{v}, std::move(h), b);
 }
-Recipe& Recipe::param(const std::string& n, long v, std::string h, Bounds b) { return add_param(n, v, std::move(h), b); }
-Recipe& Recipe::param(const std::string& n, double v, std::string h, Bounds b) {
+RecipeSpec& RecipeSpec::param(const std::string& n, long v, std::string h, Bounds b) { return add_param(n, v, std::move(h), b); }
+RecipeSpec& RecipeSpec::param(const std::string& n, double v, std::string h, Bounds b) {
     return add_param(n, v, std::move(h), b);
 }
-Recipe& Recipe::param(const std::string& n, bool v, std::string h) { return add_param(n, v, std::move(h)); }
-Recipe& Recipe::param(const std::string& n, const char* v, std::string h) {
+RecipeSpec& RecipeSpec::param(const std::string& n, bool v, std::string h) { return add_param(n, v, std::move(h)); }
+RecipeSpec& RecipeSpec::param(const std::string& n, const char* v, std::string h) {
     return add_param(n, std::string(v), std::move(h));
 }
-Recipe& Recipe::param(const std::string& n, std::string v, std::string h) { return add_param(n, std::move(v), std::move(h)); }
-Recipe& Recipe::param(const std::string& n, std::initializer_list<int> v, std::string h, Bounds b) {
+RecipeSpec& RecipeSpec::param(const std::string& n, std::string v, std::string h) { return add_param(n, std::move(v), std::move(h)); }
+RecipeSpec& RecipeSpec::param(const std::string& n, std::initializer_list<int> v, std::string h, Bounds b) {
     return add_param(n, std::vector<long>(v.begin(), v.end()), std::move(h), b);
 }
-Recipe& Recipe::param(const std::string& n, std::initializer_list<double> v, std::string h, Bounds b) {
+RecipeSpec& RecipeSpec::param(const std::string& n, std::initializer_list<double> v, std::string h, Bounds b) {
     return add_param(n, std::vector<double>(v), std::move(h), b);
 }
 
-Recipe& Recipe::check(std::function<void(const Config&)> fn) {
+RecipeSpec& RecipeSpec::check(std::function<void(const Config&)> fn) {
     check_ = std::move(fn);
     return *this;
 }
 
-Recipe& Recipe::run(RecipeBody body) {
+RecipeSpec& RecipeSpec::run(RecipeBody body) {
     body_ = std::move(body);
     return *this;
 }
 
-Recipe& Recipe::optimizer(std::function<void(const Config&, train::LoopOptions&)> adjust) {
-    loop_.optimizer = std::move(adjust);
+RecipeSpec& RecipeSpec::adjust_loop(std::function<void(const Config&, train::LoopOptions&)> adjust) {
+    loop_.adjust = std::move(adjust);
     return *this;
 }
 
-Recipe& Recipe::evaluate_at_start() {
+RecipeSpec& RecipeSpec::training(const TrainingDefaults& d) {
+    param("steps", d.steps, "optimizer steps", at_least(1));
+    param("lr", d.lr, "peak learning rate (warmup, then cosine decay)", at_least(0));
+    param("warmup", d.warmup, "warmup steps", at_least(0));
+    param("weight_decay", d.weight_decay, "AdamW's decoupled weight decay, on the parameters that decay", at_least(0));
+    param("grad_clip", d.grad_clip, "global gradient-norm limit (0: off)", at_least(0));
+    param("log_every", d.log_every, "steps per progress line (0: a twentieth of the steps)", at_least(0));
+    training_declared_ = true;
+    return *this;
+}
+
+RecipeSpec& RecipeSpec::evaluate_at_start() {
     loop_.eval_at_start = true;
     return *this;
 }
 
-Recipe& Recipe::checkpoint_every(Count n) {
+RecipeSpec& RecipeSpec::checkpoint_every(Count n) {
     loop_.checkpoint_every = std::move(n);
     return *this;
 }
 
-Recipe& Recipe::keep_checkpoints(int last, std::string metric, bool maximize) {
+RecipeSpec& RecipeSpec::keep_checkpoints(int last, std::string metric, bool maximize) {
     loop_.keep_last = last;
     loop_.best_metric = std::move(metric);
     loop_.best_maximize = maximize;
     return *this;
 }
 
-Recipe& Recipe::early_stop(std::string metric, long patience, bool maximize, double min_delta) {
+RecipeSpec& RecipeSpec::early_stop(std::string metric, long patience, bool maximize, double min_delta) {
     loop_.early_stop = {std::move(metric), patience, maximize, min_delta};
     return *this;
 }
 
-Recipe& Recipe::grad_accum(Count k) {
+RecipeSpec& RecipeSpec::grad_accum(Count k) {
     loop_.grad_accum = std::move(k);
     return *this;
 }
@@ -139,32 +150,24 @@ void check_count(const std::string& recipe, const char* what, const Count& c, co
                  c.resolve(defaults));
 }
 
-void check_types(const std::string& recipe, const char* what, std::type_index m, std::type_index d,
-                 const LoopSpec& loop) {
-    LEVERS_CHECK(m == loop.model_type, "recipe '{}': .{} takes another model type than .model makes", recipe, what);
-    LEVERS_CHECK(d == loop.data_type, "recipe '{}': .{} takes another data type than .data makes", recipe, what);
-}
 
 }  // namespace
 
-Plan Recipe::build() const {
+Plan RecipeSpec::build() const {
     LEVERS_CHECK(valid_identifier(name_), "recipe name '{}' must be lower-case letters, digits, _ or -", name_);
     const Config defaults(params_);
     if (!loop_.set()) {
         LEVERS_CHECK(static_cast<bool>(body_), "recipe '{}' has no body: give .run(fn), or .model, .data and .step",
                      name_);
-        return Plan(std::make_shared<const Recipe>(*this));
+        return Plan(std::make_shared<const RecipeSpec>(*this));
     }
     LEVERS_CHECK(!body_, "recipe '{}': .run(fn) and the framework's loop (.model/.data/.step) exclude each other",
                  name_);
     LEVERS_CHECK(loop_.make_model && loop_.make_data && loop_.step, "recipe '{}': the framework's loop needs .model, "
                  ".data and .step (missing: {}{}{})", name_, loop_.make_model ? "" : ".model ",
                  loop_.make_data ? "" : ".data ", loop_.step ? "" : ".step");
-    check_types(name_, "step", loop_.step_model, loop_.step_data, loop_);
-    if (loop_.evaluate) check_types(name_, "evaluate_every", loop_.eval_model, loop_.eval_data, loop_);
-    if (loop_.finish) check_types(name_, "finish", loop_.finish_model, loop_.finish_data, loop_);
-    for (const char* p : {"steps", "lr"})
-        LEVERS_CHECK(defaults.has(p), "recipe '{}': the framework's loop reads parameter '{}'; declare it", name_, p);
+    LEVERS_CHECK(training_declared_, "recipe '{}': declare the framework loop's settings with .training({{.steps = "
+                 "..., .lr = ...}})", name_);
     check_count(name_, "evaluate_every", loop_.eval_every, defaults, 0);
     check_count(name_, "checkpoint_every", loop_.checkpoint_every, defaults, 0);
     check_count(name_, "grad_accum", loop_.grad_accum, defaults, 1);
@@ -180,12 +183,10 @@ Plan Recipe::build() const {
         LEVERS_CHECK(loop_.early_stop.patience >= 1 && loop_.early_stop.min_delta >= 0,
                      "recipe '{}': early_stop needs patience >= 1 and min_delta >= 0", name_);
     }
-    return Plan(std::make_shared<const Recipe>(*this));
+    return Plan(std::make_shared<const RecipeSpec>(*this));
 }
 
-Recipe::operator Plan() const { return build(); }
-
-std::vector<Result> Recipe::map(const std::vector<std::map<std::string, std::string>>& cells,
+std::vector<Result> RecipeSpec::map(const std::vector<std::map<std::string, std::string>>& cells,
                                 const std::map<std::string, std::string>& every_cell) const {
     return build().map(cells, every_cell);
 }

@@ -241,9 +241,7 @@ struct Squares : nn::Layer {
 LEVERS_RECIPE(cpu_op) {
     return levers::recipe("cpu_op")
         .describe("a model using an op with a CPU kernel only")
-        .param("steps", 20, "steps")
-        .param("lr", 0.05, "learning rate")
-        .param("log_every", 10, "steps per progress line")
+        .training({.steps = 20, .lr = 0.05, .log_every = 10})
         .model([](const Config&) { return std::make_unique<Squares>(); })
         .data([](const Config&) { return Points{}; })
         .step([](Squares& m, Points& p, const StepInfo&) {
@@ -256,9 +254,7 @@ LEVERS_RECIPE(cpu_op) {
 LEVERS_RECIPE(uneven) {
     return levers::recipe("uneven")
         .describe("exact metrics over 7 samples on any rank count, and early stopping on a plateau")
-        .param("steps", 100, "steps")
-        .param("lr", 0.01, "learning rate")
-        .param("log_every", 1000, "quiet")
+        .training({.steps = 100, .lr = 0.01, .log_every = 1000})
         .model([](const Config&) {
             return std::make_unique<models::Mlp>(models::MlpConfig{.inputs = 1, .hidden = {4}, .classes = 2}, 1);
         })

@@ -40,10 +40,8 @@ Result eval_lm(const Config& cfg) {
     dist::print0("{}: {} layers x {}, vocabulary {}; {}: {} tokens with {}, {} windows of {}\n", weights,
                  model->config().n_layer, model->config().n_embd, model->config().vocab_size, text_path, tokens.size(),
                  codec.name, windows, context);
-    const double loss = train::mean_window_loss(*model, data::TokenFile::from(tokens), cfg.get<long>("batch_size"), context,
-                                                0, [&](const data::TokenBatch& b) {
-                                                    return model->loss(b.inputs, b.targets).item();
-                                                });
+    const double loss =
+        train::mean_window_loss(*model, data::TokenFile::from(tokens), cfg.get<long>("batch_size"), context, 0);
     dist::print0("mean loss {:.4f} nats/token, perplexity {:.2f}\n", loss, std::exp(loss));
     return {{"loss", loss},
             {"perplexity", std::exp(loss)},

@@ -106,10 +106,8 @@ MicroResult train_step(Gpt& model, Text& d, const StepInfo&) {
 }
 
 Metrics validate(Gpt& model, Text& d) {
-    const double loss = train::mean_window_loss(
-        model, d.corpus.validation, d.batch, model.config().block_size, d.eval_batches,
-        [&](const data::TokenBatch& b) { return model.loss(b.inputs, b.targets).item(); });
-    return {{"val_loss", loss}};
+    return {{"val_loss",
+             train::mean_window_loss(model, d.corpus.validation, d.batch, model.config().block_size, d.eval_batches)}};
 }
 
 Result save_merged(Gpt& model, Text&, const LoopResult& run) {

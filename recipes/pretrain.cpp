@@ -71,8 +71,7 @@ MicroResult train_step(Gpt& model, Books& d, const StepInfo&) {
 
 // The mean loss over validation windows as long as training's (all when max_batches <= 0).
 double validation_loss(Gpt& model, const Books& d, long max_batches) {
-    return train::mean_window_loss(model, d.corpus.validation, d.windows->batch(), d.windows->time(), max_batches,
-                                   [&](const data::TokenBatch& b) { return model.loss(b.inputs, b.targets).item(); });
+    return train::mean_window_loss(model, d.corpus.validation, d.windows->batch(), d.windows->time(), max_batches);
 }
 
 Metrics validate(Gpt& model, Books& d) { return {{"val_loss", validation_loss(model, d, d.eval_batches)}}; }

@@ -3,7 +3,6 @@
 #include "framework/bench/bench_cli.hpp"
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
-#include "framework/core/gpu.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/plot.hpp"
@@ -134,10 +133,8 @@ int sweep_recipe(const SweepFlags& f) {
         }
     }
     const std::string device = resolve_device(f.device, f.gpus_per_cell);
-    const bool cuda = device == "cuda";
-    load_workspace().check(f.gpus_per_cell,
-                           cuda ? gpu_count() : static_cast<int>(launch::CardLedger::for_node(0).cards().size()),
-                           cuda ? "cards" : "CPU slots");
+    const NodeCards node = node_cards(device);
+    load_workspace().check(f.gpus_per_cell, node.count, node.unit);
     resolve_precision(f.precision, device);  // refused here, not once per cell
 
     SweepOptions o;

@@ -50,6 +50,11 @@ DType compute_dtype() { return process_compute_dtype; }
 void set_device_was_auto(bool automatic) { process_device_auto = automatic; }
 bool device_was_auto() { return process_device_auto; }
 
+NodeCards node_cards(const std::string& device) {
+    if (device == "cuda") return {gpu_count(), "cards"};
+    return {static_cast<int>(launch::CardLedger::for_node(0).cards().size()), "CPU slots"};
+}
+
 int runtime_index(int card) {
     const auto visible = launch::visible_cuda_cards(node_gpu_count(), env::get_even_empty("CUDA_VISIBLE_DEVICES"));
     const auto it = std::find(visible.begin(), visible.end(), card);

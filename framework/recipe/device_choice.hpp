@@ -25,6 +25,14 @@ DType compute_dtype();
 void set_device_was_auto(bool automatic);
 bool device_was_auto();
 
+// What a job on `device` ("cpu" or "cuda") can have of this node: the
+// visible cards, or the CPU slots of the card ledger, and what they are called.
+struct NodeCards {
+    int count = 0;
+    const char* unit = "CPU slots";  // or "cards"
+};
+NodeCards node_cards(const std::string& device);
+
 // The CUDA runtime's index, under this process's CUDA_VISIBLE_DEVICES, of the
 // node's card `card` (a physical index, as the card ledger hands out).
 int runtime_index(int card);

@@ -150,7 +150,6 @@ void check_count(const std::string& recipe, const char* what, const Count& c, co
                  c.resolve(defaults));
 }
 
-
 }  // namespace
 
 Plan RecipeSpec::build() const {

@@ -40,7 +40,6 @@
 #include <memory>
 #include <string>
 #include <type_traits>
-#include <typeindex>
 #include <vector>
 
 namespace levers {
@@ -74,7 +73,6 @@ using EarlyStop = train::EarlyStopping;
 struct LoopSpec {
     using Erased = std::shared_ptr<void>;
     std::function<Erased(const Config&)> make_model, make_data;
-    std::type_index model_type = typeid(void), data_type = typeid(void);
     std::function<ParamSet&(void*)> params_of;
     // Moves the model to a device computing in a dtype: set when the model
     // type has to(Device, DType) (every nn::Module) or to_device(Device[, DType]).
@@ -385,7 +383,6 @@ template <class F> RecipeSpec& RecipeSpec::model(F make) {
     static_assert(std::is_same_v<decltype(std::declval<M&>().params()), ParamSet&>,
                   "a model must have ParamSet& params(): the parameters the optimizer trains (every nn::Module has)");
     loop_.make_model = [make = std::move(make)](const Config& cfg) { return detail::make_erased(make, cfg); };
-    loop_.model_type = typeid(M);
     loop_.params_of = [](void* m) -> ParamSet& { return static_cast<M*>(m)->params(); };
     if constexpr (std::is_base_of_v<nn::Module, M>)
         loop_.module_of = [](void* m) -> nn::Module* { return static_cast<M*>(m); };
@@ -404,7 +401,6 @@ template <class F> RecipeSpec& RecipeSpec::model(F make) {
 template <class F> RecipeSpec& RecipeSpec::data(F make) {
     using D = typename detail::Made<std::invoke_result_t<const F&, const Config&>>::type;
     loop_.make_data = [make = std::move(make)](const Config& cfg) { return detail::make_erased(make, cfg); };
-    loop_.data_type = typeid(D);
     if constexpr (requires(D& d, const D& cd, const nlohmann::json& j) {
                       { cd.save_state() } -> std::convertible_to<nlohmann::json>;
                       d.load_state(j);

@@ -237,26 +237,26 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
         set_resume_from(fs::absolute(find_checkpoint(flags.resume->empty() ? "latest" : *flags.resume, r.name())));
     }
     Config cfg = resume_from().empty() ? resolve_config(r, flags.sets) : resumed_config(r, resume_from(), flags.sets);
-    r.check(cfg);
     LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
     LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
     set_device_was_auto(flags.device == "auto");
     if (env.source == "levers") {
         set_compute_dtype(resolve_precision(flags.precision, env.device));
-        return run_as_launched_rank(r, cfg, env, flags.timeout_s);
+        return run_as_launched_rank(r, cfg, env, flags.timeout_s);  // the launcher checked the config
     }
+    r.check(cfg);
     if (env.distributed()) return run_as_external_rank(r, cfg, env, flags, argc, argv);
     const int gpus = flags.gpus.value_or(r.default_gpus());
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
     const std::string device = resolve_device(flags.device, gpus);
     set_compute_dtype(resolve_precision(flags.precision, device));
     const bool cuda = device == "cuda";
-    const int node_cards = cuda ? gpu_count() : static_cast<int>(launch::CardLedger::for_node(0).cards().size());
-    load_workspace().check(gpus, node_cards, cuda ? "cards" : "CPU slots");
+    const NodeCards node = node_cards(device);
+    load_workspace().check(gpus, node.count, node.unit);
     // As mpirun would: more CPU ranks than cores run, but each shares a core.
-    if (!cuda && gpus > node_cards && !env::get("LEVERS_CARDS"))
+    if (!cuda && gpus > node.count && !env::get("LEVERS_CARDS"))
         fmt::print("recipe: {} ranks on {} CPU slot{}: ranks share cores (oversubscribed), so each runs slower\n", gpus,
-                   node_cards, node_cards == 1 ? "" : "s");
+                   node.count, node.count == 1 ? "" : "s");
 
     if (!flags.out.empty())  // refused before anything waits or runs
         LEVERS_CHECK(!fs::exists(flags.out) || (fs::is_directory(flags.out) && fs::is_empty(flags.out)),

@@ -17,4 +17,12 @@ namespace levers::train {
 double mean_window_loss(nn::Module& model, const data::TokenFile& tokens, std::int64_t batch, std::int64_t time,
                         long max_batches, const std::function<double(const data::TokenBatch&)>& mean_loss);
 
+// The same for a language model whose Tensor loss(inputs, targets) is that mean (models::Gpt).
+template <class Model>
+double mean_window_loss(Model& model, const data::TokenFile& tokens, std::int64_t batch, std::int64_t time,
+                        long max_batches) {
+    return mean_window_loss(model, tokens, batch, time, max_batches,
+                            [&](const data::TokenBatch& b) { return model.loss(b.inputs, b.targets).item(); });
+}
+
 }  // namespace levers::train

@@ -19,8 +19,8 @@ MAY_USE = {
     "train": ["core", "kernels", "data", "dist", "nn"],
     "models": ["core", "kernels", "data", "nn"],
     "recipe": ["core", "kernels", "data", "dist", "launch", "nn", "train"],
-    "bench": ["core", "kernels", "data", "dist", "launch", "nn", "train", "recipe"],
-    "app": ["core", "kernels", "data", "dist", "launch", "nn", "train", "recipe", "bench"],
+    # The command line: run, sweep, plot, status, workspace, bench.
+    "app": ["core", "kernels", "data", "dist", "launch", "nn", "train", "recipe"],
     "recipes": ["core", "kernels", "data", "dist", "launch", "nn", "train", "recipe", "models"],
     # The card backend (liblevers_cuda.so): the CUDA kernels and NCCL's group.
     "cuda_backend": ["core", "kernels", "dist"],

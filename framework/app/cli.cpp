@@ -1,16 +1,17 @@
 #include "framework/app/cli.hpp"
 
-#include "framework/bench/bench_cli.hpp"
+#include "framework/app/bench/bench_cli.hpp"
+#include "framework/app/plot.hpp"
+#include "framework/app/run_command.hpp"
+#include "framework/app/run_config.hpp"
+#include "framework/app/sweep.hpp"
+#include "framework/app/workspace.hpp"
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/recipe/device_choice.hpp"
-#include "framework/recipe/plot.hpp"
 #include "framework/recipe/recipe.hpp"
-#include "framework/recipe/run_command.hpp"
 #include "framework/recipe/run_dir.hpp"
-#include "framework/recipe/sweep.hpp"
-#include "framework/recipe/workspace.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -1,6 +1,7 @@
 #include "framework/dist/backend.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/dist/collective_queue.hpp"
 
 namespace levers::dist {
 
@@ -8,10 +9,10 @@ std::pair<std::int64_t, std::int64_t> Backend::chunk(std::int64_t n, int world, 
     return {n * rank / world, n * (rank + 1) / world};
 }
 
-void Backend::queue_all_reduce(void*, std::int64_t, DType, ReduceOp, void*) {
-    LEVERS_FAIL("the {} backend cannot queue collectives on a card", name());
+std::unique_ptr<CollectiveQueue> Backend::make_queue(void* after) {
+    LEVERS_CHECK(!after, "the {} backend runs collectives on the host; it cannot order them after a card's stream",
+                 name());
+    return make_thread_queue(*this);
 }
-
-void Backend::wait_queued() {}
 
 }  // namespace levers::dist

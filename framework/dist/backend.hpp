@@ -12,11 +12,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
 namespace levers::dist {
 
+class CollectiveQueue;
 class Store;
 
 enum class ReduceOp { sum, mean };
@@ -45,13 +47,13 @@ public:
     // memory: ranks pass the NCCL id through it); null otherwise.
     virtual Store* store() { return nullptr; }
 
-    // Backends whose collectives run on the card (NCCL) can also queue them
-    // without waiting: an in-place all-reduce of card memory ordered after the
-    // work already queued on stream `after` (a cudaStream_t), and one wait,
-    // within the job's timeout, for everything queued so far.
+    // A queue for collectives that run while the caller goes on
+    // (collective_queue.hpp). A group on card memory (queues_on_card: NCCL)
+    // runs them on its own stream, each after the work queued so far on
+    // stream `after` (a cudaStream_t); others on a communication thread of
+    // the queue's own (`after` must be null). The queue must not outlive the group.
     virtual bool queues_on_card() const { return false; }
-    virtual void queue_all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op, void* after);
-    virtual void wait_queued();
+    virtual std::unique_ptr<CollectiveQueue> make_queue(void* after);
 
     // Seconds this rank spent inside collectives, and the part of it spent
     // waiting for other ranks (the rest moved data).

@@ -6,6 +6,7 @@
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/dist/card_quirks.hpp"
+#include "framework/dist/collective_queue.hpp"
 
 #include <nccl.h>
 
@@ -176,16 +177,40 @@ void NcclBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DTyp
     wait("reduce_scatter");
 }
 
-void NcclBackend::queue_all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op, void* after) {
-    // The backend's stream waits for what `after` has queued so far (backward's
-    // kernels that wrote these gradients), not for the host.
-    LEVERS_CUDA_CHECK(cudaEventRecord(state_->ready, static_cast<cudaStream_t>(after)));
-    LEVERS_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, state_->ready, 0));
-    LEVERS_NCCL_ENQUEUE(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
-                                    op == ReduceOp::mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
-}
+class NcclBackend::StreamQueue final : public CollectiveQueue {
+public:
+    StreamQueue(NcclBackend& group, cudaStream_t after) : group_(group), after_(after) {}
 
-void NcclBackend::wait_queued() { wait("gradient all-reduce"); }
+    Work all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) override {
+        // The backend's stream waits for what `after` has queued so far
+        // (backward's kernels that wrote these gradients), not for the host.
+        State& st = *group_.state_;
+        LEVERS_CUDA_CHECK(cudaEventRecord(st.ready, after_));
+        LEVERS_CUDA_CHECK(cudaStreamWaitEvent(st.stream, st.ready, 0));
+        group_.enqueued(static_cast<int>(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
+                                                       op == ReduceOp::mean ? ncclAvg : ncclSum, st.comm, st.stream)),
+                        "ncclAllReduce (queued)");
+        return {++queued_};
+    }
+
+    void wait(Work w) override {
+        if (w.ticket <= done_) return;
+        group_.wait("gradient all-reduce");  // the stream runs them in order: all queued so far are done
+        done_ = queued_;
+    }
+
+    Backend::Timing busy() const override { return {}; }
+
+private:
+    NcclBackend& group_;
+    cudaStream_t after_;
+    std::uint64_t queued_ = 0, done_ = 0;
+};
+
+std::unique_ptr<CollectiveQueue> NcclBackend::make_queue(void* after) {
+    LEVERS_CHECK(after, "rank {}: queued NCCL collectives need the stream they come after", rank_);
+    return std::make_unique<StreamQueue>(*this, static_cast<cudaStream_t>(after));
+}
 
 void NcclBackend::abort(const std::string& why) {
     if (state_->comm && !state_->aborted) {

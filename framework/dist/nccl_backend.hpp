@@ -37,12 +37,14 @@ public:
     void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) override;
     void abort(const std::string& why) override;
     bool queues_on_card() const override { return true; }
-    void queue_all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op, void* after) override;
-    void wait_queued() override;
+    // Queued all-reduces run on the backend's stream, each after what stream
+    // `after` has queued so far; waiting for one waits for the stream.
+    std::unique_ptr<CollectiveQueue> make_queue(void* after) override;
     Timing timing() const override { return timing_; }
 
 private:
     struct State;
+    class StreamQueue;
     void wait(const char* what);  // for the stream, within the timeout
     // Checks a collective's call; where NCCL answered ncclInProgress (the
     // communicator is non-blocking), waits within the timeout until the

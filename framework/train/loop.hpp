@@ -2,11 +2,16 @@
 // clipping, the learning-rate schedule, AdamW, periodic evaluation, early
 // stopping, progress lines and the metrics files, and resuming where a saved
 // LoopState left off. The model-specific work is a callback that runs forward
-// and backward for one micro-batch.
+// and backward for one micro-batch. Its pieces: grad_accumulation (a step's
+// gradients, averaged over ranks), early_stopping, progress_console,
+// time_split, loop_state.
 #pragma once
 
 #include "framework/core/live_progress.hpp"
 #include "framework/core/params.hpp"
+#include "framework/train/early_stopping.hpp"
+#include "framework/train/grad_accumulation.hpp"
+#include "framework/train/loop_state.hpp"
 #include "framework/train/lr_schedule.hpp"
 #include "framework/train/optimizer.hpp"
 #include "kernels/adamw.hpp"
@@ -19,34 +24,6 @@
 #include <vector>
 
 namespace levers::train {
-
-using Metrics = std::map<std::string, double>;
-
-// Stops training when an evaluation metric has not improved for `patience`
-// evaluations. Metrics are the same on every rank, so every rank decides alike.
-struct EarlyStopping {
-    std::string metric;  // empty: off
-    long patience = 0;
-    bool maximize = false;
-    double min_delta = 0;  // smaller changes are not improvements
-};
-
-// Where a run is, beside its parameters and optimizer moments: what the loop
-// needs to continue a run exactly where it stopped.
-struct LoopState {
-    long step = 0;             // optimizer steps done
-    std::int64_t items = 0;    // tokens or samples trained on, all ranks
-    double window_loss = 0;    // the open progress window: loss sum and steps
-    long window_steps = 0;
-    bool have_best = false;    // early stopping's and the best checkpoint's record
-    double best_metric = 0;
-    long best_step = 0;
-    long evals_without_gain = 0;
-    double train_seconds = 0;  // training time so far, earlier processes included
-};
-nlohmann::json to_json(const LoopState& s);
-// Throws levers::Error naming `file` if a field is missing or of the wrong type.
-LoopState loop_state_from_json(const nlohmann::json& j, const std::string& file);
 
 class MetricsLog;
 
@@ -73,11 +50,6 @@ struct LoopOptions {
     LiveProgress live_progress = LiveProgress::off;  // redraw a progress line in place, and how
 
     void validate() const;  // throws levers::Error naming the bad option
-};
-
-struct MicroResult {
-    double loss = 0;  // mean loss of this micro-batch
-    long items = 0;   // tokens or samples it processed
 };
 
 struct LoopResult {

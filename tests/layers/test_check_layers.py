@@ -18,7 +18,7 @@ with tempfile.TemporaryDirectory() as tmp:
         ("framework/core/tensor.cpp", "framework/dist/context.hpp", "layer core may use only nothing"),
         ("framework/dist/backend.cpp", "framework/launch/launcher.hpp", "layer dist may use only core"),
         ("models/gpt.cpp", "framework/train/loop.hpp", "layer models may use only core, kernels, data, nn"),
-        ("framework/recipe/recipe.cpp", "framework/bench/bench_cli.hpp", "layer recipe may use only"),
+        ("framework/recipe/recipe.cpp", "framework/app/bench/bench_cli.hpp", "layer recipe may use only"),
     ]
     for path, header, said in cases:
         f = copy / path

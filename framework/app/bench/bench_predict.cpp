@@ -1,9 +1,9 @@
-#include "framework/bench/bench_commands.hpp"
+#include "framework/app/bench/bench_commands.hpp"
 
-#include "framework/bench/bench_output.hpp"
-#include "framework/bench/child_run.hpp"
+#include "framework/app/bench/bench_output.hpp"
+#include "framework/app/bench/child_run.hpp"
 #include "framework/core/error.hpp"
-#include "framework/bench/scaling_model.hpp"
+#include "framework/app/bench/scaling_model.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "framework/recipe/plot.hpp"
+#include "framework/app/plot.hpp"
 
 #include "framework/core/error.hpp"
 #include "framework/core/read_file.hpp"

@@ -1,9 +1,9 @@
-#include "framework/bench/child_run.hpp"
+#include "framework/app/bench/child_run.hpp"
 
 #include "framework/core/error.hpp"
 #include "framework/core/read_file.hpp"
 #include "framework/launch/child_setup.hpp"
-#include "framework/recipe/sweep.hpp"
+#include "framework/app/sweep.hpp"
 
 #include <boost/process.hpp>
 #include <fmt/format.h>

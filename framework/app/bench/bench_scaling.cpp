@@ -1,11 +1,11 @@
-#include "framework/bench/bench_commands.hpp"
+#include "framework/app/bench/bench_commands.hpp"
 
-#include "framework/bench/bench_output.hpp"
-#include "framework/bench/child_run.hpp"
+#include "framework/app/bench/bench_output.hpp"
+#include "framework/app/bench/child_run.hpp"
 #include "framework/core/error.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/recipe/device_choice.hpp"
-#include "framework/recipe/plot.hpp"
+#include "framework/app/plot.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,5 +1,7 @@
 // `recipe run`: one job of a recipe, in place on one card or as one process
 // per card, in its own run directory, on cards taken from the node's ledger.
+// The pieces: run_config (config and resume), job_cards (the ledger, where it
+// runs), rank_join (in place, or joining as a launched or external rank).
 #pragma once
 
 #include "framework/recipe/recipe.hpp"
@@ -23,10 +25,6 @@ struct RunFlags {
     bool wait = true;  // for cards
     std::optional<std::string> resume;  // --resume PATH|latest
 };
-
-// Applies --set name=value flags to `cfg`, or to the recipe's defaults.
-Config apply_sets(Config cfg, const std::vector<std::string>& sets);
-Config resolve_config(const Plan& r, const std::vector<std::string>& sets);
 
 // Returns the exit code; throws levers::Error for bad input (exit 2).
 int run_recipe(const RunFlags& flags, int argc, char** argv);

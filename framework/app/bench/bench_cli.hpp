@@ -1,7 +1,7 @@
 // The `recipe bench` subcommands on the command line (CLI11).
 #pragma once
 
-#include "framework/bench/bench_commands.hpp"
+#include "framework/app/bench/bench_commands.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -1,4 +1,4 @@
-#include "framework/bench/scaling_model.hpp"
+#include "framework/app/bench/scaling_model.hpp"
 
 #include "framework/core/error.hpp"
 

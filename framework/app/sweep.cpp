@@ -1,4 +1,4 @@
-#include "framework/recipe/sweep.hpp"
+#include "framework/app/sweep.hpp"
 
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"

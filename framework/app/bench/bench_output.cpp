@@ -1,4 +1,4 @@
-#include "framework/bench/bench_output.hpp"
+#include "framework/app/bench/bench_output.hpp"
 
 #include "framework/core/error.hpp"
 #include "framework/launch/card_ledger.hpp"

@@ -1,4 +1,4 @@
-#include "framework/bench/bench_cli.hpp"
+#include "framework/app/bench/bench_cli.hpp"
 
 #include "framework/core/error.hpp"
 #include "framework/recipe/config.hpp"

@@ -1,10 +1,10 @@
-#include "framework/bench/bench_commands.hpp"
+#include "framework/app/bench/bench_commands.hpp"
 
-#include "framework/bench/bench_output.hpp"
-#include "framework/bench/child_run.hpp"
+#include "framework/app/bench/bench_output.hpp"
+#include "framework/app/bench/child_run.hpp"
 #include "framework/core/error.hpp"
 #include "framework/recipe/device_choice.hpp"
-#include "framework/recipe/sweep.hpp"
+#include "framework/app/sweep.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "framework/recipe/workspace.hpp"
+#include "framework/app/workspace.hpp"
 
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"

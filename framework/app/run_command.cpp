@@ -1,0 +1,100 @@
+#include "framework/app/run_command.hpp"
+
+#include "framework/app/job_cards.hpp"
+#include "framework/app/rank_join.hpp"
+#include "framework/app/run_config.hpp"
+#include "framework/core/error.hpp"
+#include "framework/core/output_tee.hpp"
+#include "framework/core/threads.hpp"
+#include "framework/launch/env_contract.hpp"
+#include "framework/launch/launcher.hpp"
+#include "framework/recipe/checkpoints.hpp"
+#include "framework/recipe/device_choice.hpp"
+#include "framework/recipe/run_dir.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace levers {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void publish_to(const fs::path& dir, const Result& result) {
+    write_json_file(dir / "result.json", result);
+    fmt::print("{}\n", result_text(result));
+}
+
+// Starts one process per rank on `cards` and supervises them to the end.
+int launch_ranks(const RunFlags& flags, int ranks, int threads, const std::string& device,
+                 const std::vector<int>& cards, const fs::path& dir, int argc, char** argv) {
+    launch::LaunchOptions options;
+    options.program = fs::read_symlink("/proc/self/exe").string();
+    options.args.assign(argv + 1, argv + argc);
+    options.ranks = ranks;
+    options.threads_per_rank = threads;
+    options.device = device;
+    if (device == "cuda") options.cuda_cards = cards;
+    options.timeout = std::chrono::milliseconds(static_cast<long>(flags.timeout_s * 1000));
+    options.all_output = flags.output == "all";
+    options.log_dir = dir;
+    options.live_progress = console_is_terminal();
+    auto outcome = launch::launch(options);
+    if (outcome.exit_code == 0 && outcome.result) publish_to(dir, Result::parse(*outcome.result));
+    return outcome.exit_code;
+}
+
+}  // namespace
+
+int run_recipe(const RunFlags& flags, int argc, char** argv) {
+    Plan r = find_recipe(flags.name);
+    const auto env = launch::read_rank_env();
+    // The checkpoint to resume from: found once by whoever started the job (its ranks read LEVERS_RESUME).
+    if (env.source != "levers" && flags.resume) {
+        LEVERS_CHECK(r.framework_loop(), "--resume: recipe '{}' owns its loop (.run), so levers cannot resume it",
+                     r.name());
+        set_resume_from(fs::absolute(find_checkpoint(flags.resume->empty() ? "latest" : *flags.resume, r.name())));
+    }
+    Config cfg = resume_from().empty() ? resolve_config(r, flags.sets) : resumed_config(r, resume_from(), flags.sets);
+    LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
+    LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
+    set_device_was_auto(flags.device == "auto");
+    if (env.source == "levers") {
+        set_compute_dtype(resolve_precision(flags.precision, env.device));
+        return run_as_launched_rank(r, cfg, env, flags.timeout_s);  // the launcher checked the config
+    }
+    r.check(cfg);
+    if (env.distributed()) return run_as_external_rank(r, cfg, env, flags, argc, argv);
+
+    const int gpus = flags.gpus.value_or(r.default_gpus());
+    LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
+    const std::string device = resolve_device(flags.device, gpus);
+    set_compute_dtype(resolve_precision(flags.precision, device));
+    const bool cuda = device == "cuda";
+    check_job_fits(gpus, cuda);
+    if (!flags.out.empty())  // refused before anything waits or runs
+        LEVERS_CHECK(!fs::exists(flags.out) || (fs::is_directory(flags.out) && fs::is_empty(flags.out)),
+                     "--out {}: exists and is not an empty directory; give a new or empty one", flags.out);
+    std::vector<int> cards;
+    try {
+        cards = take_cards(r, gpus, flags.threads, flags.wait, cuda);
+    } catch (const Error& e) {
+        fmt::print(stderr, "error: {}\n", e.message());
+        return 1;
+    }
+    const fs::path dir = make_run_dir(r.name(), flags.out);
+    set_run_dir(dir);
+    write_config(dir, r, cfg, gpus, argc, argv);
+    const int slots = static_cast<int>(cards.size());
+    const int threads = flags.threads > 0 ? flags.threads : std::max(1, (cuda ? available_cores() : slots) / gpus);
+    announce_placement(r, gpus, threads, cards, cuda, dir);
+    if (gpus > 1) return launch_ranks(flags, gpus, threads, device, cards, dir, argc, argv);
+    OutputTee tee(dir / "rank0.log");
+    const Device in_place = cuda ? Device::cuda(runtime_index(cards[0])) : Device::cpu();
+    return run_in_place(r, cfg, env, in_place, threads, [&](const Result& result) { publish_to(dir, result); });
+}
+
+}  // namespace levers

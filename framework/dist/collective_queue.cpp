@@ -1,0 +1,98 @@
+#include "framework/dist/collective_queue.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+namespace levers::dist {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class ThreadQueue final : public CollectiveQueue {
+public:
+    explicit ThreadQueue(Backend& group) : group_(group), worker_([this] { run(); }) {}
+
+    ~ThreadQueue() override {
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        changed_.notify_all();
+        worker_.join();
+    }
+
+    Work all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) override {
+        std::lock_guard lock(mutex_);
+        queue_.push_back({data, n, dtype, op});
+        changed_.notify_all();
+        return {++queued_};
+    }
+
+    void wait(Work w) override {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return done_ >= w.ticket || error_; });
+        if (error_) std::rethrow_exception(error_);
+    }
+
+    Backend::Timing busy() const override {
+        std::lock_guard lock(mutex_);
+        return busy_;
+    }
+
+private:
+    struct Item {
+        void* data;
+        std::int64_t n;
+        DType dtype;
+        ReduceOp op;
+    };
+
+    void run() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            changed_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+            if (stop_) return;
+            const Item item = queue_.front();
+            queue_.pop_front();
+            lock.unlock();
+            const auto start = Clock::now();
+            const double waited_before = group_.timing().waiting;
+            std::exception_ptr failed;
+            try {
+                group_.all_reduce(item.data, item.n, item.dtype, item.op);
+            } catch (...) {
+                failed = std::current_exception();
+            }
+            lock.lock();
+            busy_.in_collectives += std::chrono::duration<double>(Clock::now() - start).count();
+            busy_.waiting += group_.timing().waiting - waited_before;
+            if (failed) {  // the group is failing: what is queued after it cannot match the other ranks
+                error_ = failed;
+                queue_.clear();
+            }
+            ++done_;
+            changed_.notify_all();
+        }
+    }
+
+    Backend& group_;
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<Item> queue_;
+    std::uint64_t queued_ = 0, done_ = 0;
+    bool stop_ = false;
+    std::exception_ptr error_;
+    Backend::Timing busy_;
+    std::thread worker_;  // last: it starts once the rest is made
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveQueue> make_thread_queue(Backend& group) { return std::make_unique<ThreadQueue>(group); }
+
+}  // namespace levers::dist

@@ -1,0 +1,40 @@
+// Collectives that run while the caller goes on, as c10d's Work: each queued
+// collective is a Work handle, and waiting for one waits for those queued
+// before it too (they run in order). One interface for both carriers: a card
+// group queues them on its own stream, each after the compute stream's work
+// so far (NcclBackend::make_queue); a host group runs them on a communication
+// thread (make_thread_queue). Gradient buckets use it to overlap backward.
+#pragma once
+
+#include "framework/dist/backend.hpp"
+
+#include <cstdint>
+#include <memory>
+
+namespace levers::dist {
+
+struct Work {
+    std::uint64_t ticket = 0;  // 1, 2, ... in the order queued; 0: nothing
+};
+
+class CollectiveQueue {
+public:
+    virtual ~CollectiveQueue() = default;
+
+    // Queues an in-place all-reduce of n elements at `data`, to run after
+    // everything queued before it. Collective: every rank queues the same ones.
+    virtual Work all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) = 0;
+    // Returns when `w` and everything queued before it are done (within the
+    // group's timeout); rethrows the failure of any of them.
+    virtual void wait(Work w) = 0;
+    // The time the queue's own thread spent in collectives, and the part of it
+    // waiting for other ranks, so far: already counted in the group's timing(),
+    // but not by the caller's thread. Zero where a card's stream runs them.
+    virtual Backend::Timing busy() const = 0;
+};
+
+// A communication thread that runs `group`'s blocking all-reduces in order.
+// `group` must outlive the queue.
+std::unique_ptr<CollectiveQueue> make_thread_queue(Backend& group);
+
+}  // namespace levers::dist

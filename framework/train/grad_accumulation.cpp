@@ -1,0 +1,30 @@
+#include "framework/train/grad_accumulation.hpp"
+
+#include "framework/core/error.hpp"
+#include "framework/dist/context.hpp"
+#include "framework/train/param_kernels.hpp"
+
+#include <cmath>
+
+namespace levers::train {
+
+StepGradients accumulate_gradients(ParamSet& params, dist::ParamSync& ddp, long grad_accum, long step,
+                                   const std::function<MicroResult(long step, long micro)>& micro_step) {
+    params.zero_grad();
+    StepGradients out;
+    for (long micro = 0; micro < grad_accum; ++micro) {
+        // Only the last micro-batch's backward starts the averaging; earlier ones just accumulate.
+        const bool last_micro = micro + 1 == grad_accum;
+        if (last_micro) ddp.arm();
+        const MicroResult r = micro_step(step, micro);
+        if (last_micro) ddp.finish();  // every bucket averaged over ranks
+        out.loss += r.loss / static_cast<double>(grad_accum);
+        out.items += r.items * dist::world_size();
+    }
+    if (dist::backend()) out.loss = dist::all_reduce_mean(out.loss);
+    LEVERS_CHECK(std::isfinite(out.loss), "training diverged: loss is {} at step {} (try a lower lr)", out.loss, step);
+    if (grad_accum > 1) scale_grads(params, 1.0f / static_cast<float>(grad_accum));
+    return out;
+}
+
+}  // namespace levers::train

@@ -1,6 +1,7 @@
 // `recipe bench scaling|shapes|predict` on small settings, through the real binary.
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/installed_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -27,7 +28,8 @@ std::vector<std::string> with_tiny(std::vector<std::string> args) { return conca
 
 }  // namespace
 
-TEST_CASE("bench scaling measures each card count and writes the table, CSV, Markdown and a plot") {
+TEST_CASE("bench scaling measures each card count and writes the table, CSV, Markdown and a plot" *
+          needs({Data::books})) {
     TempDir tmp;
     auto [code, out] = recipe(with_tiny({"bench", "scaling", "pretrain", "--gpus", "1,2", "--steps", "12", "--warmup",
                                          "2", "--price", "0.68", "--out", (tmp.path() / "s").string()}));
@@ -47,7 +49,7 @@ TEST_CASE("bench scaling measures each card count and writes the table, CSV, Mar
     CHECK(magic == "\x89PNG\r\n\x1a\n");
 }
 
-TEST_CASE("bench shapes runs K cells as a sweep and one K-card run of the same work") {
+TEST_CASE("bench shapes runs K cells as a sweep and one K-card run of the same work" * needs({Data::books})) {
     TempDir tmp;
     auto [code, out] = recipe(with_tiny({"bench", "shapes", "pretrain", "--cells", "2", "--steps", "6", "--out",
                                          (tmp.path() / "h").string()}));
@@ -60,7 +62,7 @@ TEST_CASE("bench shapes runs K cells as a sweep and one K-card run of the same w
     CHECK(csv[3].starts_with("one 2-card run,"));
 }
 
-TEST_CASE("bench predict: given figures, measured ones, and the seeds' check") {
+TEST_CASE("bench predict: given figures, measured ones, and the seeds' check" * needs({Data::books})) {
     TempDir tmp;
     auto [code, out] = recipe({"bench", "predict", "pretrain", "--profile", "nvlink-h100", "--gpus", "2,4", "--step-ms",
                                "100", "--grad-mb", "100", "--overlap", "0.5", "--out", (tmp.path() / "p").string()});

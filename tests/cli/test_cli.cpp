@@ -3,6 +3,7 @@
 #include "framework/core/gpu.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/installed_data.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 namespace {
 
 using levers::testing::Ran;
+namespace testing = levers::testing;
 
 Ran recipe(const std::string& args) { return levers::testing::run_recipe(levers::testing::words(args)); }
 
@@ -120,7 +122,8 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
     }
 }
 
-TEST_CASE("--device: auto falls back to the CPU without a card; cuda without one is refused, naming why") {
+TEST_CASE("--device: auto falls back to the CPU without a card; cuda without one is refused, naming why" *
+          testing::needs({testing::Data::fashion_mnist})) {
     if (levers::gpu_count() > 0) return;  // a card is visible: the refusal cannot be provoked here
     auto r = recipe(std::string("run classify --device cuda --set steps=2"));
     CHECK(r.code == 2);
@@ -156,7 +159,8 @@ TEST_CASE("--precision bf16 is refused on the CPU, naming the device and what wo
     CHECK_MESSAGE(bench.output.find("--precision bf16 computes on cards only") != std::string::npos, bench.output);
 }
 
-TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON on the last line") {
+TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON on the last line" *
+          testing::needs({testing::Data::books})) {
     auto r = recipe("run pretrain " + kTinyGpt);
     REQUIRE(r.code == 0);
     CHECK(r.output.find("step     3/3") != std::string::npos);
@@ -168,7 +172,7 @@ TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON
     CHECK(r.output.find("--- sample") != std::string::npos);
 }
 
-TEST_CASE("recipe run classify returns a test accuracy") {
+TEST_CASE("recipe run classify returns a test accuracy" * testing::needs({testing::Data::fashion_mnist})) {
     auto r = recipe(
         "run classify --threads 1 --set steps=30 --set warmup=3 --set hidden=16 --set log_every=10 --set eval_every=0");
     REQUIRE(r.code == 0);
@@ -178,7 +182,8 @@ TEST_CASE("recipe run classify returns a test accuracy") {
     CHECK(result["test_accuracy"].get<double>() > 0.4);
 }
 
-TEST_CASE("pretrain and classify train on 8 CPU ranks as on one rank of the same global batch") {
+TEST_CASE("pretrain and classify train on 8 CPU ranks as on one rank of the same global batch" *
+          testing::needs({testing::Data::books, testing::Data::fashion_mnist})) {
     const std::string classify = "run classify --output rank0 --threads 1 --set steps=12 --set warmup=2 --set hidden=16 "
                                  "--set log_every=6 --set eval_every=12 --set global_batch=64 --set checkpoint_every=0";
     const std::string pretrain = std::string("run pretrain --output rank0 ") + kTinyGpt + " --set global_batch=8";
@@ -210,7 +215,8 @@ TEST_CASE("a recipe that fails while running exits 1 naming the cause") {
     CHECK(log.find("(raised at models/") != std::string::npos);
 }
 
-TEST_CASE("--gpus beyond the node: oversubscribed CPU ranks are said once; beyond the limits, what would do") {
+TEST_CASE("--gpus beyond the node: oversubscribed CPU ranks are said once; beyond the limits, what would do" *
+          testing::needs({testing::Data::fashion_mnist})) {
     ::setenv("LEVERS_CPU_SLOTS", "2", 1);
     auto three = recipe("run classify --gpus 3 --threads 1 --set steps=2 --set eval_every=0 --set log_every=1");
     auto huge = recipe("run classify --gpus 100000");
@@ -235,7 +241,8 @@ TEST_CASE("--gpus beyond the node: oversubscribed CPU ranks are said once; beyon
                             "workspace max-gpus 9") != std::string::npos);
 }
 
-TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoints are refused") {
+TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoints are refused" *
+          testing::needs({testing::Data::books})) {
     const auto dir = std::filesystem::temp_directory_path() / ("levers-cli-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir);
     const std::string ck = (dir / "gpt.levers").string();
@@ -263,7 +270,8 @@ TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoin
     std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("fine_tune adapts a pretrained model on 1 and 2 ranks; lora_sweep maps it over a grid") {
+TEST_CASE("fine_tune adapts a pretrained model on 1 and 2 ranks; lora_sweep maps it over a grid" *
+          testing::needs({testing::Data::books})) {
     levers::testing::TempDir tmp;
     const std::string base = (tmp.path() / "base" / "model.ckpt").string();
     auto trained = recipe("run pretrain " + kTinyGpt + " --set sample_tokens=0 --out " +

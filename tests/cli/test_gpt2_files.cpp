@@ -5,6 +5,7 @@
 #include "framework/train/window_loss.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/installed_data.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -25,7 +26,7 @@ Ran recipe(const std::vector<std::string>& args) { return run_recipe(args); }
 }  // namespace
 
 TEST_CASE("GPT-2 safetensors: eval_lm scores a text exactly as the library does, on 1 and 2 ranks; convert and "
-          "sample read them; fine_tune adapts them with GPT-2's tokenizer") {
+          "sample read them; fine_tune adapts them with GPT-2's tokenizer" * needs({Data::books, Data::gpt2_tokenizer})) {
     TempDir tmp;
     // A GPT-2-shaped model (GPT-2's vocabulary, tiny otherwise), as Hugging Face would store it.
     models::Gpt gpt({.vocab_size = 50257, .block_size = 32, .n_layer = 1, .n_head = 2, .n_embd = 16}, 5);

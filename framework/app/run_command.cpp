@@ -2,6 +2,7 @@
 
 #include "framework/app/job_cards.hpp"
 #include "framework/app/rank_join.hpp"
+#include "framework/app/restarts.hpp"
 #include "framework/app/run_config.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/output_tee.hpp"
@@ -28,8 +29,9 @@ void publish_to(const fs::path& dir, const Result& result) {
     fmt::print("{}\n", result_text(result));
 }
 
-// Starts one process per rank on `cards` and supervises them to the end.
-int launch_ranks(const RunFlags& flags, int ranks, int threads, const std::string& device,
+// Starts one process per rank on `cards` and supervises them to the end;
+// after a failing rank, again from the latest checkpoint, --restarts times.
+int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, const std::string& device,
                  const std::vector<int>& cards, const fs::path& dir, int argc, char** argv) {
     launch::LaunchOptions options;
     options.program = fs::read_symlink("/proc/self/exe").string();
@@ -42,9 +44,12 @@ int launch_ranks(const RunFlags& flags, int ranks, int threads, const std::strin
     options.all_output = flags.output == "all";
     options.log_dir = dir;
     options.live_progress = console_is_terminal();
-    auto outcome = launch::launch(options);
-    if (outcome.exit_code == 0 && outcome.result) publish_to(dir, Result::parse(*outcome.result));
-    return outcome.exit_code;
+    for (int restart = 1;; ++restart) {
+        auto outcome = launch::launch(options);
+        if (outcome.exit_code == 0 && outcome.result) publish_to(dir, Result::parse(*outcome.result));
+        if (outcome.exit_code == 0 || outcome.interrupted || restart > flags.restarts) return outcome.exit_code;
+        prepare_restart(r, dir, restart, flags.restarts, outcome.failure);
+    }
 }
 
 }  // namespace
@@ -61,6 +66,7 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     Config cfg = resume_from().empty() ? resolve_config(r, flags.sets) : resumed_config(r, resume_from(), flags.sets);
     LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
     LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
+    LEVERS_CHECK(flags.restarts >= 0, "--restarts must be >= 0 (0: a failed job stays failed), got {}", flags.restarts);
     set_device_was_auto(flags.device == "auto");
     if (env.source == "levers") {
         set_compute_dtype(resolve_precision(flags.precision, env.device));
@@ -91,7 +97,8 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     const int slots = static_cast<int>(cards.size());
     const int threads = flags.threads > 0 ? flags.threads : std::max(1, (cuda ? available_cores() : slots) / gpus);
     announce_placement(r, gpus, threads, cards, cuda, dir);
-    if (gpus > 1) return launch_ranks(flags, gpus, threads, device, cards, dir, argc, argv);
+    // With restarts, even one rank runs as a process of its own: the launcher outlives its failure.
+    if (gpus > 1 || flags.restarts > 0) return launch_ranks(r, flags, gpus, threads, device, cards, dir, argc, argv);
     OutputTee tee(dir / "rank0.log");
     const Device in_place = cuda ? Device::cuda(runtime_index(cards[0])) : Device::cpu();
     return run_in_place(r, cfg, env, in_place, threads, [&](const Result& result) { publish_to(dir, result); });

@@ -24,6 +24,7 @@ struct RunFlags {
     double timeout_s = 120;
     bool wait = true;  // for cards
     std::optional<std::string> resume;  // --resume PATH|latest
+    int restarts = 0;  // --restarts K: a failed job starts again from its latest checkpoint, K times at most
 };
 
 // Returns the exit code; throws levers::Error for bad input (exit 2).

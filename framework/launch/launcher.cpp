@@ -73,6 +73,15 @@ public:
         return exit_code();
     }
 
+    bool interrupted() const { return interrupted_ != 0; }
+
+    // Why the job failed (empty if it did not fail because of a rank).
+    std::string verdict() const {
+        if (!failed_rank_) return {};
+        const Rank& r = *ranks_[static_cast<std::size_t>(*failed_rank_)];
+        return stall_.empty() ? fmt::format("rank {} {}", r.index, describe(r.status)) : stall_;
+    }
+
 private:
     void spawn(int r) {
         auto rank = std::make_unique<Rank>();
@@ -216,8 +225,7 @@ private:
             const Rank& r = *ranks_[static_cast<std::size_t>(*failed_rank_)];
             std::string tail;
             for (const auto& line : r.last_lines) tail += "    " + line + "\n";
-            fmt::print(stderr, "levers: job failed: {}. Its last lines:\n{}",
-                       stall_.empty() ? fmt::format("rank {} {}", r.index, describe(r.status)) : stall_,
+            fmt::print(stderr, "levers: job failed: {}. Its last lines:\n{}", verdict(),
                        tail.empty() ? "    (none)\n" : tail);
             return 1;
         }
@@ -251,6 +259,8 @@ LaunchResult launch(const LaunchOptions& options) {
     Supervisor supervisor(options, segment);
     out.exit_code = supervisor.run();
     out.result = JobSegment::read_result(segment.data());
+    out.interrupted = supervisor.interrupted();
+    out.failure = out.interrupted ? std::string() : supervisor.verdict();
     return out;  // the segment's name is removed here
 }
 

@@ -36,6 +36,8 @@ struct LaunchOptions {
 struct LaunchResult {
     int exit_code = 0;                  // 0 if every rank succeeded
     std::optional<std::string> result;  // rank 0's published result
+    bool interrupted = false;           // stopped by SIGINT or SIGTERM, not by a failing rank
+    std::string failure;                // the verdict: "rank 1 was killed by signal 9 (SIGKILL)"
 };
 
 LaunchResult launch(const LaunchOptions& options);

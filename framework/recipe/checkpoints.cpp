@@ -25,14 +25,14 @@ std::vector<fs::path> step_files(const fs::path& dir) {
     return out;
 }
 
-std::optional<fs::path> newest_in_run(const fs::path& run) {
+}  // namespace
+
+std::optional<fs::path> newest_checkpoint(const fs::path& run) {
     auto files = step_files(run / "checkpoints");
     if (files.empty()) files = step_files(run);  // the checkpoints directory itself
     if (files.empty()) return std::nullopt;
     return files.back();
 }
-
-}  // namespace
 
 CheckpointKeeper::CheckpointKeeper(fs::path run_dir, int keep_last, std::string best_metric, bool maximize)
     : dir_(run_dir / "checkpoints"), keep_last_(keep_last), best_metric_(std::move(best_metric)), maximize_(maximize) {
@@ -56,7 +56,7 @@ fs::path find_checkpoint(const std::string& what, const std::string& recipe) {
         const fs::path p = what;
         LEVERS_CHECK(fs::exists(p), "--resume {}: no such file or directory", what);
         if (fs::is_regular_file(p)) return p;
-        auto newest = newest_in_run(p);
+        auto newest = newest_checkpoint(p);
         LEVERS_CHECK(newest.has_value(), "--resume {}: the directory holds no checkpoints (checkpoints/step-*.ckpt)",
                      what);
         return *newest;
@@ -68,7 +68,7 @@ fs::path find_checkpoint(const std::string& what, const std::string& recipe) {
         if (e.is_directory() && !e.is_symlink()) dirs.push_back(e.path());
     std::sort(dirs.rbegin(), dirs.rend());  // newest first: the names are times
     for (const auto& d : dirs)
-        if (auto newest = newest_in_run(d)) return *newest;
+        if (auto newest = newest_checkpoint(d)) return *newest;
     LEVERS_FAIL("--resume latest: no run under {} has a checkpoint (the recipe writes them with checkpoint_every)",
                 runs.string());
 }

@@ -27,6 +27,10 @@ private:
     std::optional<double> best_;
 };
 
+// The newest step-*.ckpt of run directory `run` (or of a checkpoints
+// directory itself), if it has one.
+std::optional<std::filesystem::path> newest_checkpoint(const std::filesystem::path& run);
+
 // The checkpoint `--resume WHAT` names: a checkpoint file; a run directory (its
 // newest); or "latest" (the newest of the recipe's runs under ./runs that has
 // one). Throws levers::Error saying where it looked.

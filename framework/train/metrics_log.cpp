@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+
 namespace levers::train {
 
 namespace fs = std::filesystem;
@@ -56,6 +58,29 @@ void MetricsLog::eval(long step, const std::map<std::string, double>& metrics, d
         if (it != metrics.end()) row += exact(it->second);
     }
     eval_csv_ << row << '\n' << std::flush;
+}
+
+void trim_metrics(const fs::path& dir, long step) {
+    // Every row starts with its step: "12,..." in the CSVs, {"step":12,...} in metrics.jsonl.
+    auto row_step = [](const std::string& line) -> long {
+        if (line.starts_with("{")) {
+            const auto j = nlohmann::json::parse(line, nullptr, false);
+            return j.is_object() && j.contains("step") ? j["step"].get<long>() : 0;
+        }
+        return std::strtol(line.c_str(), nullptr, 10);
+    };
+    for (const char* name : {"metrics.csv", "metrics.jsonl", "eval.csv"}) {
+        const fs::path file = dir / name;
+        std::ifstream in(file);
+        if (!in) continue;
+        std::string kept, line;
+        for (bool header = std::string(name).ends_with(".csv"); std::getline(in, line); header = false)
+            if (header || row_step(line) <= step) kept += line + '\n';
+        in.close();
+        const fs::path tmp = file.string() + ".trim";
+        std::ofstream(tmp) << kept;
+        fs::rename(tmp, file);
+    }
 }
 
 }  // namespace levers::train

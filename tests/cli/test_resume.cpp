@@ -103,6 +103,65 @@ TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run en
     CHECK(c.output.find("warning: resuming a 2-rank run on 1 rank") != std::string::npos);
 }
 
+TEST_CASE("--restarts: a rank killed mid-run, the job starts again from its latest checkpoint and ends bitwise as "
+          "an uninterrupted run, on 1 and 2 ranks" * needs({Data::books})) {
+    TempDir tmp;
+    for (int gpus : {1, 2}) {
+        CAPTURE(gpus);
+        auto args = [&](const fs::path& out) {
+            return concat({"run", "pretrain", "--gpus", std::to_string(gpus), "--threads", "1", "--output", "rank0",
+                           "--out", out.string(), "--set", "steps=3000", "--set", "checkpoint_every=500", "--set",
+                           "eval_every=1000", "--set", "sample_tokens=0", "--set", "log_every=100", "--set",
+                           "warmup=2"},
+                          kTinyGpt);
+        };
+        const fs::path plain = tmp.path() / ("plain" + std::to_string(gpus));
+        const fs::path restarted = tmp.path() / ("restarted" + std::to_string(gpus));
+        auto a = recipe(args(plain));
+        INFO(a.output);
+        REQUIRE(a.code == 0);
+
+        auto b = start_recipe(concat(args(restarted), {"--restarts", "2"}));
+        // Killed once the first checkpoint is on disk: the steps after it are lost and redone.
+        const auto until = std::chrono::steady_clock::now() + 60s;
+        while (!fs::exists(restarted / "checkpoints" / "step-00000500.ckpt") && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(1ms);
+        auto ranks = children_of(b.pid);
+        REQUIRE(ranks.size() == static_cast<std::size_t>(gpus));
+        std::sort(ranks.begin(), ranks.end());  // spawned in rank order
+        ::kill(ranks.back(), SIGKILL);
+        const auto status = b.wait(120s);
+        INFO(b.output());
+        REQUIRE(status.has_value());
+        REQUIRE((WIFEXITED(*status) && WEXITSTATUS(*status) == 0));
+        const std::string killed = "rank " + std::to_string(gpus - 1) + " was killed by signal 9 (SIGKILL)";
+        CHECK(b.output().find("recipe pretrain: " + killed + "; restart 1 of 2, from checkpoints/step-") !=
+              std::string::npos);
+        const auto restarts = nlohmann::json::parse(read_text(restarted / "restarts.json"));
+        REQUIRE(restarts.size() == 1);
+        CHECK(restarts[0]["after"] == killed);
+        CHECK(restarts[0]["from"].get<std::string>().starts_with("checkpoints/step-"));
+
+        // The same training to the last bit: every logged step (the redone ones written once), the
+        // final checkpoint and the result but for its clocks.
+        CHECK(curve(plain, 0) == curve(restarted, 0));
+        check_same_state(plain / "checkpoints" / "step-00003000.ckpt", restarted / "checkpoints" / "step-00003000.ckpt");
+        auto ra = nlohmann::json::parse(read_text(plain / "result.json"));
+        auto rb = nlohmann::json::parse(read_text(restarted / "result.json"));
+        for (const char* clock : {"seconds", "items_per_second", "tokens_per_second", "time_split", "peak_rss_mb"}) {
+            ra.erase(clock);
+            rb.erase(clock);
+        }
+        CHECK(rb["resumed_from"].get<std::string>().starts_with((restarted / "checkpoints" / "step-").string()));
+        rb.erase("resumed_from");
+        CHECK(ra == rb);
+    }
+    // Bad counts are refused before anything starts.
+    auto bad = recipe(concat({"run", "pretrain", "--restarts", "-1"}, kTinyGpt));
+    CHECK(bad.code == 2);
+    CHECK(bad.output.find("--restarts must be >= 0") != std::string::npos);
+}
+
 TEST_CASE("a run keeps its metrics, its last checkpoints and the best one" * needs({Data::books})) {
     TempDir tmp;
     auto a = recipe(tiny_pretrain(tmp.path() / "r", 1));

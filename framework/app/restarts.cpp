@@ -1,0 +1,45 @@
+#include "framework/app/restarts.hpp"
+
+#include "framework/recipe/checkpoints.hpp"
+#include "framework/recipe/run_dir.hpp"
+#include "framework/train/metrics_log.hpp"
+#include "framework/train/train_state.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+namespace levers {
+
+namespace fs = std::filesystem;
+
+void prepare_restart(const Plan& r, const fs::path& dir, int restart, int of, const std::string& failure) {
+    const auto checkpoint = r.framework_loop() ? newest_checkpoint(dir) : std::nullopt;
+    if (checkpoint) set_resume_from(fs::absolute(*checkpoint));
+    // The steps after the checkpoint run again: their metrics rows go, to be written anew.
+    train::trim_metrics(dir, resume_from().empty() ? 0 : train::read_train_state(resume_from()).loop.step);
+    // Without a checkpoint of its own the run starts again as it first did
+    // (from the beginning, or from the checkpoint --resume named).
+    const std::string from = checkpoint   ? fs::relative(*checkpoint, dir).string()
+                             : resume_from().empty() ? std::string("the beginning (no checkpoint yet)")
+                                                     : resume_from().string();
+    fmt::print("recipe {}: {}; restart {} of {}, from {}\n", r.name(), failure.empty() ? "the job failed" : failure,
+               restart, of, from);
+    std::fflush(stdout);
+
+    const fs::path log = dir / "restarts.json";
+    nlohmann::json all = nlohmann::json::array();
+    if (fs::exists(log)) all = nlohmann::json::parse(std::ifstream(log), nullptr, false);
+    if (!all.is_array()) all = nlohmann::json::array();
+    all.push_back({{"restart", restart},
+                   {"of", of},
+                   {"after", failure},
+                   {"from", from},
+                   {"at", fmt::format("{:%Y-%m-%dT%H:%M:%S%z}", fmt::localtime(std::time(nullptr)))}});
+    write_json_file(log, all);
+}
+
+}  // namespace levers

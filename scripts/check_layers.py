@@ -24,12 +24,16 @@ MAY_USE = {
     "recipes": ["core", "kernels", "data", "dist", "launch", "nn", "train", "recipe", "models"],
     # The card backend (liblevers_cuda.so): the CUDA kernels and NCCL's group.
     "cuda_backend": ["core", "kernels", "dist"],
+    # The network backend (liblevers_gloo.so): Gloo's group.
+    "gloo_backend": ["core", "dist"],
 }
 # Files of the card backend that live beside their layer's interface.
 CUDA_BACKEND_FILES = {"framework/dist/nccl_backend.cpp"}
 
 
 def layer_of(path: str) -> str | None:
+    if path == "framework/dist/gloo_backend.cpp":
+        return "gloo_backend"
     if path in CUDA_BACKEND_FILES or path.startswith("kernels/cuda/"):
         return "cuda_backend"
     parts = path.split("/")

@@ -136,8 +136,9 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
         LEVERS_CHECK(dir.size() < path.size(), "run directory path too long: {}", dir);
         std::copy(dir.begin(), dir.end(), path.begin());
         write_config(dir, r, cfg, env.world_size, argc, argv);
+        const std::string through = joined->card_backend ? "NCCL (across nodes)" : joined->backend->name();
         fmt::print("recipe {}: rank 0 of {} started by {}, joined through {}; run directory {}\n", r.name(),
-                   env.world_size, env.source, joined->card_backend ? "NCCL (across nodes)" : "shared memory", dir);
+                   env.world_size, env.source, through, dir);
     }
     joined->backend->broadcast(path.data(), path.size(), 0);
     set_run_dir(path.data());

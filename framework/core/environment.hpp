@@ -59,6 +59,12 @@ inline constexpr Variable kLeversJob[] = {
     {"LEVERS_STORE_PORT", "jobs of other launchers: the port of levers' rendezvous store"},
 };
 
+inline constexpr Variable kNodes[] = {
+    {"GLOO_SOCKET_IFNAME", "CPU ranks across nodes: the network interface Gloo uses (default: the route to MASTER_ADDR)"},
+    {"LEVERS_NODE_ALLREDUCE", "CPU ranks across nodes: hierarchical (default; shared memory within a node, Gloo "
+                              "between one leader per node) or flat (Gloo among every rank)"},
+};
+
 inline constexpr Variable kCards[] = {
     {"CUDA_VISIBLE_DEVICES", "the cards levers may use, as CUDA reads it (empty: none)"},
     {"LEVERS_CUDA_BACKEND", "the card backend library to open instead of liblevers_cuda.so beside liblevers"},
@@ -87,6 +93,7 @@ inline constexpr Section kSections[] = {
     {"Ranks, torchrun's names", kTorchrun},
     {"Ranks, Open MPI's and Slurm's names (read when torchrun's are absent)", kOtherLaunchers},
     {"levers' launcher and its ranks", kLeversJob},
+    {"Between nodes", kNodes},
     {"Cards", kCards},
     {"The workspace and the card ledger", kWorkspace},
     {"Data", kData},

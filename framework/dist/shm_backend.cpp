@@ -6,7 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <unistd.h>
 
 namespace levers::dist {
@@ -66,7 +70,14 @@ void ShmBackend::initialize(void* memory, std::size_t bytes, int world, std::siz
 }
 
 ShmBackend::ShmBackend(void* memory, std::size_t bytes, int rank, std::chrono::milliseconds timeout)
-    : layout_(static_cast<Layout*>(memory)), timeout_(timeout), store_(memory, timeout) {
+    : ShmBackend(memory, bytes, rank, timeout, Options{}) {}
+
+ShmBackend::ShmBackend(void* memory, std::size_t bytes, int rank, std::chrono::milliseconds timeout, Options options)
+    : layout_(static_cast<Layout*>(memory)),
+      timeout_(timeout),
+      watch_peers_(options.watch_peers),
+      first_rank_(options.first_rank),
+      store_(memory, timeout) {
     LEVERS_CHECK(bytes >= sizeof(Layout) && layout_->magic.load(std::memory_order_acquire) == kMagic &&
                      layout_->version == kVersion,
                  "shared-memory segment is not a levers process group (version {})", kVersion);
@@ -122,12 +133,24 @@ ShmBackend::AbortState ShmBackend::abort_state(const void* memory) {
 void ShmBackend::fail_aborted() {
     std::uint32_t by = 0;
     while ((by = layout_->aborted_by.load(std::memory_order_acquire)) == kWritingReason) pause_cpu();
-    const std::string who = by > kMaxRanks ? std::string("the launcher") : fmt::format("rank {}", by - 1);
-    LEVERS_FAIL("rank {}: the process group was aborted by {}: {}", rank_, who,
+    const std::string who =
+        by > kMaxRanks ? std::string("the launcher") : fmt::format("rank {}", static_cast<int>(by) - 1 + first_rank_);
+    LEVERS_FAIL("rank {}: the process group was aborted by {}: {}", rank_ + first_rank_, who,
                 std::string(layout_->abort_reason, strnlen(layout_->abort_reason, sizeof(layout_->abort_reason))));
 }
 
 namespace {
+// Whether process `pid` has exited (gone, or a zombie nobody reaped yet).
+bool exited(std::int32_t pid) {
+    if (pid <= 0) return false;  // not joined yet
+    if (::kill(pid, 0) != 0) return errno == ESRCH;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
 // Adds the seconds of its lifetime to `total`.
 struct ScopedSeconds {
     double& total;
@@ -172,11 +195,12 @@ void ShmBackend::wait_all_untimed(Op op) {
                 if (other.arrivals.load() >= mine) continue;
                 stalled |= std::uint64_t{1} << r;
                 const std::uint64_t seq = other.seq.load();
-                late += fmt::format("{}rank {} ({})", late.empty() ? "" : ", ", r,
+                late += fmt::format("{}rank {} ({})", late.empty() ? "" : ", ", r + first_rank_,
                                     seq == 0 ? std::string("before its first collective")
                                              : fmt::format("last in {} #{}", op_name(other.op.load()), seq));
             }
-            const std::string why = fmt::format("rank {} waited {} ms in {} #{} for {}", rank_, timeout_.count(),
+            const std::string why = fmt::format("rank {} waited {} ms in {} #{} for {}", rank_ + first_rank_,
+                                                timeout_.count(),
                                                 op_name(static_cast<std::uint32_t>(op)), me.seq.load(), late);
             layout_->stalled.fetch_or(stalled, std::memory_order_release);
             abort(why);
@@ -184,6 +208,18 @@ void ShmBackend::wait_all_untimed(Op op) {
         }
         futex_wait(&layout_->generation, gen, std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(100)));
         me.heartbeat_ns.store(now_ns(), std::memory_order_relaxed);
+        if (watch_peers_ && layout_->generation.load(std::memory_order_acquire) == gen) {
+            const std::uint64_t mine = me.arrivals.load();
+            for (int r = 0; r < world_; ++r) {
+                const RankRecord& other = layout_->ranks[r];
+                if (other.arrivals.load() >= mine || !exited(other.pid.load())) continue;
+                const std::string why = fmt::format("rank {} (pid {}) exited while rank {} waited for it in {} #{}",
+                                                    r + first_rank_, other.pid.load(), rank_ + first_rank_,
+                                                    op_name(static_cast<std::uint32_t>(op)), me.seq.load());
+                abort(why);
+                LEVERS_FAIL("{}", why);
+            }
+        }
     }
 }
 
@@ -196,7 +232,8 @@ void ShmBackend::check_matching(Op op, std::uint64_t count) {
         if (other.seq.load() != seq || other_op != static_cast<std::uint32_t>(op) || other_count != count) {
             const std::string why = fmt::format(
                 "collective mismatch at #{}: rank {} called {} of {} elements, rank {} called {} of {} (#{})", seq,
-                rank_, op_name(static_cast<std::uint32_t>(op)), count, r, op_name(other_op), other_count,
+                rank_ + first_rank_, op_name(static_cast<std::uint32_t>(op)), count, r + first_rank_,
+                op_name(other_op), other_count,
                 other.seq.load());
             abort(why);
             LEVERS_FAIL("{}", why);

@@ -37,8 +37,20 @@ public:
     // any rank constructs a backend on it.
     static void initialize(void* memory, std::size_t bytes, int world, std::size_t slot_bytes);
 
+    struct Options {
+        // A rank that waits checks, ten times a second, that the ranks it
+        // waits for are still running, and fails the group at once naming one
+        // that exited: for launchers that do not watch their ranks (levers'
+        // own does).
+        bool watch_peers = false;
+        // The job's rank of this group's rank 0, for messages: a node's group
+        // in a job across nodes names the job's ranks.
+        int first_rank = 0;
+    };
+
     // Joins the group laid out in `memory` as `rank`. `timeout` bounds every wait.
     ShmBackend(void* memory, std::size_t bytes, int rank, std::chrono::milliseconds timeout);
+    ShmBackend(void* memory, std::size_t bytes, int rank, std::chrono::milliseconds timeout, Options options);
 
     int rank() const override { return rank_; }
     int world_size() const override { return world_; }
@@ -91,6 +103,8 @@ private:
     std::size_t slot_bytes_;
     int rank_, world_;
     std::chrono::milliseconds timeout_;
+    bool watch_peers_ = false;
+    int first_rank_ = 0;
     Timing timing_;
     ShmStore store_;
 };

@@ -2,12 +2,14 @@
 // accelerate, Slurm's srun, Open MPI's mpirun): the ranks meet at rank 0's
 // TCP store (MASTER_ADDR:MASTER_PORT, by default 127.0.0.1:29500 as for
 // torchrun; under torchrun, whose agent serves its own store on MASTER_PORT,
-// the port after it; LEVERS_STORE_PORT overrides), rank 0 creates the shared-memory
-// segment and publishes its name, every rank maps it, and collectives then go
-// through shared memory. A job across nodes needs cards: its ranks join one
-// NCCL communicator through the store, which then carries the gradients and,
-// staged through the card, the host collectives too; on CPU ranks it is
-// refused (that needs a network backend levers does not have).
+// the port after it; LEVERS_STORE_PORT overrides). On one node the store
+// listens on loopback only, rank 0 creates the shared-memory segment and
+// publishes its name, every rank maps it, and collectives then go through
+// shared memory. Across nodes the store listens on MASTER_ADDR; CPU ranks
+// share memory within each node and the nodes' leaders talk through Gloo
+// (hierarchical_backend.hpp; LEVERS_NODE_ALLREDUCE=flat puts every rank in one
+// Gloo group), and card ranks join one NCCL communicator, which carries the
+// gradients and, staged through the card, the host collectives too.
 #pragma once
 
 #include "framework/dist/shm_backend.hpp"
@@ -29,8 +31,7 @@ struct JoinedGroup {
 };
 
 // Collective over the external job's ranks. `card`: the CUDA runtime index
-// this rank computes on, or -1 for the CPU (then all ranks must share a
-// node). The segment's name is removed as soon as every rank has mapped it,
+// this rank computes on, or -1 for the CPU. The segment's name is removed as soon as every rank has mapped it,
 // so nothing is left behind however the job ends. A job token in
 // LEVERS_JOB_TOKEN keeps ranks of other jobs out of the store.
 JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout, int card = -1);

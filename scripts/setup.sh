@@ -109,7 +109,7 @@ build_levers
 
 case "${1:-demo}" in
     demo) "$build/recipe" run pretrain ;;
-    test) run_tests ;;
+    test) packages=(slurm-wlm munge iproute2); install_packages; run_tests ;;  # for the tests' Slurm and nodes
     build) ;;
     *) echo "usage: bash scripts/setup.sh [demo|test|build]" >&2; exit 2 ;;
 esac

@@ -4,6 +4,7 @@
 #include "framework/app/plot.hpp"
 #include "framework/app/run_command.hpp"
 #include "framework/app/run_config.hpp"
+#include "framework/app/submit.hpp"
 #include "framework/app/sweep.hpp"
 #include "framework/app/workspace.hpp"
 #include "framework/core/environment.hpp"
@@ -39,16 +40,17 @@ Examples:
   recipe sweep classify --grid lr=1e-3,3e-3 --grid seed=1,2
   recipe plot runs/pretrain/latest             loss and evaluation curves to a PNG
   recipe bench scaling pretrain --gpus 1,2     throughput and speedup at each card count
+  recipe submit pretrain --nodes 2 --gpus 8     hand the job to Slurm
   recipe status                                cards, who holds them, who waits
   recipe workspace multi-gpu off               refuse jobs of more than one card
   recipe help env                              every environment variable levers reads)";
 
-constexpr const char* kCommands = "list, show, run, sweep, plot, bench, status, workspace, help";
+constexpr const char* kCommands = "list, show, run, submit, sweep, plot, bench, status, workspace, help";
 
 // The help's examples speak of `recipe` and its shipped recipes; a user's
 // binary gets them with its own name and, for recipes it lacks, its first one.
 std::string for_this_binary(std::string text, const std::string& program, const std::vector<std::string>& names) {
-    text = std::regex_replace(text, std::regex(R"(\brecipe (?=(list|show|run|sweep|plot|bench|status|workspace|help)\b))"),
+    text = std::regex_replace(text, std::regex(R"(\brecipe (?=(list|show|run|submit|sweep|plot|bench|status|workspace|help)\b))"),
                               program + " ");
     if (names.empty()) return text;
     for (const char* shipped : {"pretrain", "classify", "fine_tune"})
@@ -187,6 +189,8 @@ int show_status() {
     const Workspace ws = load_workspace();
     fmt::print("workspace: multi-gpu {} ({}), max-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from,
                ws.max_gpus, ws.max_gpus_from);
+    if (const std::string queued = slurm_jobs(); !queued.empty())
+        fmt::print("levers jobs in Slurm's queue (id, name, state, time, nodes):\n{}", queued);
     return 0;
 }
 
@@ -281,6 +285,24 @@ int main(int argc, char** argv) {
 
     bench::BenchCli bench_cli(app);
 
+    SubmitFlags submit_flags;
+    auto* submit = app.add_subcommand("submit", "Hand a job to Slurm: an sbatch script in a new run directory");
+    submit->add_option("name", submit_flags.name, "recipe name")->required();
+    submit->add_option("--nodes", submit_flags.nodes, "nodes (default 1)");
+    submit->add_option("--gpus", submit_flags.gpus, "cards per node, one rank each (default: the recipe's); CPU "
+                                                    "ranks per node without cards");
+    submit->add_option("--time", submit_flags.time, "the job's time limit, as sbatch reads it (e.g. 2:00:00)");
+    submit->add_option("--partition", submit_flags.partition, "the Slurm partition (default: the default one)");
+    submit->add_option("--set", submit_flags.sets, "set a parameter: --set name=value (repeatable)");
+    submit->add_option("--device", submit_flags.device, "auto, cpu or cuda")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    submit->add_option("--threads", submit_flags.threads, "CPU threads per rank (default 0: the cores shared)");
+    submit->add_option("--out", submit_flags.out, "run directory (default: runs/NAME/<date-time>)");
+    submit->add_option("--restarts", submit_flags.restarts,
+                       "when a rank fails, start again from the run's newest checkpoint, this many times at most");
+    submit->footer("\nExamples:\n  recipe submit pretrain --nodes 2 --gpus 8 --time 4:00:00\n"
+                   "  recipe submit classify --gpus 2 --partition cpu --restarts 2");
+
     auto* status = app.add_subcommand("status", "Show the node's cards (CPU slots), their holders and waiting jobs");
     status->footer("\nExamples:\n  recipe status\n  LEVERS_LEDGER_DIR=/run/lock/levers-cards recipe status");
     std::vector<std::string> ws_words;
@@ -325,6 +347,7 @@ int main(int argc, char** argv) {
             return run_recipe(flags, argc, argv);
         }
         if (sweep->parsed()) return sweep_recipe(sweep_flags);
+        if (submit->parsed()) return submit_recipe(submit_flags);
         if (status->parsed()) return show_status();
         if (bench_cli.parsed()) return bench_cli.run();
         if (plot->parsed()) {

@@ -3,7 +3,9 @@
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <string>
 #include <cstdlib>
 
 namespace levers::launch {
@@ -36,6 +38,37 @@ bool read_family(RankEnv& env, const char* rank, const char* world, const char* 
     return true;
 }
 
+// Slurm says how many tasks each node runs as "2(x3),1" (three nodes of 2,
+// then one of 1): the count of node `node`, or 0 if the list does not say.
+int tasks_on_node(const char* name, const std::string& list, int node) {
+    std::size_t at = 0;
+    for (int first = 0; at < list.size();) {
+        const std::size_t end = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, end - at);
+        const std::size_t paren = item.find("(x");
+        const long count = parse_number(name, item.substr(0, paren).c_str(), 1);
+        const long repeat =
+            paren == std::string::npos ? 1 : parse_number(name, item.substr(paren + 2, item.size() - paren - 3).c_str(), 1);
+        if (node < first + repeat) return static_cast<int>(count);
+        first += static_cast<int>(repeat);
+        at = end + 1;
+    }
+    return 0;
+}
+
+// Slurm sets SLURM_NTASKS_PER_NODE only when asked for (--ntasks-per-node);
+// otherwise the step's tasks on this node come from its per-node list.
+void read_slurm_local_world(RankEnv& env) {
+    if (get("SLURM_NTASKS_PER_NODE")) return;
+    const char* list = get("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
+    const char* node = get("SLURM_NODEID");
+    if (!get(list) || !node) return;
+    if (const int n = tasks_on_node(list, get(list), static_cast<int>(parse_number("SLURM_NODEID", node, 0))); n > 0)
+        env.local_world_size = n;
+    LEVERS_CHECK(env.local_rank < env.local_world_size, "SLURM_LOCALID={} must be below {}'s {} for node {}",
+                 env.local_rank, list, env.local_world_size, node);
+}
+
 }  // namespace
 
 RankEnv read_rank_env() {
@@ -45,8 +78,10 @@ RankEnv read_rank_env() {
     else if (read_family(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                          "OMPI_COMM_WORLD_LOCAL_SIZE"))
         env.source = "openmpi";
-    else if (read_family(env, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"))
+    else if (read_family(env, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE")) {
         env.source = "slurm";
+        read_slurm_local_world(env);
+    }
     if (const char* a = get("MASTER_ADDR")) env.master_addr = a;
     if (const char* p = get("MASTER_PORT")) env.master_port = static_cast<int>(parse_number("MASTER_PORT", p, 1));
     if (const char* s = get("LEVERS_SEGMENT")) {

@@ -91,6 +91,22 @@ Result collectives(const Config&) {
     return {{"ok", all_ok(ok)}, {"ranks", world}};
 }
 
+// How levers read each rank's place from its launcher's variables: [rank,
+// world, local rank, local world] of every rank, in rank order.
+Result rank_env(const Config&) {
+    std::vector<double> mine = {static_cast<double>(dist::rank()), static_cast<double>(dist::world_size()),
+                                static_cast<double>(dist::local_rank()), static_cast<double>(dist::local_world_size())};
+    std::vector<double> all(mine.size() * static_cast<std::size_t>(dist::world_size()));
+    if (dist::backend())
+        dist::backend()->all_gather(all.data(), mine.data(), static_cast<std::int64_t>(mine.size()));
+    else
+        all = mine;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (std::size_t r = 0; r < all.size() / 4; ++r)
+        ranks.push_back({all[4 * r], all[4 * r + 1], all[4 * r + 2], all[4 * r + 3]});
+    return {{"ranks", ranks}};
+}
+
 // File descriptors a rank holds beyond stdin, stdout and stderr, summed over
 // ranks: a rank must not inherit another rank's pipe or the launcher's files.
 Result fds(const Config&) {
@@ -278,6 +294,9 @@ LEVERS_RECIPE(hold) {
 }
 
 LEVERS_RECIPE(collectives) { return levers::recipe("collectives").describe("checks every collective").run(collectives); }
+LEVERS_RECIPE(rank_env) {
+    return levers::recipe("rank_env").describe("reports how levers read each rank's place").run(rank_env);
+}
 LEVERS_RECIPE(fds) { return levers::recipe("fds").describe("counts the files each rank holds open").run(fds); }
 LEVERS_RECIPE(card_order) {
     return levers::recipe("card_order").describe("reports CUDA_DEVICE_ORDER as each rank sees it").run(card_order);

@@ -1,4 +1,4 @@
-/* The Open MPI peer for bench_allreduce: MPI_Allreduce (float sum, in place)
+/* The Open MPI peer for bench_allreduce and bench_allreduce_nodes: MPI_Allreduce (float sum, in place)
  * over the same sizes and repetition counts, median time per size, as JSON. */
 #include <mpi.h>
 #include <stdio.h>
@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (rank == 0) printf("{\"impl\": \"openmpi\", \"ranks\": %d, \"rows\": [", size);
     int first = 1;
-    for (size_t bytes = 1024; bytes <= ((size_t)256 << 20); bytes *= 4) {
+    /* The largest size: argv[1] bytes if given (bench/allreduce_nodes.sh: 64 MiB), else 256 MiB. */
+    const size_t largest = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : ((size_t)256 << 20);
+    for (size_t bytes = 1024; bytes <= largest; bytes *= 4) {
         size_t n = bytes / sizeof(float);
         float* data = malloc(bytes);
         for (size_t i = 0; i < n; ++i) data[i] = 1.0f;

@@ -155,8 +155,9 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
     set_run_dir(path.data());
     fs::create_directories(run_dir());  // on another node's disk it is not there yet
     OutputTee tee(run_dir() / fmt::format("rank{}.log", env.rank));
+    const int threads = flags.threads > 0 ? flags.threads : rank_threads(env);  // --threads, as under levers' launcher
     return run_in_group(r, cfg, env, std::move(joined->backend), std::move(joined->card_backend), device,
-                        collective_timeout(env, flags.timeout_s), rank_threads(env), [&](const Result& result) {
+                        collective_timeout(env, flags.timeout_s), threads, [&](const Result& result) {
                             write_json_file(run_dir() / "result.json", result);
                             print_result(result);
                         });

@@ -17,75 +17,16 @@ set -euo pipefail
 recipe=$1 test_recipes=$2
 source "$(dirname "$0")/../needs_data.sh"
 needs_data books
-[ "$(id -u)" = 0 ] || { echo "skipped: two nodes in network namespaces need root"; exit 77; }
 [ -e "$(dirname "$recipe")/liblevers_gloo.so" ] ||
     { echo "skipped: this build has no Gloo backend (libgloo-dev was missing when it was configured)"; exit 77; }
-command -v ip >/dev/null && command -v unshare >/dev/null ||
-    { echo "skipped: needs ip (iproute2) and unshare (util-linux)"; exit 77; }
 
-tag=lv$$
-a=${tag}a b=${tag}b
-net=10.$((200 + $$ % 50)).$(($$ / 50 % 250))
-port=$((29700 + $$ % 200))
-work=$(mktemp -d)
-cleanup() {
-    pkill -9 -f -- "$work/" 2>/dev/null || true
-    ip netns del "$a" 2>/dev/null || true
-    ip netns del "$b" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-if ! ip netns add "$a" 2>"$work/err"; then
-    echo "skipped: cannot make a network namespace here: $(cat "$work/err")"
-    exit 77
-fi
-ip netns add "$b"
-ip link add "${tag}x" type veth peer name "${tag}y"
-ip link set "${tag}x" netns "$a"
-ip link set "${tag}y" netns "$b"
-ip -n "$a" addr add "$net.1/24" dev "${tag}x"
-ip -n "$b" addr add "$net.2/24" dev "${tag}y"
-for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
-ip -n "$a" link set "${tag}x" up
-ip -n "$b" link set "${tag}y" up
+source "$(dirname "$0")/two_nodes.sh"
+trap remove_two_nodes EXIT
+make_two_nodes || exit 77
+work=$nodes_work
 
 tiny=(--threads 1 --set n_layer=1 --set n_embd=16 --set n_head=2 --set block_size=16 --set batch_size=2
       --set eval_batches=2 --set sample_tokens=0 --set warmup=2 --set log_every=10)
-
-# node NS INDEX RUN ARGS...: the node's two ranks in their own /dev/shm, in the background.
-# Each rank's output goes to RUN/rankN.out and its pid to RUN/pidN; when both have
-# ended, what is left in the node's /dev/shm is counted into RUN/shm_left.INDEX.
-node() {
-    local ns=$1 index=$2 run=$3
-    shift 3
-    mkdir -p "$run"
-    ip netns exec "$ns" unshare --mount --propagation private bash -c '
-        mount -t tmpfs tmpfs /dev/shm
-        index=$1 run=$2 master=$3 port=$4
-        shift 4
-        for local in 0 1; do
-            rank=$((index * 2 + local))
-            RANK=$rank WORLD_SIZE=4 LOCAL_RANK=$local LOCAL_WORLD_SIZE=2 MASTER_ADDR=$master MASTER_PORT=$port \
-                "$@" >"$run/rank$rank.out" 2>&1 &
-            echo $! >"$run/pid$rank"
-        done
-        wait
-        ls -A /dev/shm | wc -l >"$run/shm_left.$index"
-    ' node "$index" "$run" "$net.1" "$port" "$@" &
-    echo $! >"$run/node$index"
-}
-
-# Waits for both nodes of RUN, at most SECONDS; prints how long they took.
-wait_nodes() {
-    local run=$1 limit=$2 start=$SECONDS
-    for i in 0 1; do
-        local pid; pid=$(cat "$run/node$i")
-        while kill -0 "$pid" 2>/dev/null; do
-            [ $((SECONDS - start)) -le "$limit" ] || { echo "the nodes of $run did not end within $limit s"; return 1; }
-            sleep 0.05
-        done
-    done
-}
 
 nothing_left() {
     local run=$1
@@ -105,8 +46,8 @@ until_training() {
 
 # 0. Every collective across the nodes (the test recipes' own checks, each rank against the sums it knows).
 run=$work/collectives
-for i in 0 1; do node "$([ $i = 0 ] && echo "$a" || echo "$b")" $i "$run" "$test_recipes" run collectives \
-    --threads 1 --out "$run/dir"; done
+on_both_nodes "$run" 2 "$test_recipes" run collectives \
+    --threads 1 --out "$run/dir"
 wait_nodes "$run" 120 || { cat "$run"/rank*.out; exit 1; }
 grep -q '"ok":true' "$run/rank0.out" || { echo "a collective across the nodes went wrong:"; cat "$run"/rank*.out; exit 1; }
 nothing_left "$run"
@@ -116,8 +57,8 @@ one=$work/one
 "$recipe" run pretrain --gpus 4 "${tiny[@]}" --set steps=40 --out "$one" >"$work/one.out" 2>&1 ||
     { cat "$work/one.out"; exit 1; }
 run=$work/same
-for i in 0 1; do node "$([ $i = 0 ] && echo "$a" || echo "$b")" $i "$run" "$recipe" run pretrain "${tiny[@]}" \
-    --set steps=40 --out "$run/dir"; done
+on_both_nodes "$run" 2 "$recipe" run pretrain "${tiny[@]}" \
+    --set steps=40 --out "$run/dir"
 wait_nodes "$run" 120 || { cat "$run"/rank*.out; exit 1; }
 for r in 0 1 2 3; do
     grep -q '"steps":40' "$run/rank0.out" || { echo "rank $r did not finish:"; cat "$run/rank$r.out"; exit 1; }
@@ -137,8 +78,8 @@ PY
 
 # 2. kill -9 of a rank on the other node (rank 3, node 1) ends the whole job within 5 s.
 run=$work/kill
-for i in 0 1; do node "$([ $i = 0 ] && echo "$a" || echo "$b")" $i "$run" "$recipe" run pretrain "${tiny[@]}" \
-    --set steps=1000000 --out "$run/dir"; done
+on_both_nodes "$run" 2 "$recipe" run pretrain "${tiny[@]}" \
+    --set steps=1000000 --out "$run/dir"
 until_training "$run/rank0.out"
 kill -9 "$(cat "$run/pid3")"
 start=$(date +%s.%N)
@@ -152,10 +93,10 @@ nothing_left "$run"
 
 # 3. The link to node 1 goes down: named within the collective timeout (5 s here).
 run=$work/link
-for i in 0 1; do node "$([ $i = 0 ] && echo "$a" || echo "$b")" $i "$run" "$recipe" run pretrain "${tiny[@]}" \
-    --set steps=1000000 --timeout 5 --out "$run/dir"; done
+on_both_nodes "$run" 2 "$recipe" run pretrain "${tiny[@]}" \
+    --set steps=1000000 --timeout 5 --out "$run/dir"
 until_training "$run/rank0.out"
-ip -n "$b" link set "${tag}y" down
+ip -n "$node_b" link set "$node_link_b" down
 start=$(date +%s.%N)
 wait_nodes "$run" 15 || { cat "$run"/rank*.out; exit 1; }
 echo "link of node 1 down: the job ended in $(echo "$(date +%s.%N) - $start" | bc) s"

@@ -76,8 +76,8 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         {"run pretrain --set steps", "--set expects name=value, got 'steps'"},
         {"run classify --set hidden=16,x", "parameter 'hidden': '16,x' is not a comma-separated list"},
         {"run pretrain --threads -1", "--threads must be >= 0"},
-        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, sweep, plot, bench, status, "
-                       "workspace, help"},
+        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, submit, sweep, plot, bench, "
+                       "status, workspace, help"},
         {"help frobs", "topic: frobs not in {env}"},
         {"run pretrain --gpus 0", "--gpus must be >= 1, got 0"},
         {"run pretrain --gpus -2", "--gpus must be >= 1, got -2"},
@@ -105,6 +105,11 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         {"sweep clasify --grid lr=1", "unknown recipe 'clasify'; did you mean 'classify'?"},
         {"sweep classify --grid lr=1 --gpus-per-cell 0", "--gpus-per-cell must be >= 1, got 0"},
         {"sweep classify --grid lr=1 --cells /nonexistent.json", "/nonexistent.json"},
+        {"run pretrain --restarts -1", "--restarts must be >= 0"},
+        {"submit pretrain --nodes 0", "--nodes must be >= 1, got 0"},
+        {"submit pretrain --restarts -2", "--restarts must be >= 0"},
+        {"submit pretrian", "unknown recipe 'pretrian'; did you mean 'pretrain'?"},
+        {"submit classify --set steps=0", "parameter 'steps': 0 is out of range"},
         {"workspace frobs on", "unknown workspace setting 'frobs'; valid settings: multi-gpu, max-gpus"},
         {"workspace multi-gpu maybe", "multi-gpu: 'maybe' is not on or off"},
         {"", "A subcommand is required"},
@@ -120,6 +125,12 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         CHECK(r.output.find("| loss ") == std::string::npos);  // no training started
         CHECK(r.output.find("sweep directory") == std::string::npos);  // no sweep either
     }
+    // A machine without Slurm: recipe submit says what is missing, and submits nothing.
+    auto r = levers::testing::run_recipe({"submit", "classify"}, {"PATH=/nonexistent"});
+    CHECK(r.code == 2);
+    CHECK(r.output.find("recipe submit hands the job to Slurm, and sbatch is not on this machine's PATH") !=
+          std::string::npos);
+    CHECK(r.output.find("run directory") == std::string::npos);
 }
 
 TEST_CASE("--device: auto falls back to the CPU without a card; cuda without one is refused, naming why" *

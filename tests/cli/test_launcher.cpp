@@ -1,4 +1,5 @@
 // `recipe run --gpus N`: real rank processes under the real launcher.
+#include "framework/core/threads.hpp"
 #include "tests/process.hpp"
 #include "tests/installed_data.hpp"
 
@@ -233,6 +234,24 @@ TEST_CASE("torchrun-style: workers started by hand with the env variables join e
         CHECK(segments_of(rank0.pid).size() == 1);
         run_to_end(tiny_pretrain(2, 1, 1, 1));  // the next job sweeps what the killed rank 0 left
         CHECK(segments_of(rank0.pid).empty());
+    }
+}
+
+TEST_CASE("ranks of an external launcher take --threads as levers' own do, else the node's cores shared") {
+    const std::string port = std::to_string(29500 + getpid() % 200);
+    for (const std::string threads : {"0", "2"}) {
+        CAPTURE(threads);
+        std::vector<Background> ranks;
+        for (int r : {1, 0})
+            ranks.push_back(start_program(std::getenv("LEVERS_TEST_RECIPES_BIN"),
+                                          {"run", "rank_env", "--threads", threads},
+                                          {"RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(r),
+                                           "LOCAL_WORLD_SIZE=2", "MASTER_PORT=" + port}));
+        for (auto& b : ranks) REQUIRE(b.wait(60s).has_value());
+        INFO(ranks[1].output());
+        const auto got = result_of(ranks[1]);
+        const int want = threads == "0" ? std::max(1, levers::available_cores() / 2) : 2;
+        for (const auto& r : got["ranks"]) CHECK(r[4].get<double>() == want);
     }
 }
 

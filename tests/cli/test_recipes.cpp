@@ -4,6 +4,7 @@
 #include "framework/app/cli.hpp"
 #include "framework/core/params.hpp"
 #include "framework/core/rng.hpp"
+#include "framework/core/threads.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/dist/data_parallel.hpp"
 #include "framework/dist/sample_means.hpp"
@@ -92,18 +93,20 @@ Result collectives(const Config&) {
 }
 
 // How levers read each rank's place from its launcher's variables: [rank,
-// world, local rank, local world] of every rank, in rank order.
+// world, local rank, local world, CPU threads] of every rank, in rank order.
 Result rank_env(const Config&) {
     std::vector<double> mine = {static_cast<double>(dist::rank()), static_cast<double>(dist::world_size()),
-                                static_cast<double>(dist::local_rank()), static_cast<double>(dist::local_world_size())};
+                                static_cast<double>(dist::local_rank()), static_cast<double>(dist::local_world_size()),
+                                static_cast<double>(levers::threads())};
     std::vector<double> all(mine.size() * static_cast<std::size_t>(dist::world_size()));
     if (dist::backend())
         dist::backend()->all_gather(all.data(), mine.data(), static_cast<std::int64_t>(mine.size()));
     else
         all = mine;
     nlohmann::json ranks = nlohmann::json::array();
-    for (std::size_t r = 0; r < all.size() / 4; ++r)
-        ranks.push_back({all[4 * r], all[4 * r + 1], all[4 * r + 2], all[4 * r + 3]});
+    for (std::size_t r = 0; r < all.size() / mine.size(); ++r)
+        ranks.push_back(std::vector<double>(all.begin() + static_cast<std::ptrdiff_t>(r * mine.size()),
+                                            all.begin() + static_cast<std::ptrdiff_t>((r + 1) * mine.size())));
     return {{"ranks", ranks}};
 }
 

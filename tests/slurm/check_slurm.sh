@@ -59,6 +59,7 @@ import json, sys
 lines = [l.split() for l in open(sys.argv[1])]
 seen = json.loads(open(sys.argv[2]).read())["ranks"]
 want = [[float(p), float(n), float(l), float(t)] for p, n, l, t, node, per in lines]
+seen = [r[:4] for r in seen]  # rank, world, local rank, local world (then the threads)
 print(f"srun {sys.argv[3]}: SLURM_PROCID, NTASKS, LOCALID, STEP_TASKS_PER_NODE, NODEID, NTASKS_PER_NODE = {lines}")
 if seen != want:
     sys.exit(f"levers read the ranks as {seen}, Slurm meant {want}")

@@ -33,6 +33,12 @@ namespace {
 
 void print_result(const Result& result) { fmt::print("{}\n", result_text(result)); }
 
+// What a user reads of an exception: a levers::Error's message, without where in levers it was raised.
+std::string user_line(const std::exception& e) {
+    const auto* error = dynamic_cast<const Error*>(&e);
+    return error ? error->message() : e.what();
+}
+
 // The group for collectives on card memory: NCCL, its id passed through the
 // host group's store.
 std::unique_ptr<dist::Backend> card_group(dist::Backend& host_group, const launch::RankEnv& env, int card,
@@ -71,9 +77,9 @@ int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, s
     } catch (const std::exception& e) {
         dist::leave();
         const std::string who = env.world_size > 1 ? fmt::format("rank {}: ", env.rank) : std::string();
-        const auto* error = dynamic_cast<const Error*>(&e);
-        fmt::print(stderr, "error: {}recipe {} failed: {}\n", who, r.name(), error ? error->message() : e.what());
-        if (error) log_only(env.rank, fmt::format("(raised at {})", error->where()));
+        fmt::print(stderr, "error: {}recipe {} failed: {}\n", who, r.name(), user_line(e));
+        if (const auto* error = dynamic_cast<const Error*>(&e))
+            log_only(env.rank, fmt::format("(raised at {})", error->where()));
         return 1;
     }
     return 0;
@@ -104,7 +110,7 @@ int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv
                                                    launch::JobSegment::group_bytes(segment->size()), env.rank,
                                                    collective_timeout(env, timeout_s));
     } catch (const std::exception& e) {
-        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
+        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, user_line(e));
         return 1;
     }
     const Device device = env.device == "cuda" ? Device::cuda(env.local_rank) : Device::cpu();
@@ -127,7 +133,7 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
         joined = launch::join_external(env, collective_timeout(env, flags.timeout_s),
                                        device.is_cpu() ? -1 : device.index);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, e.what());
+        fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, user_line(e));
         return 1;
     }
     // One run directory for the job: rank 0 makes it and tells the others. One

@@ -79,10 +79,6 @@ std::unique_ptr<dist::ShmBackend> node_group(const dist::ShmSegment& segment, in
 JoinedGroup join_cpus_across_nodes(const RankEnv& env, dist::TcpStore& store, const std::string& master,
                                    std::chrono::milliseconds timeout) {
     const int local = env.local_world_size, nodes = env.world_size / local;
-    LEVERS_CHECK(env.world_size % local == 0 && env.rank % local == env.local_rank,
-                 "rank {}: a job across nodes needs its ranks numbered node by node, as many on each (rank = node x "
-                 "{} + local rank; got local rank {} of {} in a world of {})",
-                 env.rank, local, env.local_rank, local, env.world_size);
     const char* ifname = env::get("GLOO_SOCKET_IFNAME");
     const std::string host = address_towards(master), iface = ifname ? ifname : "";
     const char* mode = env::get("LEVERS_NODE_ALLREDUCE");
@@ -91,8 +87,6 @@ JoinedGroup join_cpus_across_nodes(const RankEnv& env, dist::TcpStore& store, co
         g.backend =
             dist::make_gloo_backend(env.rank, env.world_size, store, "levers/gloo/all", "rank", host, iface, timeout);
     } else {
-        LEVERS_CHECK(!mode || std::string(mode) == "hierarchical",
-                     "LEVERS_NODE_ALLREDUCE={}: expected hierarchical (the default) or flat", mode);
         const int node = env.rank / local;
         g.segment = node_segment(store, fmt::format("levers/segment/{}", node), env.local_rank, local);
         // The node's ranks wait a little longer than their leader: a failure between nodes,
@@ -122,6 +116,16 @@ JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout,
     // torchrun's agent already serves its own store on MASTER_PORT: levers' goes next to it.
     if (const char* agent = env::get("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") ++port;
     if (const char* own = env::get("LEVERS_STORE_PORT")) port = std::atoi(own);
+    if (across_nodes && card < 0) {  // refused before any rank waits for the others
+        const int local = env.local_world_size;
+        LEVERS_CHECK(env.world_size % local == 0 && env.rank % local == env.local_rank,
+                     "rank {}: a job across nodes needs its ranks numbered node by node, as many on each (rank = node "
+                     "x {} + local rank; got local rank {} of {} in a world of {})",
+                     env.rank, local, env.local_rank, local, env.world_size);
+        const char* mode = env::get("LEVERS_NODE_ALLREDUCE");
+        LEVERS_CHECK(!mode || std::string(mode) == "hierarchical" || std::string(mode) == "flat",
+                     "LEVERS_NODE_ALLREDUCE={}: expected hierarchical (the default) or flat", mode);
+    }
     const char* token = env::get("LEVERS_JOB_TOKEN");
     dist::TcpStore store(addr, port, env.rank == 0, token ? token : "", timeout);
     if (across_nodes)

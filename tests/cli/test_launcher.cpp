@@ -264,9 +264,11 @@ TEST_CASE("an external launch that levers cannot join says why") {
     };
     const Case cases[] = {
         {{"RANK=0", "WORLD_SIZE=2", "MASTER_PORT=0"}, "MASTER_PORT='0' must be an integer >= 1"},
-        {{"RANK=0", "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29999"},
-         "this job spans nodes (4 ranks, 2 on this node); CPU ranks across nodes are not supported yet: run it on "
-         "cards (--device cuda)"},
+        {{"RANK=1", "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29999"},
+         "rank 1: a job across nodes needs its ranks numbered node by node, as many on each (rank = node x 2 + local "
+         "rank; got local rank 0 of 2 in a world of 4)"},
+        {{"RANK=0", "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=2", "LOCAL_RANK=0", "LEVERS_NODE_ALLREDUCE=ring"},
+         "LEVERS_NODE_ALLREDUCE=ring: expected hierarchical (the default) or flat"},
         {{"RANK=2", "WORLD_SIZE=2"}, "RANK=2 must be below WORLD_SIZE=2"},
         {{"SLURM_PROCID=0", "SLURM_NTASKS=x"}, "SLURM_NTASKS='x' must be an integer"},
     };
@@ -277,6 +279,7 @@ TEST_CASE("an external launch that levers cannot join says why") {
         REQUIRE(status.has_value());
         CHECK(WEXITSTATUS(*status) != 0);
         CHECK(b.output().find(c.message) != std::string::npos);
+        CHECK(b.output().find(".cpp:") == std::string::npos);  // no source location in a line for users
     }
 }
 

@@ -17,7 +17,8 @@ int main() {
     const auto env = levers::launch::read_rank_env();
     auto joined = levers::launch::join_external(env, std::chrono::seconds(60));
     auto& group = *joined.backend;
-    if (env.rank == 0) fmt::print("{{\"impl\": \"levers: {}\", \"ranks\": {}, \"rows\": [", group.name(), env.world_size);
+    if (env.rank == 0)
+        fmt::print("{{\"impl\": \"levers: {}\", \"ranks\": {}, \"rows\": [", group.name(), env.world_size);
     bool first = true;
     for (std::size_t bytes = 1024; bytes <= (std::size_t{64} << 20); bytes *= 4) {
         const std::size_t n = bytes / sizeof(float);
@@ -31,7 +32,8 @@ int main() {
             t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
         }
         std::sort(t.begin(), t.end());
-        if (env.rank == 0) fmt::print("{}{{\"bytes\": {}, \"seconds\": {:.9f}}}", first ? "" : ", ", bytes, t[t.size() / 2]);
+        if (env.rank == 0)
+            fmt::print("{}{{\"bytes\": {}, \"seconds\": {:.9f}}}", first ? "" : ", ", bytes, t[t.size() / 2]);
         first = false;
     }
     group.barrier();

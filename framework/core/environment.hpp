@@ -43,7 +43,8 @@ inline constexpr Variable kOtherLaunchers[] = {
     {"SLURM_NTASKS", "Slurm's number of tasks"},
     {"SLURM_LOCALID", "Slurm's task index on this node"},
     {"SLURM_NTASKS_PER_NODE", "Slurm's tasks per node (set only with --ntasks-per-node)"},
-    {"SLURM_STEP_TASKS_PER_NODE", "Slurm's tasks of the step on each node, e.g. 2(x3),1: this node's, without the above"},
+    {"SLURM_STEP_TASKS_PER_NODE", "Slurm's tasks of the step on each node, e.g. 2(x3),1: this node's is the "
+                                  "local world without the above"},
     {"SLURM_TASKS_PER_NODE", "the same for the job, where the step's is absent"},
     {"SLURM_NODEID", "Slurm's index of this node in the job, to read the lists above"},
 };
@@ -63,7 +64,8 @@ inline constexpr Variable kLeversJob[] = {
 };
 
 inline constexpr Variable kNodes[] = {
-    {"GLOO_SOCKET_IFNAME", "CPU ranks across nodes: the network interface Gloo uses (default: the route to MASTER_ADDR)"},
+    {"GLOO_SOCKET_IFNAME", "CPU ranks across nodes: the network interface Gloo uses (default: the one on the "
+                           "route to MASTER_ADDR)"},
     {"LEVERS_NODE_ALLREDUCE", "CPU ranks across nodes: hierarchical (default; shared memory within a node, Gloo "
                               "between one leader per node) or flat (Gloo among every rank)"},
 };

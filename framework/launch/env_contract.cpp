@@ -47,8 +47,8 @@ int tasks_on_node(const char* name, const std::string& list, int node) {
         const std::string item = list.substr(at, end - at);
         const std::size_t paren = item.find("(x");
         const long count = parse_number(name, item.substr(0, paren).c_str(), 1);
-        const long repeat =
-            paren == std::string::npos ? 1 : parse_number(name, item.substr(paren + 2, item.size() - paren - 3).c_str(), 1);
+        const std::string times = paren == std::string::npos ? "1" : item.substr(paren + 2, item.size() - paren - 3);
+        const long repeat = parse_number(name, times.c_str(), 1);
         if (node < first + repeat) return static_cast<int>(count);
         first += static_cast<int>(repeat);
         at = end + 1;

@@ -75,7 +75,7 @@ std::string sbatch_script(const SubmitFlags& f, const Plan& r, int ranks_per_nod
     s += "set -uo pipefail\n";
     s += "# The rendezvous store at the allocation's first node; a token keeps other jobs' ranks out.\n";
     s += "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
-    s += "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n";
+    s += "export MASTER_PORT=$((29500 + SLURM_JOB_ID % 10000))\n";  // torchrun's port and above
     s += fmt::format("export LEVERS_JOB_TOKEN={}\n", token());
     s += fmt::format("export LEVERS_RUN_DIR={}\n", quoted(dir.string()));
     s += fmt::format("restarts={}\n", f.restarts);

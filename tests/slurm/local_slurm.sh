@@ -24,7 +24,7 @@ start_slurm() {
     munged --force --key-file="$slurm_dir/munge/munge.key" --socket="$slurm_dir/munge/socket" \
         --pid-file="$slurm_dir/munge/munged.pid" --log-file="$slurm_dir/log/munged.log" \
         --seed-file="$slurm_dir/munge/seed"
-    local base=$((20000 + $$ % 20000))
+    local base=$((20000 + $$ % 9000))  # 20000-29000: below the 30000+ the tests give their jobs' stores
     cat >"$slurm_dir/slurm.conf" <<CONF
 ClusterName=levers-test
 SlurmctldHost=$host

@@ -3,16 +3,12 @@
 #include "framework/app/bench/bench_cli.hpp"
 #include "framework/app/plot.hpp"
 #include "framework/app/run_command.hpp"
-#include "framework/app/run_config.hpp"
+#include "framework/app/status_command.hpp"
 #include "framework/app/submit.hpp"
-#include "framework/app/sweep.hpp"
-#include "framework/app/workspace.hpp"
+#include "framework/app/sweep_command.hpp"
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
-#include "framework/launch/card_ledger.hpp"
-#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
-#include "framework/recipe/run_dir.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -109,103 +105,6 @@ int show_recipe(const std::string& name) {
     return 0;
 }
 
-struct SweepFlags {
-    std::string name, cells_file, out, device = "auto", precision = "f32";
-    std::vector<std::string> grids, sets;
-    int gpus_per_cell = 1, max_parallel = 0;
-    double timeout_s = 120;
-    bool no_wait = false;
-};
-
-int sweep_recipe(const SweepFlags& f) {
-    Plan r = find_recipe(f.name);
-    LEVERS_CHECK(f.gpus_per_cell >= 1, "--gpus-per-cell must be >= 1, got {}", f.gpus_per_cell);
-    LEVERS_CHECK(f.max_parallel >= 0, "--max-parallel must be >= 0 (0: as many as cards allow), got {}",
-                 f.max_parallel);
-    LEVERS_CHECK(!f.grids.empty() || !f.cells_file.empty(), "recipe sweep needs --grid name=v1,v2,... or --cells FILE");
-    std::vector<Cell> base = f.cells_file.empty() ? std::vector<Cell>{} : read_cells_file(f.cells_file);
-    auto cells = grid_cells(f.grids, base);
-    // Every cell's config is checked before any starts.
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-        Config cfg = resolve_config(r, f.sets);
-        try {
-            for (const auto& [k, v] : cells[i]) cfg.set(k, v);
-            r.check(cfg);
-        } catch (const Error& e) {
-            LEVERS_FAIL("cell {}: {}", i, e.message());
-        }
-    }
-    const std::string device = resolve_device(f.device, f.gpus_per_cell);
-    const NodeCards node = node_cards(device);
-    load_workspace().check(f.gpus_per_cell, node.count, node.unit);
-    resolve_precision(f.precision, device);  // refused here, not once per cell
-
-    SweepOptions o;
-    o.device = device;
-    o.precision = f.precision;
-    o.recipe = r.name();
-    o.cells = std::move(cells);
-    o.sets = f.sets;
-    o.gpus_per_cell = f.gpus_per_cell;
-    o.max_parallel = f.max_parallel;
-    o.timeout_s = f.timeout_s;
-    o.wait = !f.no_wait;
-    o.program = std::filesystem::read_symlink("/proc/self/exe").string();
-    o.dir = make_run_dir(r.name(), f.out, "sweep-");
-    fmt::print("sweep {}: {} cells, {} card{} each; sweep directory {}\n", r.name(), o.cells.size(), o.gpus_per_cell,
-               o.gpus_per_cell == 1 ? "" : "s", o.dir.string());
-    std::fflush(stdout);
-    std::vector<CellOutcome> outcomes;
-    try {
-        outcomes = run_sweep(o);
-    } catch (const Error& e) {
-        fmt::print(stderr, "error: {}\n", e.message());
-        return 1;
-    }
-    print_sweep_table(outcomes);
-    write_sweep_report(o.dir, outcomes);
-    const auto failed = std::count_if(outcomes.begin(), outcomes.end(), [](const CellOutcome& c) { return !c.ok; });
-    fmt::print("{} of {} cells succeeded; results in {}/sweep.csv and sweep.json\n", outcomes.size() - failed,
-               outcomes.size(), o.dir.string());
-    return failed == 0 ? 0 : 1;
-}
-
-int show_status() {
-    auto ledger = launch::CardLedger::for_node();
-    const char* unit = ledger.kind() == "cpu" ? "slot" : "card";
-    const auto holders = ledger.holders();
-    fmt::print("{} {}s (ledger {}):\n", ledger.cards().size(), ledger.kind() == "cpu" ? "CPU slot" : "CUDA card",
-               ledger.dir().string());
-    for (int card : ledger.cards()) {
-        auto h = std::find_if(holders.begin(), holders.end(), [&](const launch::CardHolder& x) { return x.card == card; });
-        if (h == holders.end())
-            fmt::print("  {} {}: free\n", unit, card);
-        else
-            fmt::print("  {} {}: job '{}' (pid {})\n", unit, card, h->job, h->pid);
-    }
-    const auto waiting = ledger.waiters();
-    fmt::print("waiting jobs: {}\n", waiting.empty() ? "none" : "");
-    for (const auto& w : waiting) fmt::print("  job '{}' (pid {}) needs {} {}s\n", w.job, w.pid, w.cards, unit);
-    const Workspace ws = load_workspace();
-    fmt::print("workspace: multi-gpu {} ({}), max-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from,
-               ws.max_gpus, ws.max_gpus_from);
-    if (const std::string queued = slurm_jobs(); !queued.empty())
-        fmt::print("levers jobs in Slurm's queue (id, name, state, time, nodes):\n{}", queued);
-    return 0;
-}
-
-int workspace_command(const std::vector<std::string>& words) {
-    if (words.size() == 2) {
-        set_workspace(words[0], words[1]);
-        fmt::print("workspace: {} set to {} in {}\n", words[0], words[1], workspace_file().string());
-    } else {
-        LEVERS_CHECK(words.empty(), "recipe workspace takes a setting and a value: multi-gpu on|off, or max-gpus N");
-    }
-    const Workspace ws = load_workspace();
-    fmt::print("multi-gpu {} ({})\nmax-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from, ws.max_gpus,
-               ws.max_gpus_from);
-    return 0;
-}
 
 }  // namespace
 

@@ -1,0 +1,51 @@
+#include "framework/app/status_command.hpp"
+
+#include "framework/app/submit.hpp"
+#include "framework/app/workspace.hpp"
+#include "framework/core/error.hpp"
+#include "framework/launch/card_ledger.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace levers {
+
+int show_status() {
+    auto ledger = launch::CardLedger::for_node();
+    const char* unit = ledger.kind() == "cpu" ? "slot" : "card";
+    const auto holders = ledger.holders();
+    fmt::print("{} {}s (ledger {}):\n", ledger.cards().size(), ledger.kind() == "cpu" ? "CPU slot" : "CUDA card",
+               ledger.dir().string());
+    for (int card : ledger.cards()) {
+        auto h = std::find_if(holders.begin(), holders.end(), [&](const launch::CardHolder& x) { return x.card == card; });
+        if (h == holders.end())
+            fmt::print("  {} {}: free\n", unit, card);
+        else
+            fmt::print("  {} {}: job '{}' (pid {})\n", unit, card, h->job, h->pid);
+    }
+    const auto waiting = ledger.waiters();
+    fmt::print("waiting jobs: {}\n", waiting.empty() ? "none" : "");
+    for (const auto& w : waiting) fmt::print("  job '{}' (pid {}) needs {} {}s\n", w.job, w.pid, w.cards, unit);
+    const Workspace ws = load_workspace();
+    fmt::print("workspace: multi-gpu {} ({}), max-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from,
+               ws.max_gpus, ws.max_gpus_from);
+    if (const std::string queued = slurm_jobs(); !queued.empty())
+        fmt::print("levers jobs in Slurm's queue (id, name, state, time, nodes):\n{}", queued);
+    return 0;
+}
+
+int workspace_command(const std::vector<std::string>& words) {
+    if (words.size() == 2) {
+        set_workspace(words[0], words[1]);
+        fmt::print("workspace: {} set to {} in {}\n", words[0], words[1], workspace_file().string());
+    } else {
+        LEVERS_CHECK(words.empty(), "recipe workspace takes a setting and a value: multi-gpu on|off, or max-gpus N");
+    }
+    const Workspace ws = load_workspace();
+    fmt::print("multi-gpu {} ({})\nmax-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from, ws.max_gpus,
+               ws.max_gpus_from);
+    return 0;
+}
+
+}  // namespace levers

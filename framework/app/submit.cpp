@@ -74,7 +74,10 @@ std::string sbatch_script(const SubmitFlags& f, const Plan& r, int ranks_per_nod
     s += fmt::format("#SBATCH --chdir={}\n", fs::current_path().string());
     s += "set -uo pipefail\n";
     s += "# The rendezvous store at the allocation's first node; a token keeps other jobs' ranks out.\n";
-    s += "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
+    s += "first=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
+    s += "# The address Slurm reaches it at (NodeAddr), which need not be a name the nodes resolve.\n";
+    s += "export MASTER_ADDR=$(scontrol show node \"$first\" -o | sed -n 's/.* NodeAddr=\\([^ ]*\\).*/\\1/p')\n";
+    s += "export MASTER_ADDR=${MASTER_ADDR:-$first}\n";
     s += "export MASTER_PORT=$((29500 + SLURM_JOB_ID % 10000))\n";  // torchrun's port and above
     s += fmt::format("export LEVERS_JOB_TOKEN={}\n", token());
     s += fmt::format("export LEVERS_RUN_DIR={}\n", quoted(dir.string()));

@@ -7,7 +7,11 @@
 #     `recipe run pretrain --gpus 2`;
 #   - `recipe submit` (and `recipe status` listing it): result.json equal to
 #     a local run's; with --restarts 1 and a rank killed mid-run, the job
-#     starts again from its newest checkpoint and still ends bitwise.
+#     starts again from its newest checkpoint and still ends bitwise;
+#   - on two nodes (the network namespaces of tests/nodes/two_nodes.sh, a
+#     slurmd in each), `srun -N 2 -n 4 recipe run pretrain` ends within 1e-6
+#     of four ranks on one node, Gloo between the nodes, and `recipe submit
+#     --nodes 2` as srun does.
 #
 #   check_slurm.sh RECIPE_BIN TEST_RECIPES_BIN
 set -euo pipefail
@@ -15,13 +19,14 @@ recipe=$(realpath "$1") test_recipes=$(realpath "$2")
 here=$(dirname "$0")
 source "$here/../needs_data.sh"
 source "$here/local_slurm.sh"
+source "$here/../nodes/two_nodes.sh"
 missing=$(slurm_missing)
 [ -z "$missing" ] || { echo "skipped: needs Slurm and munge (Debian's slurm-wlm and munge): $missing is missing"; exit 77; }
 [ "$(id -u)" = 0 ] || { echo "skipped: the local Slurm runs its daemons as root"; exit 77; }
 needs_data books
 
 work=$(mktemp -d)
-trap 'stop_slurm; rm -rf "$work"' EXIT
+trap 'stop_slurm; remove_two_nodes; rm -rf "$work"' EXIT
 start_slurm "$work/slurm"
 export MASTER_PORT=$((30000 + $$ % 10000))  # srun's ranks meet there (srun passes the environment on)
 cd "$work"
@@ -116,3 +121,45 @@ wait_job "$job"
 grep -q 'restart 1 of 1, from .*step-' restarted/slurm-*.out || { echo "the job did not restart:"; cat restarted/slurm-*.out; exit 1; }
 same_training long restarted
 echo "Slurm: srun, sbatch and recipe submit train as recipe run does; a killed rank restarts the job from its checkpoint"
+
+# 5. Two nodes, a slurmd in each network namespace.
+stop_slurm
+if ! [ -e "$(dirname "$recipe")/liblevers_gloo.so" ]; then
+    echo "not run on two nodes: this build has no Gloo backend"
+elif ! make_two_nodes; then
+    echo "not run on two nodes (see above)"
+else
+    start_slurm_two_nodes "$work/slurm2"
+    "$recipe" run pretrain --gpus 4 "${tiny[@]}" --set steps=40 --out one4 >one4.out 2>&1 || { cat one4.out; exit 1; }
+    on_node0 env MASTER_ADDR="$node_master" srun -N 2 -n 4 "$recipe" run pretrain "${tiny[@]}" --set steps=40 \
+        --out "$work/nodes" >nodes.out 2>&1 || { cat nodes.out; exit 1; }
+    grep -q 'rank 0 of 4 started by slurm, joined through shared memory within 2 nodes, Gloo (TCP) between them' \
+        nodes.out || { echo "the two-node Slurm job did not join through Gloo:"; cat nodes.out; exit 1; }
+    python3 - one4/result.json nodes/result.json <<'PY'
+import json, sys
+one, two = (json.load(open(p)) for p in sys.argv[1:])
+for key in ("loss", "val_loss"):
+    error = abs(two[key] - one[key]) / abs(one[key])
+    print(f"srun -N 2 -n 4, {key}: one node {one[key]!r}, two nodes {two[key]!r}, relative difference {error:.2e}")
+    if error > 1e-6:
+        sys.exit(f"two Slurm nodes differ from one node in {key} by {error:.2e} (limit 1e-6)")
+PY
+    # recipe submit --nodes 2: the same job through its own sbatch script.
+    on_node0 "$recipe" submit pretrain --nodes 2 --gpus 2 "${tiny[@]}" --set steps=40 --out "$work/submit2" \
+        >submit3.out 2>&1 || { cat submit3.out; exit 1; }
+    job=$(sed -n 's/.*submitted to Slurm as job \([0-9]*\).*/\1/p' submit3.out)
+    grep -q "(2 nodes x 2 ranks)" submit3.out || { cat submit3.out; exit 1; }
+    start=$SECONDS
+    while on_node0 squeue -h -j "$job" 2>/dev/null | grep -q .; do
+        [ $((SECONDS - start)) -le 180 ] || { echo "Slurm job $job did not end within 180 s"; exit 1; }
+        sleep 0.2
+    done
+    [ -f submit2/result.json ] || { echo "the two-node submitted job wrote no result:"; cat submit2/slurm-*.out; exit 1; }
+    python3 - nodes/result.json submit2/result.json <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+if (a["loss"], a["val_loss"]) != (b["loss"], b["val_loss"]):
+    sys.exit(f"recipe submit --nodes 2 ended at {b['loss']!r}, srun -N 2 at {a['loss']!r}")
+print(f"recipe submit --nodes 2: the same loss as srun -N 2 -n 4 ({b['loss']!r})")
+PY
+fi

@@ -13,8 +13,6 @@
 #include "framework/launch/rendezvous.hpp"
 #include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/run_dir.hpp"
-#include "framework/train/metrics_log.hpp"
-#include "framework/train/train_state.hpp"
 
 #include <fmt/format.h>
 
@@ -142,14 +140,10 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
     std::string dir = flags.out.empty() ? run_dir().string() : flags.out;
     std::array<char, 4096> path{};
     if (env.rank == 0) {
-        if (given) {
+        if (given)
             fs::create_directories(dir);
-            // Resumed in its own directory (a restart): the steps after the checkpoint run again.
-            if (!resume_from().empty() && fs::equivalent(fs::absolute(resume_from()).parent_path().parent_path(), dir))
-                train::trim_metrics(dir, train::read_train_state(resume_from()).loop.step);
-        } else {
+        else
             dir = make_run_dir(r.name(), dir).string();
-        }
         LEVERS_CHECK(dir.size() < path.size(), "run directory path too long: {}", dir);
         std::copy(dir.begin(), dir.end(), path.begin());
         write_config(dir, r, cfg, env.world_size, argc, argv);

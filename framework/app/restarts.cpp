@@ -2,8 +2,6 @@
 
 #include "framework/recipe/checkpoints.hpp"
 #include "framework/recipe/run_dir.hpp"
-#include "framework/train/metrics_log.hpp"
-#include "framework/train/train_state.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -18,9 +16,7 @@ namespace fs = std::filesystem;
 
 void prepare_restart(const Plan& r, const fs::path& dir, int restart, int of, const std::string& failure) {
     const auto checkpoint = r.framework_loop() ? newest_checkpoint(dir) : std::nullopt;
-    if (checkpoint) set_resume_from(fs::absolute(*checkpoint));
-    // The steps after the checkpoint run again: their metrics rows go, to be written anew.
-    train::trim_metrics(dir, resume_from().empty() ? 0 : train::read_train_state(resume_from()).loop.step);
+    if (checkpoint) set_resume_from(fs::absolute(*checkpoint));  // the loop drops the metrics rows after it
     // Without a checkpoint of its own the run starts again as it first did
     // (from the beginning, or from the checkpoint --resume named).
     const std::string from = checkpoint   ? fs::relative(*checkpoint, dir).string()

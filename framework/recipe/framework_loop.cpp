@@ -119,14 +119,20 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
     train::LoopOptions options = framework_loop_options(spec, cfg);
     options.live_progress = live_progress_mode();
 
-    const std::filesystem::path dir = run_dir();
-    std::optional<train::MetricsLog> metrics;
-    if (!dir.empty() && dist::is_main()) metrics.emplace(dir);
-    options.metrics = metrics ? &*metrics : nullptr;
-
     train::TrainState resumed;
     if (!resume_from().empty())
         resume(recipe, spec, resume_from(), model.get(), params, data.get(), options, resumed);
+
+    // The metrics go on from where the run starts: rows of later steps (an
+    // attempt that failed after its last checkpoint, restarted in its own
+    // directory) are dropped, to be written again. A fresh directory has none.
+    const std::filesystem::path dir = run_dir();
+    std::optional<train::MetricsLog> metrics;
+    if (!dir.empty() && dist::is_main()) {
+        train::trim_metrics(dir, options.start.step);
+        metrics.emplace(dir);
+    }
+    options.metrics = metrics ? &*metrics : nullptr;
 
     const long every = spec.checkpoint_every.resolve(cfg);
     std::optional<CheckpointKeeper> keeper;

@@ -32,8 +32,8 @@ private:
     std::vector<std::string> eval_columns_;
 };
 
-// Drops the rows of the metrics files in `dir` after step `step`: a run
-// restarted from that step's checkpoint writes them again.
+// Drops the rows of the metrics files in `dir` after step `step`: a run that
+// starts there (restarted from that step's checkpoint) writes them again.
 void trim_metrics(const std::filesystem::path& dir, long step);
 
 }  // namespace levers::train

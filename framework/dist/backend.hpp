@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace levers::dist {
 
@@ -74,6 +75,16 @@ public:
 
     // The [begin, end) of n elements that `rank` owns: world nearly equal parts.
     static std::pair<std::int64_t, std::int64_t> chunk(std::int64_t n, int world, int rank);
+
+protected:
+    // Turns a sum over `world` ranks into their mean, as the shared-memory
+    // group does: floats times 1/world, integers divided. Host memory.
+    static void sum_to_mean(void* data, std::int64_t n, DType dtype, int world);
+    // reduce_scatter as an all_reduce of all n elements in `scratch`, this
+    // rank's chunk copied out: for groups whose own scatter cannot give
+    // levers' chunks (they may differ by one element). Host memory.
+    void reduce_scatter_by_all_reduce(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op,
+                                      std::vector<char>& scratch);
 };
 
 }  // namespace levers::dist

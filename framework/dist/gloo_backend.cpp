@@ -20,7 +20,6 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <chrono>
-#include <type_traits>
 #include <vector>
 
 namespace levers::dist {
@@ -142,13 +141,7 @@ public:
     }
 
     void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) override {
-        // Everything reduced into scratch, this rank's chunk kept (chunks may differ by one element).
-        const std::size_t w = size_of(dtype);
-        scratch_.assign(static_cast<const char*>(in), static_cast<const char*>(in) + static_cast<std::size_t>(n) * w);
-        all_reduce(scratch_.data(), n, dtype, op);
-        const auto [lo, hi] = chunk(n, world_, rank_);
-        std::copy(scratch_.begin() + lo * static_cast<std::int64_t>(w), scratch_.begin() + hi * static_cast<std::int64_t>(w),
-                  static_cast<char*>(out));
+        reduce_scatter_by_all_reduce(out, in, n, dtype, op, scratch_);
     }
 
     // Gloo has no abort: later collectives here fail, and the peers' ones fail
@@ -165,13 +158,7 @@ private:
         opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, std::size_t)>(&gloo::sum<T>));
         opts.setTag(next_tag());
         gloo::allreduce(opts);
-        if (op != ReduceOp::mean) return;
-        if constexpr (std::is_floating_point_v<T>) {
-            const T scale = T(1) / static_cast<T>(world_);  // as the shared-memory group scales its sums
-            for (std::int64_t i = 0; i < n; ++i) p[i] *= scale;
-        } else {
-            for (std::int64_t i = 0; i < n; ++i) p[i] /= static_cast<T>(world_);
-        }
+        if (op == ReduceOp::mean) sum_to_mean(p, n, dtype_of<T>(), world_);
     }
 
     template <class F> void run(const char* what, F&& f) {

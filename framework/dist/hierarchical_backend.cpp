@@ -4,23 +4,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 namespace levers::dist {
-
-namespace {
-template <class T> void scale(void* data, std::int64_t n, int world) {
-    T* p = static_cast<T*>(data);
-    if constexpr (std::is_floating_point_v<T>) {
-        const T s = T(1) / static_cast<T>(world);  // as the shared-memory group scales its sums
-        for (std::int64_t i = 0; i < n; ++i) p[i] *= s;
-    } else {
-        for (std::int64_t i = 0; i < n; ++i) p[i] /= static_cast<T>(world);
-    }
-}
-}  // namespace
 
 HierarchicalBackend::HierarchicalBackend(int node, int nodes, std::unique_ptr<Backend> local,
                                          std::unique_ptr<Backend> leaders)
@@ -70,13 +56,7 @@ void HierarchicalBackend::all_reduce(void* data, std::int64_t n, DType dtype, Re
     on_local([&] { local_->all_reduce(data, n, dtype, ReduceOp::sum); });
     on_leaders([&] { leaders_->all_reduce(data, n, dtype, ReduceOp::sum); });
     on_local([&] { local_->broadcast(data, static_cast<std::size_t>(n) * size_of(dtype), 0); });
-    if (op != ReduceOp::mean) return;
-    switch (dtype) {
-        case DType::f32: return scale<float>(data, n, world_);
-        case DType::f64: return scale<double>(data, n, world_);
-        case DType::i32: return scale<std::int32_t>(data, n, world_);
-        default: LEVERS_FAIL("rank {}: a mean over nodes of dtype {} is not supported on the CPU", rank_, name_of(dtype));
-    }
+    if (op == ReduceOp::mean) sum_to_mean(data, n, dtype, world_);
 }
 
 void HierarchicalBackend::broadcast(void* data, std::size_t bytes, int root) {
@@ -98,11 +78,7 @@ void HierarchicalBackend::all_gather(void* out, const void* in, std::int64_t n, 
 }
 
 void HierarchicalBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) {
-    const std::size_t w = size_of(dtype);
-    scratch_.assign(static_cast<const char*>(in), static_cast<const char*>(in) + static_cast<std::size_t>(n) * w);
-    all_reduce(scratch_.data(), n, dtype, op);
-    const auto [lo, hi] = chunk(n, world_, rank_);
-    std::memcpy(out, scratch_.data() + static_cast<std::size_t>(lo) * w, static_cast<std::size_t>(hi - lo) * w);
+    reduce_scatter_by_all_reduce(out, in, n, dtype, op, scratch_);
 }
 
 void HierarchicalBackend::abort(const std::string& why) {

@@ -1,49 +1,37 @@
 #include "framework/app/submit.hpp"
 
 #include "framework/app/run_config.hpp"
-#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/recipe/run_dir.hpp"
 
+#include <boost/process.hpp>
 #include <fmt/format.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 namespace levers {
 
 namespace fs = std::filesystem;
+namespace bp = boost::process;
 
 namespace {
 
-// Where `program` is on PATH, or "" if it is not.
-std::string on_path(const std::string& program) {
-    const char* path = env::get("PATH");
-    std::string dirs = path ? path : "";
-    for (std::size_t at = 0; at <= dirs.size();) {
-        const std::size_t end = std::min(dirs.find(':', at), dirs.size());
-        const fs::path candidate = fs::path(dirs.substr(at, end - at)) / program;
-        if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-        at = end + 1;
-    }
-    return "";
-}
+// Where `program` is on PATH ("" if it is not), as the shell would find it.
+std::string on_path(const std::string& program) { return bp::search_path(program).string(); }
 
-// Runs a command line, returning its standard output and exit status.
-std::pair<std::string, int> capture(const std::string& command) {
-    std::string out;
-    FILE* p = ::popen(command.c_str(), "r");
-    LEVERS_CHECK(p, "cannot run {}", command);
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
-    const int status = ::pclose(p);
-    return {out, WIFEXITED(status) ? WEXITSTATUS(status) : 128};
+// Runs `program args...` to its end: its output (stdout and stderr together) and exit code.
+std::pair<std::string, int> output_of(const std::string& program, const std::vector<std::string>& args) {
+    bp::ipstream out;
+    bp::child child(bp::exe = program, bp::args = args, bp::std_in < bp::null, (bp::std_out & bp::std_err) > out);
+    std::string text, line;
+    while (std::getline(out, line)) text += line + '\n';
+    child.wait();
+    return {text, child.exit_code()};
 }
 
 // A word as the shell reads it: single-quoted.
@@ -106,8 +94,6 @@ int submit_recipe(const SubmitFlags& f) {
     LEVERS_CHECK(f.gpus >= 0, "--gpus must be >= 1 (per node), got {}", f.gpus);
     LEVERS_CHECK(f.restarts >= 0, "--restarts must be >= 0 (0: a failed job stays failed), got {}", f.restarts);
     LEVERS_CHECK(f.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", f.threads);
-    LEVERS_CHECK(f.device == "auto" || f.device == "cpu" || f.device == "cuda",
-                 "--device must be auto, cpu or cuda, got '{}'", f.device);
     const std::string sbatch = on_path("sbatch");
     LEVERS_CHECK(!sbatch.empty(), "recipe submit hands the job to Slurm, and sbatch is not on this machine's PATH "
                  "(install Slurm's client, e.g. Debian's slurm-client; or run it here: recipe run {})", r.name());
@@ -116,7 +102,7 @@ int submit_recipe(const SubmitFlags& f) {
     const fs::path script = dir / "job.sbatch";
     std::ofstream(script) << sbatch_script(f, r, per_node, dir);
     ::chmod(script.c_str(), 0755);
-    auto [out, status] = capture(fmt::format("{} --parsable {} 2>&1", quoted(sbatch), quoted(script.string())));
+    auto [out, status] = output_of(sbatch, {"--parsable", script.string()});
     while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
     if (status != 0) {
         fmt::print(stderr, "error: sbatch refused the job ({}): {}\n", script.string(), out);
@@ -132,16 +118,11 @@ int submit_recipe(const SubmitFlags& f) {
 std::string slurm_jobs() {
     const std::string squeue = on_path("squeue");
     if (squeue.empty()) return "";
-    auto [out, status] = capture(quoted(squeue) + " --noheader --format='%i %j %T %M %D' 2>/dev/null");
+    const auto [out, status] = output_of(squeue, {"--noheader", "--format=%i %j %T %M %D"});
     if (status != 0) return "";
-    std::string mine;
-    std::size_t at = 0;
-    while (at < out.size()) {
-        const std::size_t end = std::min(out.find('\n', at), out.size());
-        const std::string line = out.substr(at, end - at);
+    std::string mine, line;
+    for (std::istringstream lines(out); std::getline(lines, line);)
         if (line.find(" levers-") != std::string::npos) mine += "  " + line + "\n";
-        at = end + 1;
-    }
     return mine.empty() ? "  none\n" : mine;
 }
 

@@ -71,7 +71,7 @@ inline constexpr Variable kNodes[] = {
 };
 
 inline constexpr Variable kSlurm[] = {
-    {"PATH", "where recipe submit finds sbatch, and recipe status squeue"},
+    {"PATH", "where recipe submit finds sbatch, and recipe status squeue (searched as the shell does)"},
 };
 
 inline constexpr Variable kCards[] = {

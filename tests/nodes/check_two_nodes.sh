@@ -66,15 +66,7 @@ done
 grep -q 'joined through shared memory within 2 nodes, Gloo (TCP) between them' "$run/rank0.out" ||
     { echo "the job did not join through Gloo between the nodes:"; cat "$run/rank0.out"; exit 1; }
 nothing_left "$run"
-python3 - "$one/result.json" "$run/dir/result.json" <<'PY'
-import json, sys
-one, two = (json.load(open(p)) for p in sys.argv[1:])
-for key in ("loss", "val_loss"):
-    error = abs(two[key] - one[key]) / abs(one[key])
-    print(f"{key}: one node {one[key]!r}, two nodes {two[key]!r}, relative difference {error:.2e}")
-    if error > 1e-6:
-        sys.exit(f"two nodes differ from one in {key} by {error:.2e} (limit 1e-6)")
-PY
+python3 "$(dirname "$0")/within_1e6.py" "$one/result.json" "$run/dir/result.json" "torchrun's variables"
 
 # 2. kill -9 of a rank on the other node (rank 3, node 1) ends the whole job within 5 s.
 run=$work/kill

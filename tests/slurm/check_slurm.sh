@@ -16,7 +16,7 @@
 #   check_slurm.sh RECIPE_BIN TEST_RECIPES_BIN
 set -euo pipefail
 recipe=$(realpath "$1") test_recipes=$(realpath "$2")
-here=$(dirname "$0")
+here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../needs_data.sh"
 source "$here/local_slurm.sh"
 source "$here/../nodes/two_nodes.sh"
@@ -93,10 +93,11 @@ job=$(sed -n 's/.*submitted to Slurm as job \([0-9]*\).*/\1/p' submit.out)
 grep -q "run directory $work/submitted" submit.out || { echo "recipe submit printed no run directory"; exit 1; }
 "$recipe" status >status.out
 grep -q "^  $job levers-pretrain " status.out || { echo "recipe status does not list job $job:"; cat status.out; exit 1; }
-wait_job() {
-    local start=$SECONDS
-    while squeue -h -j "$1" 2>/dev/null | grep -q .; do
-        [ $((SECONDS - start)) -le 180 ] || { echo "Slurm job $1 did not end within 180 s"; return 1; }
+wait_job() {  # wait_job ID [COMMAND PREFIX...]: until Slurm job ID has left the queue
+    local job=$1 start=$SECONDS
+    shift
+    while "$@" squeue -h -j "$job" 2>/dev/null | grep -q .; do
+        [ $((SECONDS - start)) -le 180 ] || { echo "Slurm job $job did not end within 180 s"; return 1; }
         sleep 0.2
     done
 }
@@ -135,25 +136,13 @@ else
         --out "$work/nodes" >nodes.out 2>&1 || { cat nodes.out; exit 1; }
     grep -q 'rank 0 of 4 started by slurm, joined through shared memory within 2 nodes, Gloo (TCP) between them' \
         nodes.out || { echo "the two-node Slurm job did not join through Gloo:"; cat nodes.out; exit 1; }
-    python3 - one4/result.json nodes/result.json <<'PY'
-import json, sys
-one, two = (json.load(open(p)) for p in sys.argv[1:])
-for key in ("loss", "val_loss"):
-    error = abs(two[key] - one[key]) / abs(one[key])
-    print(f"srun -N 2 -n 4, {key}: one node {one[key]!r}, two nodes {two[key]!r}, relative difference {error:.2e}")
-    if error > 1e-6:
-        sys.exit(f"two Slurm nodes differ from one node in {key} by {error:.2e} (limit 1e-6)")
-PY
+    python3 "$here/../nodes/within_1e6.py" one4/result.json nodes/result.json "srun -N 2 -n 4"
     # recipe submit --nodes 2: the same job through its own sbatch script.
     on_node0 "$recipe" submit pretrain --nodes 2 --gpus 2 "${tiny[@]}" --set steps=40 --out "$work/submit2" \
         >submit3.out 2>&1 || { cat submit3.out; exit 1; }
     job=$(sed -n 's/.*submitted to Slurm as job \([0-9]*\).*/\1/p' submit3.out)
     grep -q "(2 nodes x 2 ranks)" submit3.out || { cat submit3.out; exit 1; }
-    start=$SECONDS
-    while on_node0 squeue -h -j "$job" 2>/dev/null | grep -q .; do
-        [ $((SECONDS - start)) -le 180 ] || { echo "Slurm job $job did not end within 180 s"; exit 1; }
-        sleep 0.2
-    done
+    wait_job "$job" on_node0
     [ -f submit2/result.json ] || { echo "the two-node submitted job wrote no result:"; cat submit2/slurm-*.out; exit 1; }
     python3 - nodes/result.json submit2/result.json <<'PY'
 import json, sys

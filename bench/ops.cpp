@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
                 (void)c.run(in);
             });
             for (std::size_t k = 0; k < in.size(); ++k)
-                if (specs[k].kind == testing::OpInput::Kind::real) in[k].requires_grad_();
+                if (specs[k].differentiable()) in[k].requires_grad_();
             const Tensor probe = c.run(in);
             const Tensor upstream = Tensor::full(probe.shape(), 0.01, probe.dtype(), device);
             row["forward_backward_ms"] = median_ms(repeats, device, [&] { c.run(in).backward(upstream); });

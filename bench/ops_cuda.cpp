@@ -8,6 +8,8 @@
 // gives the shapes and the sum of the ops' times over one step.
 #include "bench/card_peaks.hpp"
 #include "framework/core/device_memory.hpp"
+#include "framework/core/dispatch.hpp"
+#include "framework/core/generic_calls.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
 #include "kernels/adamw.hpp"
@@ -136,6 +138,15 @@ int main(int argc, char** argv) {
     Buffer<bf16> att(B * H * T * T, 0.001f, 36);
     const double e = 2;  // bytes per bf16
     const double attention_flops = 2.0 * B * T * T * C;  // QKᵀ and PV, the causal half
+    // The residual add: the generic elementwise kernel, called on this bench's stream.
+    const levers::Shape rows{BT * C};
+    const auto flat = [&](void* p) {
+        return levers::TensorArg{p, rows, levers::Strides::contiguous(rows), levers::DType::bf16};
+    };
+    levers::ElementwiseCall residual_call{.out = flat(d_x.get()), .in = {flat(x.get()), flat(ln.get())}};
+    residual_call.stream = s;
+    const levers::KernelFn residual = levers::kernel_for(levers::kernel_slot_of<levers::ElementwiseCall>("add"),
+                                                          levers::Device::cuda(0), levers::DType::bf16);
 
     // Each op with how often a step of the GPT (`layers` blocks, in bf16)
     // runs it, so that their sum models a step: set against bench_gpt_cuda's
@@ -168,8 +179,7 @@ int main(int argc, char** argv) {
          [&] { cu::attention_forward(y.get(), att.get(), qkv.get(), B, T, C, H, s); }, fused ? 0 : L},
         {"linear proj forward (bias epilogue)", 2.0 * BT * C * C, 0,
          [&] { cu::linear_forward(d_x.get(), y.get(), w_proj.get(), b_proj.get(), BT, C, C, s); }, L},
-        {"residual", 0, e * 3 * BT * C, [&] { cu::residual_forward(d_x.get(), x.get(), ln.get(), BT * C, s); },
-         4 * L},
+        {"residual (the generic add)", 0, e * 3 * BT * C, [&] { residual(residual_call); }, 4 * L},
         {"linear fc forward + GELU", 2.0 * BT * C * 4 * C, 0,
          [&] {
              cu::linear_gelu_forward(fc_gelu.get(), fc.get(), ln.get(), w_fc.get(), b_fc.get(), BT, C, 4 * C, s);

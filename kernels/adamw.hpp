@@ -1,14 +1,9 @@
 // AdamW with decoupled weight decay (Loshchilov & Hutter; PyTorch's AdamW):
 //   p ← p · (1 − lr·wd);  m ← β1 m + (1−β1) g;  v ← β2 v + (1−β2) g²
 //   p ← p − lr · (m / (1−β1ᵗ)) / (√(v / (1−β2ᵗ)) + ε)
-//
-// Kernel "adamw" (non-differentiable; by the parameters' dtype): t0 param,
-// t1 m, t2 v (the moments), t3 grad (f32, f64, or bf16 for f32 parameters on
-// a card), t4 the chunk table (AdamWChunk as i32 x 4, where the kernel runs);
-// f0 lr, f1 beta1, f2 beta2, f3 eps, f4 weight decay (for chunks that
-// decay); i0 the step, from 1.
 #pragma once
 
+#include "framework/core/kernel.hpp"
 #include "kernels/common.hpp"
 #if !defined(__CUDACC__)
 #include "kernels/op.hpp"
@@ -49,6 +44,23 @@ inline constexpr std::int32_t kAdamWChunk = 4096;
 // Appends the chunks covering [start, start + n) to `out`.
 void append_adamw_chunks(std::vector<AdamWChunk>& out, std::int64_t start, std::int64_t n, bool decay);
 
+}  // namespace levers::kernels
+
+namespace levers {
+// "adamw" (non-differentiable; by the parameters' dtype): param, m, v (the
+// moments) updated in place from grad (f32, f64, or bf16 for f32 parameters on
+// a card); chunks is the chunk table (AdamWChunk as i32 x 4, where the kernel
+// runs); the weight decay applies to chunks that decay.
+struct AdamWCall : KernelCallBase {
+    static constexpr const char* kName = "adamw";
+    TensorArg param, m, v, grad, chunks;
+    kernels::AdamWHyper hyper;
+    std::int64_t step = 1;  // from 1
+};
+}  // namespace levers
+
+namespace levers::kernels {
+
 namespace cpu {
 // Updates param, m and v (n elements each) in place for step t >= 1.
 // Pass weight_decay = 0 in `h` for parameters that must not decay (biases, norms).
@@ -66,11 +78,9 @@ namespace levers::ops {
 // chunk table beside the parameters (i32 [4 x chunks]).
 inline void adamw_update(const Tensor& param, const Tensor& m, const Tensor& v, const Tensor& grad,
                          const Tensor& chunks, const kernels::AdamWHyper& h, long step) {
-    static KernelSlot& kernel = kernel_slot("adamw");
-    KernelCall call = call_of(param, m, v, grad, chunks);
-    call.f = {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, 0};
-    call.i[0] = step;
-    run(kernel, param, call);
+    AdamWCall call{.param = arg(param), .m = arg(m), .v = arg(v), .grad = arg(grad), .chunks = arg(chunks),
+                   .hyper = h, .step = step};
+    run(param, call);
 }
 
 }  // namespace levers::ops

@@ -3,17 +3,33 @@
 // qkv[B, T, 3C] holds q | k | v along the last axis; head h uses channels
 // [h·D, (h+1)·D) of each, D = C / H. y[B, T, C] = softmax(q kᵀ / √D, causal) v,
 // heads side by side. The probabilities att[B, H, T, T] are saved for backward
-// (entries above the diagonal are zero). Conventions as in residual.hpp.
-// (flash_attention.hpp is the fused kernel that keeps no [T, T] matrix.)
-//
-// Kernel "attention": t0 y, t1 att, t2 qkv; i0 heads. "attention_backward":
-// t0 d_qkv (written), t1 d_y, t2 att, t3 qkv; i0 heads.
+// (entries above the diagonal are zero). Conventions as in gelu.hpp. The
+// kernels read contiguous memory: the op makes its input so.
+// (flash_attention.hpp is the fused kernel that keeps no [T, T] matrix;
+// nn::Attention writes attention of any heads and masks from general ops.)
 #pragma once
 
+#include "framework/core/kernel.hpp"
 #include "kernels/common.hpp"
-#include "kernels/op.hpp"
 
 #include <cmath>
+
+namespace levers {
+
+// "attention": y [B, T, C] and att [B, H, T, T] from qkv [B, T, 3C].
+struct AttentionCall : KernelCallBase {
+    static constexpr const char* kName = "attention";
+    TensorArg y, att, qkv;
+    std::int64_t heads = 1;
+};
+// "attention_backward": d_qkv (written).
+struct AttentionBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "attention_backward";
+    TensorArg d_qkv, d_y, att, qkv;
+    std::int64_t heads = 1;
+};
+
+}  // namespace levers
 
 namespace levers::kernels {
 
@@ -52,6 +68,9 @@ void attention_backward(T* d_qkv, const T* d_y, const T* att, const T* qkv, inde
 }  // namespace cpu
 }  // namespace levers::kernels
 
+#if !defined(__CUDACC__)
+#include "kernels/op.hpp"
+
 namespace levers::ops {
 
 // Checks qkv [B, T, 3C] for `heads` heads; returns C.
@@ -67,29 +86,29 @@ inline std::int64_t attention_channels(const char* op, const Tensor& qkv, std::i
 }
 
 // Causal self-attention of qkv [B, T, 3C] over `heads` heads: y [B, T, C]; differentiable.
-inline Tensor attention(const Tensor& qkv, std::int64_t heads) {
-    static KernelSlot& forward = kernel_slot("attention");
+inline Tensor attention(const Tensor& qkv_in, std::int64_t heads) {
+    const Tensor qkv = dense(qkv_in);
     const std::int64_t channels = attention_channels("attention", qkv, heads);
     const std::int64_t batch = qkv.dim(0), time = qkv.dim(1);
     Tensor y = Tensor::empty({batch, time, channels}, qkv.dtype(), qkv.device());
     Tensor att = Tensor::empty({batch, heads, time, time}, qkv.dtype(), qkv.device());
-    KernelCall call = call_of(y, att, qkv);
-    call.i[0] = heads;
-    run(forward, qkv, call);
-    if (auto* node = autograd::record(
+    AttentionCall call{.y = arg(y), .att = arg(att), .qkv = arg(qkv), .heads = heads};
+    run(qkv, call);
+    struct Saved {
+        autograd::SavedTensor qkv, att;
+        std::int64_t heads;
+    };
+    if (auto* s = autograd::record<Saved>(
             "attention",
-            [](autograd::Backward& g) {
-                static KernelSlot& backward = kernel_slot("attention_backward");
-                KernelCall call = call_of(g.write_grad(0), g.grad_out(), g.saved(1), g.saved(0));
-                call.i[0] = g.attr_int(0);
-                run(backward, g.saved(0), call);
+            [](autograd::Backward& g, const Saved& s) {
+                AttentionBackwardCall call{.d_qkv = arg(g.write_grad(0)), .d_y = arg(g.grad_out()), .att = arg(s.att),
+                                           .qkv = arg(s.qkv), .heads = s.heads};
+                run(s.qkv.get(), call);
             },
-            {&qkv}, {&y})) {
-        node->save(0, qkv);
-        node->save(1, att);
-        node->ints[0] = heads;
-    }
+            {&qkv}, {&y}))
+        *s = {.qkv = qkv, .att = att, .heads = heads};
     return y;
 }
 
 }  // namespace levers::ops
+#endif  // !__CUDACC__

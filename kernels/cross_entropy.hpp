@@ -1,19 +1,36 @@
 // softmax cross-entropy over rows of logits, mean over rows whose target is not
 // ignore_index (e.g. padding). Saves only one log-sum-exp per row: no
-// probabilities tensor beyond the logits. Conventions as in residual.hpp.
-//
-// Kernel "cross_entropy": t0 loss [1] and t1 lse [rows], both in the
-// accumulator dtype (f32 for bf16), t2 logits [rows, width], t3 targets
-// [rows] (i32); i0 ignore_index, i1 vocab (the columns that count, <= width;
-// 0: all). "cross_entropy_backward": t0 d_logits (written; may be the logits
-// themselves), t1 lse, t2 logits, t3 targets; f0 d(loss); i0, i1 as forward.
+// probabilities tensor beyond the logits. Conventions as in gelu.hpp. The
+// kernels read contiguous rows: the op makes its input so. (kernels/losses.hpp
+// has the general form, with class weights and label smoothing.)
 #pragma once
 
+#include "framework/core/kernel.hpp"
 #include "kernels/common.hpp"
-#include "kernels/op.hpp"
 
 #include <cmath>
 #include <cstdint>
+
+namespace levers {
+
+// "cross_entropy": loss [1] and lse [rows], both in the accumulator dtype (f32
+// for bf16), from logits [rows, width] and targets [rows] (i32).
+struct CrossEntropyCall : KernelCallBase {
+    static constexpr const char* kName = "cross_entropy";
+    TensorArg loss, lse, logits, targets;
+    std::int64_t ignore_index = -100;
+    std::int64_t vocab = 0;  // the columns that count, <= width (0: all)
+};
+// "cross_entropy_backward": d_logits (written; may be the logits themselves).
+struct CrossEntropyBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "cross_entropy_backward";
+    TensorArg d_logits, lse, logits, targets;
+    double d_loss = 1;
+    std::int64_t ignore_index = -100;
+    std::int64_t vocab = 0;
+};
+
+}  // namespace levers
 
 namespace levers::kernels {
 
@@ -50,14 +67,18 @@ void cross_entropy_backward(T* d_logits, const T* lse, const T* logits, const st
 }  // namespace cpu
 }  // namespace levers::kernels
 
+#if !defined(__CUDACC__)
+#include "kernels/op.hpp"
+
 namespace levers::ops {
 
 // Targets for `rows` rows of `vocab` classes: i32 [rows] (any shape of that
 // many elements), moved beside `logits`; targets on the host going to a card
 // are checked first (the CPU kernels check them as they run).
-inline Tensor targets_beside(const char* op, const Tensor& targets, const Tensor& logits, std::int64_t rows,
+inline Tensor targets_beside(const char* op, const Tensor& targets_in, const Tensor& logits, std::int64_t rows,
                              std::int64_t vocab, std::int64_t ignore_index) {
-    check_dtype(op, "targets", targets, DType::i32);
+    check_dtype(op, "targets", targets_in, DType::i32);
+    const Tensor targets = targets_in.contiguous();
     LEVERS_CHECK(targets.numel() == rows, "{}: 'targets' is {}, but {} rows of logits need {} targets", op,
                  describe(targets), rows, rows);
     if (targets.device().is_cpu() && !logits.device().is_cpu())
@@ -68,47 +89,45 @@ inline Tensor targets_beside(const char* op, const Tensor& targets, const Tensor
 // The cross-entropy kernels, for the ops made of them (rows `width` apart, `vocab` of them counted).
 inline void cross_entropy_into(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
                                std::int64_t ignore_index, std::int64_t vocab) {
-    static KernelSlot& kernel = kernel_slot("cross_entropy");
-    KernelCall call = call_of(loss, lse, logits, targets);
-    call.i[0] = ignore_index;
-    call.i[1] = vocab;
-    run(kernel, logits, call);
+    CrossEntropyCall call{.loss = arg(loss), .lse = arg(lse), .logits = arg(logits), .targets = arg(targets),
+                          .ignore_index = ignore_index, .vocab = vocab};
+    run(logits, call);
 }
 inline void cross_entropy_backward_into(const Tensor& d_logits, const Tensor& lse, const Tensor& logits,
                                         const Tensor& targets, double d_loss, std::int64_t ignore_index,
                                         std::int64_t vocab) {
-    static KernelSlot& kernel = kernel_slot("cross_entropy_backward");
-    KernelCall call = call_of(d_logits, lse, logits, targets);
-    call.f[0] = d_loss;
-    call.i[0] = ignore_index;
-    call.i[1] = vocab;
-    run(kernel, logits, call);
+    CrossEntropyBackwardCall call{.d_logits = arg(d_logits), .lse = arg(lse), .logits = arg(logits),
+                                  .targets = arg(targets), .d_loss = d_loss, .ignore_index = ignore_index,
+                                  .vocab = vocab};
+    run(logits, call);
 }
 
 // The mean cross-entropy of logits [..., V] against targets (one per row,
 // i32; rows whose target is ignore_index do not count): a one-element
 // tensor in the accumulator dtype; differentiable in the logits.
-inline Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index = -100) {
-    check_float("cross_entropy", "logits", logits);
+inline Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets, std::int64_t ignore_index = -100) {
+    check_float("cross_entropy", "logits", logits_in);
+    const Tensor logits = dense(logits_in);
     check_ndim_at_least("cross_entropy", "logits", logits, 1);
     const std::int64_t rows = logits.shape().rows(), vocab = logits.shape().last();
     const Tensor t = targets_beside("cross_entropy", targets, logits, rows, vocab, ignore_index);
     Tensor loss = Tensor::empty({1}, accumulator(logits.dtype()), logits.device());
     Tensor lse = Tensor::empty({rows}, accumulator(logits.dtype()), logits.device());
     cross_entropy_into(loss, lse, logits, t, ignore_index, 0);
-    if (auto* node = autograd::record(
+    struct Saved {
+        autograd::SavedTensor logits, lse, targets;
+        std::int64_t ignore_index;
+    };
+    if (auto* s = autograd::record<Saved>(
             "cross_entropy",
-            [](autograd::Backward& g) {
-                cross_entropy_backward_into(g.write_grad(0), g.saved(1), g.saved(0), g.saved(2), g.grad_out_scalar(),
-                                            g.attr_int(0), 0);
+            [](autograd::Backward& g, const Saved& s) {
+                cross_entropy_backward_into(g.write_grad(0), s.lse, s.logits, s.targets, g.grad_out_scalar(),
+                                            s.ignore_index, 0);
             },
-            {&logits}, {&loss})) {
-        node->save(0, logits);
-        node->save(1, lse);
-        node->save(2, t);
-        node->ints[0] = ignore_index;
-    }
+            {&logits}, {&loss}))
+        *s = {.logits = logits, .lse = lse, .targets = t, .ignore_index = ignore_index};
     return loss;
 }
 
 }  // namespace levers::ops
+#endif  // !__CUDACC__

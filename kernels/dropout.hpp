@@ -4,10 +4,11 @@
 // backward recomputes the mask instead of storing it, and a run resumes
 // exactly from the key alone.
 //
-// Kernel "dropout": t0 out, t1 in (out may alias in); i0 the key (its bits);
-// f0 p. Backward applies the same mask to the gradient with the same kernel.
+// Backward applies the same mask to the gradient with the same kernel, which
+// reads contiguous memory: the op makes its input so.
 #pragma once
 
+#include "framework/core/kernel.hpp"
 #include "kernels/common.hpp"
 #if !defined(__CUDACC__)
 #include "kernels/op.hpp"
@@ -15,6 +16,18 @@
 
 #include <bit>
 #include <cstdint>
+
+namespace levers {
+
+// "dropout": out (may alias in) = in masked and scaled.
+struct DropoutCall : KernelCallBase {
+    static constexpr const char* kName = "dropout";
+    TensorArg out, in;
+    std::uint64_t key = 0;
+    double p = 0;
+};
+
+}  // namespace levers
 
 namespace levers::kernels {
 
@@ -46,31 +59,28 @@ template <class T> void dropout_forward(T* out, const T* in, index_t n, std::uin
 namespace levers::ops {
 
 inline void dropout_into(const Tensor& out, const Tensor& in, std::uint64_t key, double p) {
-    static KernelSlot& kernel = kernel_slot("dropout");
-    KernelCall call = call_of(out, in);
-    call.i[0] = std::bit_cast<std::int64_t>(key);
-    call.f[0] = p;
-    run(kernel, in, call);
+    DropoutCall call{.out = arg(out), .in = arg(in), .key = key, .p = p};
+    run(in, call);
 }
 
 // x with each element dropped with probability p (0 <= p < 1) under `key`;
 // p = 0 is x itself. Differentiable.
-inline Tensor dropout(const Tensor& x, double p, std::uint64_t key) {
-    check_float("dropout", "x", x);
+inline Tensor dropout(const Tensor& input, double p, std::uint64_t key) {
+    check_float("dropout", "x", input);
     LEVERS_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got {}", p);
-    if (p == 0) return x;
+    if (p == 0) return input;
+    const Tensor x = dense(input);
     Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
     dropout_into(out, x, key, p);
-    if (auto* node = autograd::record(
+    struct Saved {
+        std::uint64_t key;
+        double p;
+    };
+    if (auto* s = autograd::record<Saved>(
             "dropout",
-            [](autograd::Backward& g) {
-                dropout_into(g.write_grad(0), g.grad_out(), std::bit_cast<std::uint64_t>(g.attr_int(0)),
-                             g.attr_real(0));
-            },
-            {&x}, {&out})) {
-        node->ints[0] = std::bit_cast<std::int64_t>(key);
-        node->reals[0] = p;
-    }
+            [](autograd::Backward& g, const Saved& s) { dropout_into(g.write_grad(0), g.grad_out(), s.key, s.p); },
+            {&x}, {&out}))
+        *s = {key, p};
     return out;
 }
 

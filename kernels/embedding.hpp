@@ -1,14 +1,26 @@
 // embedding: out[..., :] = wte[tokens[...]], plus a learned position
 // wpe[t] where given (GPT-2's token + position embedding, t the position
-// along the last axis of tokens). Conventions as in residual.hpp.
-//
-// Kernel "embedding": t0 out [..., C], t1 tokens (i32), t2 wte [vocab, C],
-// t3 wpe [>= T, C] (optional). "embedding_backward": t0 d_wte, t1 d_wpe
-// (each optional, added to), t2 d_out, t3 tokens.
+// along the last axis of tokens). Conventions as in gelu.hpp. The kernels
+// read contiguous memory: the op makes its inputs so.
 #pragma once
 
+#include "framework/core/kernel.hpp"
 #include "kernels/common.hpp"
-#include "kernels/op.hpp"
+
+namespace levers {
+
+// "embedding": out [..., C] from tokens (i32), wte [vocab, C], wpe [>= T, C] (optional).
+struct EmbeddingCall : KernelCallBase {
+    static constexpr const char* kName = "embedding";
+    TensorArg out, tokens, wte, wpe;
+};
+// "embedding_backward": d_wte, d_wpe (each optional, added to).
+struct EmbeddingBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "embedding_backward";
+    TensorArg d_wte, d_wpe, d_out, tokens;
+};
+
+}  // namespace levers
 
 namespace levers::kernels::cpu {
 
@@ -30,14 +42,18 @@ namespace levers::kernels {
 void check_token_ids(const std::int32_t* tokens, index_t n, index_t vocab);
 }  // namespace levers::kernels
 
+#if !defined(__CUDACC__)
+#include "kernels/op.hpp"
+
 namespace levers::ops {
 
 // `ids` (i32, any shape) moved next to `table`; ids on the host going to a
 // card are checked first (kernels on a card cannot throw; the CPU's check
 // as they run).
-inline Tensor ids_beside(const char* op, const char* arg_name, const Tensor& ids, const Tensor& table,
+inline Tensor ids_beside(const char* op, const char* arg_name, const Tensor& ids_in, const Tensor& table,
                          std::int64_t limit) {
-    check_dtype(op, arg_name, ids, DType::i32);
+    check_dtype(op, arg_name, ids_in, DType::i32);
+    const Tensor ids = ids_in.contiguous();
     if (ids.device().is_cpu() && !table.device().is_cpu())
         kernels::check_token_ids(ids.data<std::int32_t>(), ids.numel(), limit);
     return ids.to(table.device());
@@ -45,9 +61,9 @@ inline Tensor ids_beside(const char* op, const char* arg_name, const Tensor& ids
 
 // wte[tokens] (+ wpe[position] when wpe is given): tokens [..., T] i32 gives
 // [..., T, C]; differentiable in the tables.
-inline Tensor embedding(const Tensor& tokens, const Tensor& wte, const Tensor& wpe = Tensor()) {
-    static KernelSlot& forward = kernel_slot("embedding");
-    check_float("embedding", "weight", wte);
+inline Tensor embedding(const Tensor& tokens, const Tensor& wte_in, const Tensor& wpe_in = Tensor()) {
+    check_float("embedding", "weight", wte_in);
+    const Tensor wte = dense(wte_in), wpe = dense(wpe_in);
     LEVERS_CHECK(wte.shape().ndim() == 2, "embedding: 'weight' is {}, expected [vocabulary, channels]", describe(wte));
     check_ndim_at_least("embedding", "tokens", tokens, 1);
     const std::int64_t channels = wte.dim(1), time = tokens.shape().last();
@@ -59,20 +75,24 @@ inline Tensor embedding(const Tensor& tokens, const Tensor& wte, const Tensor& w
     }
     const Tensor ids = ids_beside("embedding", "tokens", tokens, wte, wte.dim(0));
     Tensor out = Tensor::empty(tokens.shape().appended(channels), wte.dtype(), wte.device());
-    KernelCall call = call_of(out, ids, wte, wpe);
-    run(forward, wte, call);
-    if (auto* node = autograd::record(
+    EmbeddingCall call{.out = arg(out), .tokens = arg(ids), .wte = arg(wte), .wpe = arg(wpe)};
+    run(wte, call);
+    struct Saved {
+        autograd::SavedTensor ids;
+    };
+    if (auto* s = autograd::record<Saved>(
             "embedding",
-            [](autograd::Backward& g) {
-                static KernelSlot& backward = kernel_slot("embedding_backward");
+            [](autograd::Backward& g, const Saved& s) {
                 const Tensor d_wte = g.needs_grad(1) ? g.add_grad(1) : Tensor();
                 const Tensor d_wpe = g.needs_grad(2) ? g.add_grad(2) : Tensor();
-                KernelCall call = call_of(d_wte, d_wpe, g.grad_out(), g.saved(0));
-                if (call.t[0].defined() || call.t[1].defined()) run(backward, g.grad_out(), call);
+                EmbeddingBackwardCall call{.d_wte = arg(d_wte), .d_wpe = arg(d_wpe), .d_out = arg(g.grad_out()),
+                                           .tokens = arg(s.ids)};
+                if (d_wte.defined() || d_wpe.defined()) run(g.grad_out(), call);
             },
             {&ids, &wte, &wpe}, {&out}))
-        node->save(0, ids);
+        s->ids = ids;
     return out;
 }
 
 }  // namespace levers::ops
+#endif  // !__CUDACC__

@@ -4,13 +4,28 @@
 // query row's log-sum-exp, lse [B·H·T] in f32; backward writes all of d_qkv.
 // Only the CUDA backend has it: CausalSelfAttention picks it where
 // flash_attention_applies(), and the unfused op elsewhere.
-//
-// Kernel "flash_attention": t0 y, t1 lse, t2 qkv; i0 heads.
-// "flash_attention_backward": t0 d_qkv, t1 d_y, t2 y, t3 lse, t4 qkv; i0 heads.
 #pragma once
 
 #include "kernels/attention.hpp"
 
+namespace levers {
+
+// "flash_attention": y and lse from qkv.
+struct FlashAttentionCall : KernelCallBase {
+    static constexpr const char* kName = "flash_attention";
+    TensorArg y, lse, qkv;
+    std::int64_t heads = 1;
+};
+// "flash_attention_backward": d_qkv (written).
+struct FlashAttentionBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "flash_attention_backward";
+    TensorArg d_qkv, d_y, y, lse, qkv;
+    std::int64_t heads = 1;
+};
+
+}  // namespace levers
+
+#if !defined(__CUDACC__)
 #include "framework/core/environment.hpp"
 
 #include <cstdlib>
@@ -28,30 +43,30 @@ inline bool flash_attention_applies(Device device, DType dtype, std::int64_t cha
 }
 
 // attention(qkv, heads) through the fused kernel; differentiable.
-inline Tensor flash_attention(const Tensor& qkv, std::int64_t heads) {
-    static KernelSlot& forward = kernel_slot("flash_attention");
+inline Tensor flash_attention(const Tensor& qkv_in, std::int64_t heads) {
+    const Tensor qkv = dense(qkv_in);
     const std::int64_t channels = attention_channels("flash_attention", qkv, heads);
     const std::int64_t batch = qkv.dim(0), time = qkv.dim(1);
     Tensor y = Tensor::empty({batch, time, channels}, qkv.dtype(), qkv.device());
     Tensor lse = Tensor::empty({batch * heads * time}, DType::f32, qkv.device());
-    KernelCall call = call_of(y, lse, qkv);
-    call.i[0] = heads;
-    run(forward, qkv, call);
-    if (auto* node = autograd::record(
+    FlashAttentionCall call{.y = arg(y), .lse = arg(lse), .qkv = arg(qkv), .heads = heads};
+    run(qkv, call);
+    struct Saved {
+        autograd::SavedTensor qkv, y, lse;
+        std::int64_t heads;
+    };
+    if (auto* s = autograd::record<Saved>(
             "flash_attention",
-            [](autograd::Backward& g) {
-                static KernelSlot& backward = kernel_slot("flash_attention_backward");
-                KernelCall call = call_of(g.write_grad(0), g.grad_out(), g.saved(1), g.saved(2), g.saved(0));
-                call.i[0] = g.attr_int(0);
-                run(backward, g.saved(0), call);
+            [](autograd::Backward& g, const Saved& s) {
+                FlashAttentionBackwardCall call{.d_qkv = arg(g.write_grad(0)), .d_y = arg(g.grad_out()),
+                                                .y = arg(s.y), .lse = arg(s.lse), .qkv = arg(s.qkv),
+                                                .heads = s.heads};
+                run(s.qkv.get(), call);
             },
-            {&qkv}, {&y})) {
-        node->save(0, qkv);
-        node->save(1, y);
-        node->save(2, lse);
-        node->ints[0] = heads;
-    }
+            {&qkv}, {&y}))
+        *s = {.qkv = qkv, .y = y, .lse = lse, .heads = heads};
     return y;
 }
 
 }  // namespace levers::ops
+#endif  // !__CUDACC__

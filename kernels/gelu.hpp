@@ -1,16 +1,32 @@
-// GELU, tanh form (GPT-2's): y = x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))).
-// Conventions as in residual.hpp.
+// GELU, tanh form (GPT-2's): y = x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))),
+// with kernels of its own (vectorised tanh), which the fused linear ops use
+// too; the exact form is ops::gelu_erf (kernels/elementwise.hpp). The
+// kernels read contiguous memory: the op makes its input so.
 //
-// Kernel "gelu": t0 out, t1 in. "gelu_backward": t0 d_in, t1 d_out, t2 in
-// (d_in may alias d_out).
+// Conventions of every op: a kernel's call names its tensors (outputs, saved
+// state, inputs, parameters), the pointer-level CPU reference functions take
+// them in that order with the sizes after; backward *writes* activation
+// gradients and *adds* into parameter gradients.
 #pragma once
 
+#include "framework/core/kernel.hpp"
 #include "kernels/common.hpp"
-#if !defined(__CUDACC__)
-#include "kernels/op.hpp"
-#endif
 
 #include <cmath>
+
+namespace levers {
+
+// "gelu": out = gelu(in). "gelu_backward": d_in = d_out · gelu'(in) (d_in may alias d_out).
+struct GeluCall : KernelCallBase {
+    static constexpr const char* kName = "gelu";
+    TensorArg out, in;
+};
+struct GeluBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "gelu_backward";
+    TensorArg d_in, d_out, in;
+};
+
+}  // namespace levers
 
 namespace levers::kernels {
 
@@ -38,27 +54,33 @@ template <class T> void gelu_backward(T* d_in, const T* d_out, const T* in, inde
 
 // The op itself is host code of levers' C++; nvcc compiles only the maths above.
 #if !defined(__CUDACC__)
+#include "kernels/elementwise.hpp"
+#include "kernels/op.hpp"
 
 namespace levers::ops {
 
 // d_in = d_out · gelu'(in), through the backends' "gelu_backward" (the fused ops use it too).
 inline void gelu_backward_into(const Tensor& d_in, const Tensor& d_out, const Tensor& in) {
-    static KernelSlot& kernel = kernel_slot("gelu_backward");
-    KernelCall call = call_of(d_in, d_out, in);
-    run(kernel, in, call);
+    GeluBackwardCall call{.d_in = arg(d_in), .d_out = arg(d_out), .in = arg(in)};
+    run(in, call);
 }
 
-// gelu(x) element by element; differentiable.
-inline Tensor gelu(const Tensor& x) {
-    static KernelSlot& kernel = kernel_slot("gelu");
-    check_float("gelu", "x", x);
+// gelu(x) element by element, the tanh form unless `form` says erf (PyTorch's default); differentiable.
+inline Tensor gelu(const Tensor& input, GeluForm form = GeluForm::tanh) {
+    if (form == GeluForm::erf) return gelu_erf(input);
+    check_float("gelu", "x", input);
+    const Tensor x = dense(input);
     Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-    KernelCall call = call_of(out, x);
-    run(kernel, x, call);
-    if (auto* node = autograd::record(
-            "gelu", [](autograd::Backward& g) { gelu_backward_into(g.write_grad(0), g.grad_out(), g.saved(0)); },
+    GeluCall call{.out = arg(out), .in = arg(x)};
+    run(x, call);
+    struct Saved {
+        autograd::SavedTensor x;
+    };
+    if (auto* s = autograd::record<Saved>(
+            "gelu",
+            [](autograd::Backward& g, const Saved& s) { gelu_backward_into(g.write_grad(0), g.grad_out(), s.x); },
             {&x}, {&out}))
-        node->save(0, x);
+        s->x = x;
     return out;
 }
 

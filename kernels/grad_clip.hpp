@@ -1,13 +1,28 @@
 // Global gradient-norm clipping over a flat gradient buffer: if ‖g‖₂ > max_norm,
 // g ← g · max_norm / (‖g‖₂ + 1e-6) (PyTorch's clip_grad_norm_).
-//
-// Kernels (non-differentiable; by the gradients' dtype): "clip_grad_norm":
-// t0 grad (clipped in place); f0 max_norm; the norm before clipping in
-// *result. "scale": t0 x (scaled in place); f0 the factor.
 #pragma once
 
+#include "framework/core/kernel.hpp"
 #include "kernels/common.hpp"
-#include "kernels/op.hpp"
+
+namespace levers {
+
+// "clip_grad_norm" (non-differentiable; by the gradients' dtype): grad clipped
+// in place; the norm before clipping in *result (host memory).
+struct ClipGradNormCall : KernelCallBase {
+    static constexpr const char* kName = "clip_grad_norm";
+    TensorArg grad;
+    double max_norm = 0;
+    double* result = nullptr;
+};
+// "scale": x scaled in place by `factor`.
+struct ScaleCall : KernelCallBase {
+    static constexpr const char* kName = "scale";
+    TensorArg x;
+    double factor = 1;
+};
+
+}  // namespace levers
 
 namespace levers::kernels::cpu {
 
@@ -20,26 +35,25 @@ template <class T> double clip_grad_norm(T* grad, index_t n, double max_norm);
 
 }  // namespace levers::kernels::cpu
 
+#if !defined(__CUDACC__)
+#include "kernels/op.hpp"
+
 namespace levers::ops {
 
 // Clips `grad` in place to a global norm of max_norm (<= 0: no clipping);
 // returns the norm before (waits for the card).
 inline double clip_grad_norm(const Tensor& grad, double max_norm) {
-    static KernelSlot& kernel = kernel_slot("clip_grad_norm");
     double norm = 0;
-    KernelCall call = call_of(grad);
-    call.f[0] = max_norm;
-    call.result = &norm;
-    run(kernel, grad, call);
+    ClipGradNormCall call{.grad = arg(grad), .max_norm = max_norm, .result = &norm};
+    run(grad, call);
     return norm;
 }
 
 // x *= s, in place.
 inline void scale_(const Tensor& x, double s) {
-    static KernelSlot& kernel = kernel_slot("scale");
-    KernelCall call = call_of(x);
-    call.f[0] = s;
-    run(kernel, x, call);
+    ScaleCall call{.x = arg(x), .factor = s};
+    run(x, call);
 }
 
 }  // namespace levers::ops
+#endif  // !__CUDACC__

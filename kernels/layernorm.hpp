@@ -1,16 +1,28 @@
 // layernorm over the last dimension: out = (x - mean) * rstd * weight + bias.
-// Conventions as in residual.hpp. The per-row maths is shared with the CUDA kernel.
-//
-// Kernel "layernorm": t0 out, t1 mean, t2 rstd (one per row, in the
-// accumulator dtype: f32 for bf16), t3 x, t4 weight, t5 bias; f0 eps.
-// "layernorm_backward": t0 d_x (written), t1 d_weight, t2 d_bias (added to;
-// both or neither: frozen), t3 d_out, t4 x, t5 mean, t6 rstd, t7 weight.
+// Conventions as in gelu.hpp. The per-row maths is shared with the CUDA
+// kernel. The kernels read contiguous rows: the op makes its input so.
 #pragma once
 
+#include "framework/core/kernel.hpp"
 #include "kernels/common.hpp"
-#include "kernels/op.hpp"
 
 #include <cmath>
+
+namespace levers {
+
+// "layernorm": out, and mean and rstd (one per row, in the accumulator dtype: f32 for bf16).
+struct LayerNormCall : KernelCallBase {
+    static constexpr const char* kName = "layernorm";
+    TensorArg out, mean, rstd, x, weight, bias;
+    double eps = 1e-5;
+};
+// "layernorm_backward": d_x (written), d_weight and d_bias (added to; both or neither: frozen).
+struct LayerNormBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "layernorm_backward";
+    TensorArg d_x, d_weight, d_bias, d_out, x, mean, rstd, weight;
+};
+
+}  // namespace levers
 
 namespace levers::kernels {
 
@@ -64,12 +76,15 @@ void layernorm_backward(T* d_x, T* d_weight, T* d_bias, const T* d_out, const T*
 }  // namespace cpu
 }  // namespace levers::kernels
 
+#if !defined(__CUDACC__)
+#include "kernels/op.hpp"
+
 namespace levers::ops {
 
 // Normalises each row of x [..., C] and scales it by weight [C], shifting by bias [C]; differentiable.
-inline Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5) {
-    static KernelSlot& forward = kernel_slot("layernorm");
-    check_float("layernorm", "x", x);
+inline Tensor layernorm(const Tensor& input, const Tensor& weight_in, const Tensor& bias_in, double eps = 1e-5) {
+    check_float("layernorm", "x", input);
+    const Tensor x = dense(input), weight = dense(weight_in), bias = dense(bias_in);
     check_ndim_at_least("layernorm", "x", x, 1);
     const std::int64_t channels = x.shape().last();
     auto why = [&] { return fmt::format("'x' {} needs [{}]", x.shape().str(), channels); };
@@ -81,29 +96,29 @@ inline Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bia
     const Shape rows{x.shape().rows()};
     Tensor mean = Tensor::empty(rows, accumulator(x.dtype()), x.device());
     Tensor rstd = Tensor::empty(rows, accumulator(x.dtype()), x.device());
-    KernelCall call = call_of(out, mean, rstd, x, weight, bias);
-    call.f[0] = eps;
-    run(forward, x, call);
-    if (auto* node = autograd::record(
+    LayerNormCall call{.out = arg(out), .mean = arg(mean), .rstd = arg(rstd), .x = arg(x), .weight = arg(weight),
+                       .bias = arg(bias), .eps = eps};
+    run(x, call);
+    struct Saved {
+        autograd::SavedTensor x, mean, rstd, weight;
+    };
+    if (auto* s = autograd::record<Saved>(
             "layernorm",
-            [](autograd::Backward& g) {
-                static KernelSlot& backward = kernel_slot("layernorm_backward");
-                const Tensor& x = g.saved(0);
+            [](autograd::Backward& g, const Saved& s) {
                 // The kernels sum both parameter gradients or neither: a frozen one gets a scratch buffer.
                 const bool params = g.needs_grad(1) || g.needs_grad(2);
                 const Tensor d_w = params ? g.add_grad_or_scratch(1) : Tensor();
                 const Tensor d_b = params ? g.add_grad_or_scratch(2) : Tensor();
                 const Tensor d_x = g.write_grad_or_scratch(0);
-                KernelCall call = call_of(d_x, d_w, d_b, g.grad_out(), x, g.saved(1), g.saved(2), g.saved(3));
-                run(backward, x, call);
+                LayerNormBackwardCall call{.d_x = arg(d_x), .d_weight = arg(d_w), .d_bias = arg(d_b),
+                                           .d_out = arg(g.grad_out()), .x = arg(s.x), .mean = arg(s.mean),
+                                           .rstd = arg(s.rstd), .weight = arg(s.weight)};
+                run(s.x.get(), call);
             },
-            {&x, &weight, &bias}, {&out})) {
-        node->save(0, x);
-        node->save(1, mean);
-        node->save(2, rstd);
-        node->save(3, weight);
-    }
+            {&x, &weight, &bias}, {&out}))
+        *s = {.x = x, .mean = mean, .rstd = rstd, .weight = weight};
     return out;
 }
 
 }  // namespace levers::ops
+#endif  // !__CUDACC__

@@ -2,15 +2,28 @@
 // nn.Linear layout, so a GPT's tied embedding can serve as its output weight).
 // Conventions as in residual.hpp.
 //
-// Kernel "linear": t0 out [n, out_dim], t1 in [n, in_dim], t2 weight, t3 bias
-// (optional); i0 how far apart rows of out are (0: out_dim; wider rows keep a
-// card's products aligned, as for a GPT's logits). "linear_backward": t0 d_in
-// (optional, written), t1 d_weight, t2 d_bias (optional, added to), t3 d_out,
-// t4 in, t5 weight; i0 as for the forward, for d_out.
+// The kernels read contiguous rows: the op makes its input so.
 #pragma once
 
+#include "framework/core/kernel.hpp"
 #include "kernels/common.hpp"
-#include "kernels/op.hpp"
+
+namespace levers {
+
+// "linear": out [n, out_dim] = in [n, in_dim] · weightᵀ + bias (optional).
+struct LinearCall : KernelCallBase {
+    static constexpr const char* kName = "linear";
+    TensorArg out, in, weight, bias;
+    std::int64_t out_ld = 0;  // how far apart rows of out are (0: out_dim; wider rows keep a card's products aligned)
+};
+// "linear_backward": d_in (optional, written), d_weight, d_bias (optional, added to).
+struct LinearBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "linear_backward";
+    TensorArg d_in, d_weight, d_bias, d_out, in, weight;
+    std::int64_t out_ld = 0;  // as for the forward, for d_out
+};
+
+}  // namespace levers
 
 namespace levers::kernels::cpu {
 
@@ -26,6 +39,9 @@ void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* i
                      index_t in_dim, index_t out_dim);
 
 }  // namespace levers::kernels::cpu
+
+#if !defined(__CUDACC__)
+#include "kernels/op.hpp"
 
 namespace levers::ops {
 
@@ -50,17 +66,14 @@ inline Shape linear_shape(const char* op, const Tensor& in, const Tensor& weight
 // The kernels, for the fused ops that are made of them.
 inline void linear_into(const Tensor& out, const Tensor& in, const Tensor& weight, const Tensor& bias,
                         std::int64_t out_ld = 0) {
-    static KernelSlot& kernel = kernel_slot("linear");
-    KernelCall call = call_of(out, in, weight, bias);
-    call.i[0] = out_ld;
-    run(kernel, in, call);
+    LinearCall call{.out = arg(out), .in = arg(in), .weight = arg(weight), .bias = arg(bias), .out_ld = out_ld};
+    run(in, call);
 }
 inline void linear_backward_into(const Tensor& d_in, const Tensor& d_weight, const Tensor& d_bias, const Tensor& d_out,
                                  const Tensor& in, const Tensor& weight, std::int64_t out_ld = 0) {
-    static KernelSlot& kernel = kernel_slot("linear_backward");
-    KernelCall call = call_of(d_in, d_weight, d_bias, d_out, in, weight);
-    call.i[0] = out_ld;
-    run(kernel, in, call);
+    LinearBackwardCall call{.d_in = arg(d_in), .d_weight = arg(d_weight), .d_bias = arg(d_bias), .d_out = arg(d_out),
+                            .in = arg(in), .weight = arg(weight), .out_ld = out_ld};
+    run(in, call);
 }
 
 // The gradients a linear layer's backward computes for (input, weight, bias)
@@ -73,20 +86,24 @@ inline void linear_grads(autograd::Backward& g, int k, const Tensor& d_out, cons
     if (d_in.defined() || d_w.defined() || d_b.defined()) linear_backward_into(d_in, d_w, d_b, d_out, in, weight);
 }
 
-// in · weightᵀ + bias (bias may be undefined); differentiable.
-inline Tensor linear(const Tensor& in, const Tensor& weight, const Tensor& bias = Tensor()) {
+// What a linear layer's backward reads.
+struct LinearSaved {
+    autograd::SavedTensor in, weight;
+};
+
+// in · weightᵀ + bias (bias may be undefined); differentiable. Any strides:
+// the rows are made contiguous first.
+inline Tensor linear(const Tensor& input, const Tensor& weight_in, const Tensor& bias_in = Tensor()) {
+    const Tensor in = dense(input), weight = dense(weight_in), bias = dense(bias_in);
     Tensor out = Tensor::empty(linear_shape("linear", in, weight, bias), in.dtype(), in.device());
     linear_into(out, in, weight, bias);
-    if (auto* node = autograd::record(
+    if (auto* s = autograd::record<LinearSaved>(
             "linear",
-            [](autograd::Backward& g) {
-                linear_grads(g, 0, g.grad_out(), g.saved(0), g.saved(1));
-            },
-            {&in, &weight, &bias}, {&out})) {
-        node->save(0, in);
-        node->save(1, weight);
-    }
+            [](autograd::Backward& g, const LinearSaved& s) { linear_grads(g, 0, g.grad_out(), s.in, s.weight); },
+            {&in, &weight, &bias}, {&out}))
+        *s = {.in = in, .weight = weight};
     return out;
 }
 
 }  // namespace levers::ops
+#endif  // !__CUDACC__

@@ -10,12 +10,14 @@
 #include "kernels/cross_entropy.hpp"
 #include "kernels/linear.hpp"
 
+#if !defined(__CUDACC__)
 namespace levers::ops {
 
 // x [..., C], weight [V, C], targets one i32 per row of x; a one-element loss
 // in the accumulator dtype; differentiable in x and weight.
-inline Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
+inline Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight_in, const Tensor& targets,
                                    std::int64_t ignore_index = -100) {
+    const Tensor x = dense(x_in), weight = dense(weight_in);
     (void)linear_shape("linear_cross_entropy", x, weight, Tensor());
     const std::int64_t rows = x.shape().rows(), vocab = weight.dim(0);
     const Tensor t = targets_beside("linear_cross_entropy", targets, x, rows, vocab, ignore_index);
@@ -25,27 +27,26 @@ inline Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const 
     Tensor loss = Tensor::empty({1}, accumulator(x.dtype()), x.device());
     Tensor lse = Tensor::empty({rows}, accumulator(x.dtype()), x.device());
     cross_entropy_into(loss, lse, logits, t, ignore_index, vocab);
-    if (auto* node = autograd::record(
+    struct Saved {
+        autograd::SavedTensor x, weight, targets, logits, lse;
+        std::int64_t ignore_index;
+    };
+    if (auto* s = autograd::record<Saved>(
             "linear_cross_entropy",
-            [](autograd::Backward& g) {
-                const Tensor &x = g.saved(0), &weight = g.saved(1), &logits = g.saved(3);
+            [](autograd::Backward& g, const Saved& s) {
+                const Tensor &x = s.x, &weight = s.weight, &logits = s.logits;
                 const std::int64_t vocab = weight.dim(0), width = logits.dim(1);
                 // In place: the logits become their gradient.
-                cross_entropy_backward_into(logits, g.saved(4), logits, g.saved(2), g.grad_out_scalar(), g.attr_int(0),
+                cross_entropy_backward_into(logits, s.lse, logits, s.targets, g.grad_out_scalar(), s.ignore_index,
                                             vocab);
                 const Tensor d_x = g.needs_grad(0) ? g.write_grad(0) : Tensor();
                 const Tensor d_w = g.needs_grad(1) ? g.add_grad(1) : Tensor();
                 linear_backward_into(d_x, d_w, Tensor(), logits, x, weight, width);
             },
-            {&x, &weight}, {&loss})) {
-        node->save(0, x);
-        node->save(1, weight);
-        node->save(2, t);
-        node->save(3, logits);
-        node->save(4, lse);
-        node->ints[0] = ignore_index;
-    }
+            {&x, &weight}, {&loss}))
+        *s = {.x = x, .weight = weight, .targets = t, .logits = logits, .lse = lse, .ignore_index = ignore_index};
     return loss;
 }
 
 }  // namespace levers::ops
+#endif  // !__CUDACC__

@@ -3,17 +3,30 @@
 // (nn.Linear layouts) and scale = alpha / rank. B starts at zero, so training
 // starts from the frozen model exactly.
 //
-// Conventions as in residual.hpp, except that backward *adds* into d_in: the
-// frozen layer's own backward has already written it.
-//
-// Kernel "lora": t0 out (added to), t1 u = in · Aᵀ (written, kept for
-// backward), t2 in, t3 a, t4 b; f0 scale. "lora_backward": t0 d_in (optional,
-// added to), t1 d_a, t2 d_b (added to), t3 du (scratch [n, rank]), t4 d_out,
-// t5 in, t6 u, t7 a, t8 b; f0 scale.
+// Conventions as in gelu.hpp, except that backward *adds* into d_in: the
+// frozen layer's own backward has already written it. The kernels read
+// contiguous rows: the op makes its input so.
 #pragma once
 
 #include "kernels/common.hpp"
 #include "kernels/linear.hpp"
+
+namespace levers {
+
+// "lora": out (added to), u = in · Aᵀ (written, kept for backward).
+struct LoraCall : KernelCallBase {
+    static constexpr const char* kName = "lora";
+    TensorArg out, u, in, a, b;
+    double scale = 1;
+};
+// "lora_backward": d_in (optional, added to), d_a, d_b (added to), du (scratch [n, rank]).
+struct LoraBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "lora_backward";
+    TensorArg d_in, d_a, d_b, du, d_out, in, u, a, b;
+    double scale = 1;
+};
+
+}  // namespace levers
 
 namespace levers::kernels::cpu {
 
@@ -34,13 +47,14 @@ void lora_merge(T* weight, const T* a, const T* b, index_t in_dim, index_t out_d
 
 }  // namespace levers::kernels::cpu
 
+#if !defined(__CUDACC__)
 namespace levers::ops {
 
 // linear(in, weight, bias) + scale · (in · aᵀ) · bᵀ: a linear layer with its
 // LoRA adapter (a [rank, in_dim], b [out_dim, rank]); differentiable in all.
-inline Tensor lora_linear(const Tensor& in, const Tensor& weight, const Tensor& bias, const Tensor& a, const Tensor& b,
-                          double scale) {
-    static KernelSlot& forward = kernel_slot("lora");
+inline Tensor lora_linear(const Tensor& in_, const Tensor& weight_, const Tensor& bias_, const Tensor& a_,
+                          const Tensor& b_, double scale) {
+    const Tensor in = dense(in_), weight = dense(weight_), bias = dense(bias_), a = dense(a_), b = dense(b_);
     const Shape shape = linear_shape("lora_linear", in, weight, bias);
     const std::int64_t in_dim = weight.dim(1), out_dim = weight.dim(0);
     check_like("lora_linear", "lora_a", a, "input", in);
@@ -55,35 +69,33 @@ inline Tensor lora_linear(const Tensor& in, const Tensor& weight, const Tensor& 
     Tensor out = Tensor::empty(shape, in.dtype(), in.device());
     Tensor u = Tensor::empty({in.shape().rows(), rank}, in.dtype(), in.device());
     linear_into(out, in, weight, bias);
-    KernelCall call = call_of(out, u, in, a, b);
-    call.f[0] = scale;
-    run(forward, in, call);
-    if (auto* node = autograd::record(
+    LoraCall call{.out = arg(out), .u = arg(u), .in = arg(in), .a = arg(a), .b = arg(b), .scale = scale};
+    run(in, call);
+    struct Saved {
+        autograd::SavedTensor in, weight, u, a, b;
+        double scale;
+    };
+    if (auto* s = autograd::record<Saved>(
             "lora_linear",
-            [](autograd::Backward& g) {
-                static KernelSlot& backward = kernel_slot("lora_backward");
-                const Tensor &x = g.saved(0), &u = g.saved(2);
+            [](autograd::Backward& g, const Saved& s) {
+                const Tensor &x = s.in, &u = s.u;
                 const Tensor d_in = g.needs_grad(0) ? g.write_grad(0) : Tensor();
                 const Tensor d_w = g.needs_grad(1) ? g.add_grad(1) : Tensor();
                 const Tensor d_b = g.needs_grad(2) ? g.add_grad(2) : Tensor();
                 // The frozen layer's backward writes d_in; the adapter's adds into it.
                 if (d_in.defined() || d_w.defined() || d_b.defined())
-                    linear_backward_into(d_in, d_w, d_b, g.grad_out(), x, g.saved(1));
+                    linear_backward_into(d_in, d_w, d_b, g.grad_out(), x, s.weight);
                 const Tensor d_a = g.add_grad_or_scratch(3), d_bm = g.add_grad_or_scratch(4);
                 const Tensor du = Tensor::empty(u.shape(), u.dtype(), u.device());
-                KernelCall call = call_of(d_in, d_a, d_bm, du, g.grad_out(), x, u, g.saved(3), g.saved(4));
-                call.f[0] = g.attr_real(0);
-                run(backward, x, call);
+                LoraBackwardCall call{.d_in = arg(d_in), .d_a = arg(d_a), .d_b = arg(d_bm), .du = arg(du),
+                                      .d_out = arg(g.grad_out()), .in = arg(x), .u = arg(u), .a = arg(s.a),
+                                      .b = arg(s.b), .scale = s.scale};
+                run(x, call);
             },
-            {&in, &weight, &bias, &a, &b}, {&out})) {
-        node->save(0, in);
-        node->save(1, weight);
-        node->save(2, u);
-        node->save(3, a);
-        node->save(4, b);
-        node->reals[0] = scale;
-    }
+            {&in, &weight, &bias, &a, &b}, {&out}))
+        *s = {.in = in, .weight = weight, .u = u, .a = a, .b = b, .scale = scale};
     return out;
 }
 
 }  // namespace levers::ops
+#endif  // !__CUDACC__

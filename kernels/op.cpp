@@ -7,6 +7,14 @@ std::string describe(const Tensor& t) {
     return fmt::format("{} {} on {}", name_of(t.dtype()), t.shape().str(), t.device().str());
 }
 
+TensorArg arg(const Tensor& t) {
+    if (!t.defined()) return {};
+    LEVERS_CHECK(t.is_contiguous(), "a kernel that reads contiguous memory was given a strided {} tensor (the op must "
+                 "make its inputs contiguous first)",
+                 t.shape().str());
+    return {t.raw(), t.shape(), t.strides(), t.dtype()};
+}
+
 void check_defined(const char* op, const char* arg, const Tensor& t) {
     LEVERS_CHECK(t.defined(), "{}: '{}' is missing", op, arg);
 }

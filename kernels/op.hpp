@@ -14,6 +14,10 @@ namespace levers::ops {
 // "f32 [2, 3] on cpu"
 std::string describe(const Tensor& t);
 
+// Inputs most kernels read as contiguous rows: the tensor itself, or a
+// contiguous copy (recorded, so gradients flow back through it).
+inline Tensor dense(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
+
 // An argument must be there.
 void check_defined(const char* op, const char* arg, const Tensor& t);
 // A floating-point tensor (f32, f64 or bf16).
@@ -32,22 +36,18 @@ template <class Why> void check_shape(const char* op, const char* arg, const Ten
 // At least `n` dimensions.
 void check_ndim_at_least(const char* op, const char* arg, const Tensor& t, int n);
 
-// A kernel argument: the tensor's memory, shape and dtype (empty for an
-// undefined tensor: an optional argument left out).
-inline TensorArg arg(const Tensor& t) { return {t.raw(), t.shape(), t.dtype()}; }
+// A kernel argument for a kernel that reads contiguous memory: the tensor's
+// memory, shape, strides and dtype (empty for an undefined tensor: an
+// optional argument left out). A strided tensor here is levers' own bug (the
+// op should have made it contiguous): refused, naming the op's call.
+TensorArg arg(const Tensor& t);
+// The same for kernels that take any strides (the generic ones).
+inline TensorArg strided(const Tensor& t) { return {t.raw(), t.shape(), t.strides(), t.dtype()}; }
 
-// A kernel call with `tensors` in slots t0, t1, ... in order (undefined ones:
-// optional arguments left out); attributes are set on it after.
-template <class... T> KernelCall call_of(const T&... tensors) {
-    static_assert(sizeof...(T) <= KernelCall::kTensors, "a kernel call holds at most KernelCall::kTensors tensors");
-    KernelCall call;
-    int k = 0;
-    ((call.t[static_cast<std::size_t>(k++)] = arg(tensors)), ...);
-    return call;
-}
-
-// Runs kernel `slot` where `like` lives, for `like`'s dtype.
-inline void run(KernelSlot& slot, const Tensor& like, KernelCall& call) {
+// Runs the op's kernel (its call type names it) where `like` lives, for `like`'s dtype.
+template <class Call> void run(const Tensor& like, Call& call) { run_kernel(like.device(), like.dtype(), call); }
+// The same for a kernel of a family that shares one call type, by name.
+template <class Call> void run(const KernelSlot& slot, const Tensor& like, Call& call) {
     run_kernel(slot, like.device(), like.dtype(), call);
 }
 

@@ -5,7 +5,7 @@
 #include "kernels/embedding.hpp"
 #include "kernels/linear_cross_entropy.hpp"
 #include "kernels/linear_gelu.hpp"
-#include "kernels/residual.hpp"
+#include "kernels/elementwise.hpp"
 #include "framework/nn/lora.hpp"
 
 #include <cstring>

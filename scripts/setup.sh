@@ -90,9 +90,9 @@ build_levers() {
 # ("N passed, N failed, N skipped") summed over doctest's reports.
 run_tests() {
     local rc=0
-    # The bundle suite (a second whole CUDA build) is a command of its own:
-    # meson test -C build --suite bundle.
-    meson test -C "$build" --print-errorlogs --num-processes 1 --no-suite bundle || rc=$?
+    # The bundle suite (a second whole CUDA build) and the examples suite (a
+    # CNN trained to 90%) are commands of their own: meson test -C build --suite bundle.
+    meson test -C "$build" --print-errorlogs --num-processes 1 --no-suite bundle --no-suite examples || rc=$?
     local log="$build/meson-logs/testlog.txt"
     grep -h -E '^\[doctest\] (test cases|assertions):' "$log" || true
     grep -h '^\[doctest\] test cases:' "$log" | awk -F'|' '

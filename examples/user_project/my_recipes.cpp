@@ -1,6 +1,9 @@
 // A user's own recipe binary: `./my_recipes run fashion --gpus 2` and every
-// other `recipe` command, for the recipes defined here. `fashion` trains a
-// model levers does not ship, written as modules: no backward code.
+// other `recipe` command, for the recipes defined here, each a model levers
+// does not ship, written as modules and general ops: no backward code.
+// `fashion` is a residual MLP, `fashion_cnn` a small CNN, `regression` and
+// `logistic` a few lines each (MSE, and a sigmoid with BCE), and user_ops.hpp
+// defines ops of the user's own.
 #include "framework/data/batcher.hpp"
 #include "framework/data/idx.hpp"
 #include "framework/dist/context.hpp"
@@ -8,6 +11,7 @@
 #include "framework/app/cli.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/mlp.hpp"
+#include "user_ops.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -97,6 +101,150 @@ LEVERS_RECIPE(fashion) {
         .data(load_fashion)
         .step(fashion_step)
         .evaluate_every("eval_every", fashion_eval);
+}
+
+// Two convolutions with pooling and a linear head: [N, 784] images as [N, 1, 28, 28].
+struct SmallCnn : nn::Layer {
+    nn::Conv2d conv1;
+    nn::ReLU relu1;
+    nn::MaxPool2d pool1;
+    nn::Conv2d conv2;
+    nn::ReLU relu2;
+    nn::MaxPool2d pool2;
+    nn::Flatten flatten;
+    nn::Linear head;
+    SmallCnn(std::int64_t channels, std::uint64_t seed)
+        : conv1(*this, "conv1", 1, channels, {3, 3}, {.padding = {1, 1}}),
+          relu1(*this, "relu1"),
+          pool1(*this, "pool1", {2, 2}),
+          conv2(*this, "conv2", channels, 2 * channels, {3, 3}, {.padding = {1, 1}}),
+          relu2(*this, "relu2"),
+          pool2(*this, "pool2", {2, 2}),
+          flatten(*this, "flatten"),
+          head(*this, "head", 2 * channels * 7 * 7, 10) {
+        initialize(seed);
+    }
+    Tensor forward(const Tensor& x) override {
+        Tensor h = on_device(x).view({x.dim(0), 1, 28, 28});
+        h = pool1(relu1(conv1(h)));
+        h = pool2(relu2(conv2(h)));
+        return head(flatten(h));
+    }
+};
+
+MicroResult cnn_step(SmallCnn& model, Fashion& d, const StepInfo&) {
+    Tensor x, y;
+    d.train.gather(d.batcher->next(), x, y);
+    const Tensor loss = ops::cross_entropy(model(x), y);
+    loss.backward();
+    return {loss.item(), static_cast<long>(x.dim(0))};
+}
+
+// The share of `count` test images (from the first) the model labels right, over all ranks.
+template <class Model> double test_accuracy(Model& model, Fashion& d, std::int64_t count) {
+    auto [lo, hi] = dist::Backend::chunk(count, dist::world_size(), dist::rank());
+    double right = 0;
+    for (std::int64_t at = lo; at < hi; at += 500) {
+        Tensor x, y;
+        d.test.gather_range(at, std::min<std::int64_t>(500, hi - at), x, y);
+        const Tensor guess = ops::argmax(model(x), 1).to(Device::cpu());
+        right += ops::sum((guess == y).to(DType::f32)).item();
+    }
+    std::vector<double> sums = {right};
+    dist::all_reduce_sum(sums);
+    return sums[0] / static_cast<double>(count);
+}
+
+LEVERS_RECIPE(fashion_cnn) {
+    return recipe("fashion_cnn")
+        .describe("a small CNN (two convolutions, pooling, a linear head) learns Fashion-MNIST")
+        .training({.steps = 1500, .lr = 2e-3, .warmup = 50})
+        .param("batch_size", 64, "images per step and rank", at_least(1))
+        .param("channels", 16, "channels of the first convolution (the second has twice as many)", at_least(1))
+        .param("seed", 1, "seed")
+        .param("eval_every", 500, "steps between passes over 2,000 test images")
+        .param("test_images", 10000, "test images the final accuracy counts", between(1, 10000))
+        .model([](const Config& cfg) {
+            return std::make_unique<SmallCnn>(cfg.get<long>("channels"), static_cast<std::uint64_t>(cfg.get<long>("seed")));
+        })
+        .data(load_fashion)
+        .step(cnn_step)
+        .evaluate_every("eval_every", [](SmallCnn& m, Fashion& d) { return Metrics{{"test_accuracy", test_accuracy(m, d, 2000)}}; })
+        .finish([](SmallCnn& m, Fashion& d, const LoopResult&, const Config& cfg) {
+            return Result{{"final_test_accuracy", test_accuracy(m, d, cfg.get<long>("test_images"))}};
+        });
+}
+
+// A few lines each: y = 3x - 1 + noise fitted by MSE, and points inside the
+// unit circle told from those outside by a sigmoid with BCE. Each rank draws
+// its own samples; the user's own op (user_ops.hpp) is the hidden activation.
+struct Samples {
+    Tensor x, y;
+};
+
+struct Regressor : nn::Layer {
+    nn::Linear fc;
+    explicit Regressor(std::uint64_t seed) : fc(*this, "fc", 1, 1) { initialize(seed); }
+    Tensor forward(const Tensor& x) override { return fc(on_device(x)); }
+};
+
+LEVERS_RECIPE(regression) {
+    return recipe("regression")
+        .describe("a line fitted by mean squared error")
+        .training({.steps = 200, .lr = 5e-2})
+        .param("seed", 1, "seed")
+        .model([](const Config& cfg) { return std::make_unique<Regressor>(static_cast<std::uint64_t>(cfg.get<long>("seed"))); })
+        .data([](const Config& cfg) {
+            Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + dist::rank());
+            std::vector<float> x(256), y(256);
+            for (std::size_t i = 0; i < x.size(); ++i) {
+                x[i] = static_cast<float>(2 * rng.uniform() - 1);
+                y[i] = 3 * x[i] - 1 + static_cast<float>(0.05 * rng.normal());
+            }
+            return Samples{Tensor::from(x, {256, 1}), Tensor::from(y, {256, 1})};
+        })
+        .step([](Regressor& m, Samples& s, const StepInfo&) {
+            const Tensor loss = ops::mse_loss(m(s.x), m.on_device(s.y));
+            loss.backward();
+            return MicroResult{loss.item(), 256};
+        })
+        .finish([](Regressor& m, Samples&, const LoopResult&) {
+            return Result{{"slope", m.fc.weight.value().values()[0]}, {"intercept", m.fc.bias->value().values()[0]}};
+        });
+}
+
+struct Circle : nn::Layer {
+    nn::Linear hidden, out;
+    explicit Circle(std::uint64_t seed) : hidden(*this, "hidden", 2, 16), out(*this, "out", 16, 1) { initialize(seed); }
+    Tensor forward(const Tensor& x) override { return out(user::ScaledTanh::apply(hidden(on_device(x)), 1.5)); }
+};
+
+LEVERS_RECIPE(logistic) {
+    return recipe("logistic")
+        .describe("points inside the unit circle told from the rest by a sigmoid and binary cross-entropy")
+        .training({.steps = 400, .lr = 2e-2})
+        .param("seed", 1, "seed")
+        .model([](const Config& cfg) { return std::make_unique<Circle>(static_cast<std::uint64_t>(cfg.get<long>("seed"))); })
+        .data([](const Config& cfg) {
+            Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + dist::rank());
+            std::vector<float> x(2 * 512), y(512);
+            for (std::size_t i = 0; i < y.size(); ++i) {
+                x[2 * i] = static_cast<float>(3 * rng.uniform() - 1.5);
+                x[2 * i + 1] = static_cast<float>(3 * rng.uniform() - 1.5);
+                y[i] = x[2 * i] * x[2 * i] + x[2 * i + 1] * x[2 * i + 1] < 1 ? 1.0f : 0.0f;
+            }
+            return Samples{Tensor::from(x, {512, 2}), Tensor::from(y, {512, 1})};
+        })
+        .step([](Circle& m, Samples& s, const StepInfo&) {
+            const Tensor loss = ops::binary_cross_entropy_with_logits(m(s.x), m.on_device(s.y));
+            loss.backward();
+            return MicroResult{loss.item(), 512};
+        })
+        .finish([](Circle& m, Samples& s, const LoopResult&) {
+            autograd::InferenceMode inference;
+            const Tensor right = (m(s.x) > 0.0) == (m.on_device(s.y) > 0.5);
+            return Result{{"train_accuracy", ops::mean(right.to(DType::f32)).item()}};
+        });
 }
 
 // Points on either side of the line y = x; a built-in MLP learns which side.

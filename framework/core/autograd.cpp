@@ -1,6 +1,7 @@
 #include "framework/core/autograd.hpp"
 
 #include "framework/core/dispatch.hpp"
+#include "framework/core/generic_calls.hpp"
 #include "framework/core/params.hpp"
 
 #include <algorithm>
@@ -32,16 +33,76 @@ Node* record(const char* op, BackwardFn backward, std::initializer_list<const Te
     return tape().record(op, backward, inputs, outputs);
 }
 
+namespace {
+TensorArg arg_of(const Tensor& t) { return {t.raw(), t.shape(), t.strides(), t.dtype()}; }
+}  // namespace
+
 void add_into(const Tensor& out, const Tensor& a, const Tensor& b) {
-    static KernelSlot& add = kernel_slot("add");
+    static KernelSlot& add = kernel_slot_of<ElementwiseCall>("add");
     LEVERS_CHECK(a.shape() == b.shape() && a.dtype() == b.dtype() && a.device() == b.device(),
                  "gradients of different shapes meet: {} {} and {} {}", name_of(a.dtype()), a.shape().str(),
                  name_of(b.dtype()), b.shape().str());
-    KernelCall call;
-    call.t[0] = {out.raw(), out.shape(), out.dtype()};
-    call.t[1] = {a.raw(), a.shape(), a.dtype()};
-    call.t[2] = {b.raw(), b.shape(), b.dtype()};
+    ElementwiseCall call;
+    call.out = arg_of(out);
+    call.in[0] = arg_of(a);
+    call.in[1] = arg_of(b);
     run_kernel(add, a.device(), a.dtype(), call);
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+    if (g.shape() == shape) return g;
+    const int lead = g.ndim() - shape.ndim();
+    LEVERS_CHECK(lead >= 0, "sum_to: a {} gradient cannot sum to {}", g.shape().str(), shape.str());
+    // Summed with g's rank (keepdim), then the leading dimensions dropped.
+    Shape kept;
+    for (int d = 0; d < g.ndim(); ++d) {
+        const std::int64_t size = d < lead ? 1 : shape[d - lead];
+        LEVERS_CHECK(size == g.dim(d) || size == 1, "sum_to: a {} gradient cannot sum to {}", g.shape().str(),
+                     shape.str());
+        kept = kept.appended(size);
+    }
+    Tensor out = Tensor::empty(kept, g.dtype(), g.device());
+    ReduceCall call;
+    call.out = arg_of(out);
+    call.in = arg_of(g);
+    run_kernel(g.device(), g.dtype(), call);
+    return out.view(shape);
+}
+
+// --- nodes' saved state ----------------------------------------------------------
+
+Node::Node(Node&& o) noexcept
+    : op(o.op),
+      backward(o.backward),
+      typed_backward(o.typed_backward),
+      in(std::move(o.in)),
+      n_in(o.n_in),
+      out_shape(o.out_shape),
+      out_dtype(o.out_dtype),
+      out_device(o.out_device),
+      n_out(o.n_out),
+      grad(std::move(o.grad)),
+      grad_owned(o.grad_owned),
+      seed_is_one(o.seed_is_one),
+      consumed(o.consumed) {
+    if (o.state_ops_) {
+        o.state_ops_->move(state_.data(), o.state_.data());
+        state_ops_ = o.state_ops_;
+        o.state_ops_ = nullptr;
+    }
+}
+
+Node& Node::operator=(Node&& o) noexcept {
+    if (this == &o) return *this;
+    this->~Node();
+    new (this) Node(std::move(o));
+    return *this;
+}
+
+void Node::release_state() {
+    if (!state_ops_) return;
+    state_ops_->destroy(state_.data());
+    state_ops_ = nullptr;
 }
 
 bool Tape::is_stale(const ValueRef& v) const {
@@ -122,7 +183,11 @@ Tensor& Tape::slot(const Edge& edge, bool*& owned) {
     return producer.grad[static_cast<std::size_t>(edge.output)];
 }
 
-void Tape::accumulate(const Edge& edge, const Tensor& g, bool shared) {
+void Tape::accumulate(const Edge& edge, const Tensor& given, bool shared) {
+    // Gradients are kept contiguous: a view's backward may hand over a strided one.
+    const bool strided = !given.is_contiguous();
+    const Tensor g = strided ? given.contiguous() : given;
+    shared = shared && !strided;
     if (edge.leaf) {
         Tensor& lg = edge.leaf->grad;
         if (!lg.defined()) {
@@ -224,7 +289,7 @@ void Tape::backward(const Tensor& root, const Tensor* gradient) {
             for (int k = 0; k < n.n_in; ++k)
                 if (b.pending_[static_cast<std::size_t>(k)].defined())
                     accumulate(n.in[static_cast<std::size_t>(k)], b.pending_[static_cast<std::size_t>(k)], false);
-            for (auto& t : n.saved) t = Tensor();  // back to the pool for the nodes still to come
+            n.release_state();  // saved tensors back to the pool for the nodes still to come
             for (auto& t : n.grad) t = Tensor();
             n.consumed = true;
             ++consumed_;
@@ -295,25 +360,12 @@ void Backward::pass_grad(int k, const Tensor& g) {
     if (e.needs_grad()) tape_.accumulate(e, g, /*shared=*/true);
 }
 
-// --- views -------------------------------------------------------------------
-
-void record_view(const Tensor& in, Tensor& out) {
-    if (!in.value_ref().tape && !in.leaf()) return;  // the common case, kept cheap
-    record("view", [](Backward& b) { b.pass_grad(0, b.grad_out().view(b.node().in[0].shape)); }, {&in}, {&out});
-}
-
-void record_slice(const Tensor& in, Tensor& out, std::int64_t begin) {
-    if (!in.value_ref().tape && !in.leaf()) return;
-    Node* n = record("slice",
-                     [](Backward& b) {
-                         // The rows go back where they came from; the rest of the input gets zeros.
-                         Tensor d = b.add_grad(0);
-                         const std::int64_t first = b.attr_int(0);
-                         Tensor rows = d.slice(first, first + b.grad_out().dim(0));
-                         add_into(rows, rows, b.grad_out());
-                     },
-                     {&in}, {&out});
-    if (n) n->ints[0] = begin;
+void Backward::set_grad(int k, const Tensor& g) {
+    const Edge& e = node_.in[static_cast<std::size_t>(k)];
+    if (e.stale) freed(node_.op);
+    LEVERS_CHECK(g.shape() == e.shape, "{}: backward gave input {} a gradient of shape {}, but the input is {}", node_.op,
+                 k, g.shape().str(), e.shape.str());
+    if (e.needs_grad()) tape_.accumulate(e, g, /*shared=*/false);
 }
 
 }  // namespace levers::autograd

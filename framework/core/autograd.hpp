@@ -23,8 +23,10 @@
 #include "framework/core/tensor.hpp"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <new>
 #include <vector>
 
 namespace levers::autograd {
@@ -57,6 +59,24 @@ private:
 class Backward;
 using BackwardFn = void (*)(Backward& b);
 
+// A tensor an op keeps for its backward: the memory, not the record
+// (assigning one detaches it, so a saved tensor never keeps a graph alive).
+class SavedTensor {
+public:
+    SavedTensor() = default;
+    SavedTensor(const Tensor& t) : t_(t.detach()) {}  // NOLINT: implicit, so states fill as {.x = x}
+    SavedTensor& operator=(const Tensor& t) {
+        t_ = t.detach();
+        return *this;
+    }
+    operator const Tensor&() const { return t_; }
+    const Tensor& get() const { return t_; }
+    const Tensor* operator->() const { return &t_; }
+
+private:
+    Tensor t_;
+};
+
 // Where one input's gradient goes.
 struct Edge {
     std::int32_t node = -1;  // the node that made the input, or -1
@@ -70,16 +90,17 @@ struct Edge {
     bool needs_grad() const { return node >= 0 || leaf != nullptr || stale; }
 };
 
-// One recorded op: what its backward needs.
+// One recorded op: its inputs' edges, its outputs' gradients, and the state
+// its backward reads (a struct of the op's own: named saved tensors and
+// attributes, kept inside the node).
 struct Node {
-    static constexpr int kInputs = 6, kOutputs = 2, kSaved = 8;
+    static constexpr int kInputs = 6, kOutputs = 2;
+    static constexpr std::size_t kStateBytes = 8 * sizeof(Tensor) + 64;
     const char* op = "";
     BackwardFn backward = nullptr;
+    void (*typed_backward)() = nullptr;  // the op's backward taking its state (called through `backward`)
     std::array<Edge, kInputs> in{};
     int n_in = 0;
-    std::array<Tensor, kSaved> saved{};
-    std::array<std::int64_t, 4> ints{};
-    std::array<double, 4> reals{};
     // Outputs: their shapes (for zero gradients), and the gradients backward accumulates for them.
     std::array<Shape, kOutputs> out_shape{};
     std::array<DType, kOutputs> out_dtype{};
@@ -90,8 +111,39 @@ struct Node {
     bool seed_is_one = false;                 // grad[0] is the implicit 1 of backward() on a scalar
     bool consumed = false;
 
-    // During forward: keeps `t` (its memory, not its record) for backward.
-    void save(int slot, const Tensor& t) { saved[static_cast<std::size_t>(slot)] = t.detach(); }
+    Node() = default;
+    Node(Node&& other) noexcept;
+    Node& operator=(Node&& other) noexcept;
+    ~Node() { release_state(); }
+    // Makes a `State` in the node (replacing any), for record<State>.
+    template <class State> State* make_state() {
+        static_assert(sizeof(State) <= kStateBytes, "an op's saved state must fit in Node::kStateBytes");
+        static_assert(alignof(State) <= alignof(std::max_align_t));
+        release_state();
+        State* s = new (state_.data()) State{};
+        state_ops_ = &kOps<State>;
+        return s;
+    }
+    template <class State> const State& state() const {
+        return *std::launder(reinterpret_cast<const State*>(state_.data()));
+    }
+    bool has_state() const { return state_ops_ != nullptr; }
+    // Frees the saved tensors (after backward passed the node).
+    void release_state();
+
+private:
+    struct StateOps {
+        void (*destroy)(void*);
+        void (*move)(void* to, void* from);  // move-constructs at `to`, destroys `from`
+    };
+    template <class State>
+    static constexpr StateOps kOps = {[](void* p) { static_cast<State*>(p)->~State(); },
+                                      [](void* to, void* from) {
+                                          new (to) State(std::move(*static_cast<State*>(from)));
+                                          static_cast<State*>(from)->~State();
+                                      }};
+    alignas(std::max_align_t) std::array<std::byte, kStateBytes> state_{};
+    const StateOps* state_ops_ = nullptr;
 };
 
 // What a node's backward function sees. Conventions: write_grad gives a
@@ -102,9 +154,8 @@ class Backward {
 public:
     Backward(Tape& tape, Node& node) : tape_(tape), node_(node) {}
     const Node& node() const { return node_; }
-    const Tensor& saved(int slot) const { return node_.saved[static_cast<std::size_t>(slot)]; }
-    std::int64_t attr_int(int i) const { return node_.ints[static_cast<std::size_t>(i)]; }
-    double attr_real(int i) const { return node_.reals[static_cast<std::size_t>(i)]; }
+    // The shape of input k (its gradient's shape).
+    const Shape& input_shape(int k) const { return node_.in[static_cast<std::size_t>(k)].shape; }
     // d(loss)/d(output k).
     const Tensor& grad_out(int k = 0) const { return node_.grad[static_cast<std::size_t>(k)]; }
     // The same for a one-element output, as a number on the host (1 for backward()'s own seed).
@@ -113,6 +164,8 @@ public:
     Tensor write_grad(int k);
     Tensor add_grad(int k);
     void pass_grad(int k, const Tensor& g);
+    // Hands over a gradient made for input k alone (the engine may add into it).
+    void set_grad(int k, const Tensor& g);
     // The same where input k needs a gradient, else a scratch buffer of its
     // shape to discard (for kernels that compute several gradients at once).
     Tensor write_grad_or_scratch(int k);
@@ -126,17 +179,33 @@ private:
 };
 
 // Records an op whose outputs are `outputs`, if any of `inputs` needs a
-// gradient and grad mode is on; returns the node to save tensors and
-// attributes in, or null (nothing to record). Sets the outputs' records.
+// gradient and grad mode is on; returns its node, or null (nothing to
+// record). Sets the outputs' records. `backward` needs nothing saved.
 Node* record(const char* op, BackwardFn backward, std::initializer_list<const Tensor*> inputs,
              std::initializer_list<Tensor*> outputs);
+// The same for an op whose backward reads a `State` of its own (saved tensors
+// as SavedTensor fields, attributes): returns the state to fill, or null.
+// The backward's type names the state, so the two cannot disagree.
+template <class State>
+State* record(const char* op, void (*backward)(Backward&, const State&), std::initializer_list<const Tensor*> inputs,
+              std::initializer_list<Tensor*> outputs) {
+    Node* n = record(
+        op,
+        [](Backward& b) {
+            const auto fn = reinterpret_cast<void (*)(Backward&, const State&)>(b.node().typed_backward);
+            fn(b, b.node().template state<State>());
+        },
+        inputs, outputs);
+    if (!n) return nullptr;
+    n->typed_backward = reinterpret_cast<void (*)()>(backward);
+    return n->make_state<State>();
+}
 
-// Tensor::view and Tensor::slice record themselves through these (the output
-// shares the input's memory; backward reshapes, or places the rows back).
-void record_view(const Tensor& in, Tensor& out);
-void record_slice(const Tensor& in, Tensor& out, std::int64_t begin);
-// out = a + b on their device (the gradient sums), through the backends' "add" kernel.
+// out = a + b on their device, any strides (the gradient sums), through the backends' "add" kernel.
 void add_into(const Tensor& out, const Tensor& a, const Tensor& b);
+// `g` summed over the dimensions it was broadcast along, down to `shape` (a
+// broadcast's backward); `g` itself where the shapes match.
+Tensor sum_to(const Tensor& g, const Shape& shape);
 
 // The calling thread's tape.
 class Tape {

@@ -28,8 +28,12 @@ private:
 // first where the device is a card); throws MissingKernel.
 KernelFn kernel_for(const KernelSlot& slot, Device device, DType dtype);
 // Runs it with the device's compute stream in call.stream.
-void run_kernel(const KernelSlot& slot, Device device, DType dtype, KernelCall& call);
-// Whether `name` has a kernel there.
+void run_kernel(const KernelSlot& slot, Device device, DType dtype, KernelCallBase& call);
+// The same for an op's own call type (its slot found once).
+template <class Call> void run_kernel(Device device, DType dtype, Call& call) {
+    run_kernel(kernel_slot_of<Call>(), device, dtype, call);
+}
+// Whether a kernel called `name` exists there.
 bool has_kernel(const char* name, Device::Kind device, DType dtype);
 // "cpu f32, cpu f64, cuda bf16": where the kernel exists.
 std::string kernels_available(const KernelSlot& slot);

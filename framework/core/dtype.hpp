@@ -1,5 +1,6 @@
 // Element types a tensor can hold. f64 exists for gradient checks; bf16 is
-// computed on cards only (storage only, fp32 accumulation). No fmt here.
+// computed on cards only (storage only, fp32 accumulation); i32 holds token
+// ids and indices; boolean (one byte, 0 or 1) holds masks. No fmt here.
 #pragma once
 
 #include <bit>
@@ -9,8 +10,8 @@
 
 namespace levers {
 
-enum class DType : std::uint8_t { f32, f64, bf16, i32 };
-inline constexpr int kDTypes = 4;
+enum class DType : std::uint8_t { f32, f64, bf16, i32, boolean };
+inline constexpr int kDTypes = 5;
 
 constexpr std::size_t size_of(DType t) {
     switch (t) {
@@ -18,6 +19,7 @@ constexpr std::size_t size_of(DType t) {
         case DType::f64: return 8;
         case DType::bf16: return 2;
         case DType::i32: return 4;
+        case DType::boolean: return 1;
     }
     return 0;
 }
@@ -28,6 +30,7 @@ constexpr std::string_view name_of(DType t) {
         case DType::f64: return "f64";
         case DType::bf16: return "bf16";
         case DType::i32: return "i32";
+        case DType::boolean: return "bool";
     }
     return "?";
 }
@@ -46,5 +49,8 @@ template <class T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::f32; }
 template <> constexpr DType dtype_of<double>() { return DType::f64; }
 template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
+template <> constexpr DType dtype_of<bool>() { return DType::boolean; }
+// Whether a dtype holds real numbers (f32, f64, bf16).
+constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::bf16; }
 
 }  // namespace levers

@@ -21,16 +21,21 @@ Registry& registry() {
 }
 }  // namespace
 
-KernelSlot& kernel_slot(const char* name) {
+KernelSlot& kernel_slot(const char* name, std::size_t call_size) {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
     auto it = r.slots.find(name);
-    if (it == r.slots.end()) it = r.slots.emplace(name, std::make_unique<KernelSlot>(name)).first;
-    return *it->second;
+    if (it == r.slots.end()) it = r.slots.emplace(name, std::make_unique<KernelSlot>(name, call_size)).first;
+    KernelSlot& slot = *it->second;
+    LEVERS_CHECK(slot.call_size() == call_size,
+                 "op '{}' is used with calls of {} and {} bytes: two ops share the name, or a backend was built "
+                 "against other headers",
+                 name, slot.call_size(), call_size);
+    return slot;
 }
 
-bool register_kernel(const char* name, Device::Kind device, DType dtype, KernelFn fn) {
-    kernel_slot(name).set(device, dtype, fn);
+bool register_kernel(const char* name, std::size_t call_size, Device::Kind device, DType dtype, KernelFn fn) {
+    kernel_slot(name, call_size).set(device, dtype, fn);
     return true;
 }
 
@@ -58,7 +63,7 @@ KernelFn kernel_for(const KernelSlot& slot, Device device, DType dtype) {
     return fn;
 }
 
-void run_kernel(const KernelSlot& slot, Device device, DType dtype, KernelCall& call) {
+void run_kernel(const KernelSlot& slot, Device device, DType dtype, KernelCallBase& call) {
     KernelFn fn = kernel_for(slot, device, dtype);
     call.stream = device.is_cpu() ? nullptr : compute_stream();
     fn(call);
@@ -66,7 +71,10 @@ void run_kernel(const KernelSlot& slot, Device device, DType dtype, KernelCall& 
 
 bool has_kernel(const char* name, Device::Kind device, DType dtype) {
     if (device == Device::Kind::cuda) load_device_backend();
-    return kernel_slot(name).find(device, dtype) != nullptr;
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    const auto it = r.slots.find(name);
+    return it != r.slots.end() && it->second->find(device, dtype) != nullptr;
 }
 
 }  // namespace levers

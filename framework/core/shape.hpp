@@ -1,5 +1,7 @@
-// A tensor's dimensions (at most six). No fmt here: CUDA kernels see shapes
-// through framework/core/kernel.hpp, and nvcc cannot compile fmt.
+// A tensor's dimensions (at most six), and its strides: how far apart in
+// memory, in elements, neighbours along each dimension are. No fmt here: CUDA
+// kernels see shapes through framework/core/kernel.hpp, and nvcc cannot
+// compile fmt.
 #pragma once
 
 #include <array>
@@ -36,6 +38,39 @@ public:
 private:
     std::array<std::int64_t, kMaxDims> dims_{};
     int ndim_ = 0;
+};
+
+// Strides in elements, one per dimension of the shape they go with (which
+// carries the count). Never negative; 0 where a dimension repeats one element
+// (a broadcast).
+class Strides {
+public:
+    Strides() = default;
+    // Row-major: the last dimension 1 apart, each other one the product of the sizes after it.
+    static Strides contiguous(const Shape& shape) {
+        Strides s;
+        std::int64_t step = 1;
+        for (int d = shape.ndim() - 1; d >= 0; --d) {
+            s[d] = step;
+            step *= shape[d];
+        }
+        return s;
+    }
+    std::int64_t operator[](int i) const { return v_[static_cast<std::size_t>(i)]; }
+    std::int64_t& operator[](int i) { return v_[static_cast<std::size_t>(i)]; }
+    // Whether memory holds `shape` row-major without gaps (a dimension of size 1 may have any stride).
+    bool contiguous_for(const Shape& shape) const {
+        std::int64_t step = 1;
+        for (int d = shape.ndim() - 1; d >= 0; --d) {
+            if (shape[d] == 1) continue;
+            if (v_[static_cast<std::size_t>(d)] != step) return false;
+            step *= shape[d];
+        }
+        return true;
+    }
+
+private:
+    std::array<std::int64_t, Shape::kMaxDims> v_{};
 };
 
 }  // namespace levers

@@ -3,6 +3,7 @@
 #include "framework/core/autograd.hpp"
 #include "framework/core/device_memory.hpp"
 #include "framework/core/dispatch.hpp"
+#include "framework/core/generic_calls.hpp"
 #include "framework/core/storage_pool.hpp"
 
 #include <algorithm>
@@ -63,13 +64,20 @@ void Tensor::release() const {
 }
 
 Tensor::Tensor(const Tensor& o)
-    : memory_(o.memory_), shape_(o.shape_), dtype_(o.dtype_), device_(o.device_), leaf_(o.leaf_), value_(o.value_) {
+    : memory_(o.memory_),
+      shape_(o.shape_),
+      strides_(o.strides_),
+      dtype_(o.dtype_),
+      device_(o.device_),
+      leaf_(o.leaf_),
+      value_(o.value_) {
     retain();
 }
 
 Tensor::Tensor(Tensor&& o) noexcept
     : memory_(std::move(o.memory_)),
       shape_(o.shape_),
+      strides_(o.strides_),
       dtype_(o.dtype_),
       device_(o.device_),
       leaf_(std::move(o.leaf_)),
@@ -83,6 +91,7 @@ Tensor& Tensor::operator=(const Tensor& o) {
     release();
     memory_ = o.memory_;
     shape_ = o.shape_;
+    strides_ = o.strides_;
     dtype_ = o.dtype_;
     device_ = o.device_;
     leaf_ = o.leaf_;
@@ -95,6 +104,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
     release();
     memory_ = std::move(o.memory_);
     shape_ = o.shape_;
+    strides_ = o.strides_;
     dtype_ = o.dtype_;
     device_ = o.device_;
     leaf_ = std::move(o.leaf_);
@@ -149,6 +159,7 @@ void convert_on_host(void* dst, DType to, const void* src, DType from, std::int6
             case DType::f64: return static_cast<const double*>(src)[i];
             case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(src)[i]);
             case DType::i32: return static_cast<const std::int32_t*>(src)[i];
+            case DType::boolean: return static_cast<const bool*>(src)[i] ? 1.0 : 0.0;
         }
         return 0;
     };
@@ -159,17 +170,16 @@ void convert_on_host(void* dst, DType to, const void* src, DType from, std::int6
             case DType::f64: static_cast<double*>(dst)[i] = x; break;
             case DType::bf16: static_cast<std::uint16_t*>(dst)[i] = float_to_bf16(static_cast<float>(x)); break;
             case DType::i32: static_cast<std::int32_t*>(dst)[i] = static_cast<std::int32_t>(x); break;
+            case DType::boolean: static_cast<bool*>(dst)[i] = x != 0; break;
         }
     }
 }
 }  // namespace
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, Device device) {
-    Tensor host = empty(shape, dtype);
-    for (std::int64_t i = 0; i < host.numel(); ++i)
-        convert_on_host(static_cast<std::byte*>(host.raw()) + i * static_cast<std::int64_t>(size_of(dtype)), dtype,
-                        &value, DType::f64, 1);
-    return host.to(device);
+    Tensor t = empty(shape, dtype, device);
+    t.fill_(value);
+    return t;
 }
 
 template <class T> Tensor Tensor::from(const std::vector<T>& values, Shape shape, Device device) {
@@ -182,49 +192,88 @@ template <class T> Tensor Tensor::from(const std::vector<T>& values, Shape shape
 template Tensor Tensor::from<float>(const std::vector<float>&, Shape, Device);
 template Tensor Tensor::from<double>(const std::vector<double>&, Shape, Device);
 template Tensor Tensor::from<std::int32_t>(const std::vector<std::int32_t>&, Shape, Device);
+template <> Tensor Tensor::from<bool>(const std::vector<bool>& values, Shape shape, Device device) {
+    LEVERS_CHECK(static_cast<std::int64_t>(values.size()) == shape.numel(), "{} values cannot fill a tensor of shape {}",
+                 values.size(), shape.str());
+    Tensor host = empty(shape, DType::boolean);
+    for (std::size_t i = 0; i < values.size(); ++i) host.data<bool>()[i] = values[i];
+    return host.to(device);
+}
 
 Tensor Tensor::wrap(std::shared_ptr<std::byte> memory, Shape shape, DType dtype, Device device) {
     return Tensor(std::move(memory), shape, dtype, device);
 }
 
-// --- views and copies --------------------------------------------------------
+// --- copies --------------------------------------------------------------------
 
-Tensor Tensor::view(Shape shape) const {
-    LEVERS_CHECK(shape.numel() == numel(), "cannot view a tensor of shape {} as {}", shape_.str(), shape.str());
-    Tensor out(memory_, shape, dtype_, device_);
-    autograd::record_view(*this, out);
+Tensor Tensor::detach() const {
+    Tensor out(memory_, shape_, dtype_, device_);
+    out.strides_ = strides_;
     return out;
 }
 
-Tensor Tensor::slice(std::int64_t begin, std::int64_t end) const {
-    LEVERS_CHECK(shape_.ndim() >= 1 && 0 <= begin && begin <= end && end <= shape_[0],
-                 "slice [{}, {}) is out of range for shape {}", begin, end, shape_.str());
-    std::int64_t row = shape_[0] == 0 ? 0 : numel() / shape_[0];
-    Shape out_shape = shape_.with_dim(0, end - begin);
-    std::size_t offset = static_cast<std::size_t>(begin * row) * size_of(dtype_);
-    Tensor out(std::shared_ptr<std::byte>(memory_, memory_.get() + offset), out_shape, dtype_, device_);
-    autograd::record_slice(*this, out, begin);
+Tensor Tensor::as_strided(Shape shape, Strides strides, std::int64_t offset) const {
+    Tensor out(std::shared_ptr<std::byte>(memory_, memory_.get() + offset * static_cast<std::int64_t>(size_of(dtype_))),
+               shape, dtype_, device_);
+    out.strides_ = strides;
     return out;
 }
 
-Tensor Tensor::detach() const { return Tensor(memory_, shape_, dtype_, device_); }
+namespace {
+// Runs the elementwise kernel `slot` (fill or copy) on `out` for its dtype.
+void elementwise(const KernelSlot& slot, const Tensor& out, const Tensor* in, double value) {
+    ElementwiseCall call;
+    call.out = {out.raw(), out.shape(), out.strides(), out.dtype()};
+    if (in) call.in[0] = {in->raw(), in->shape(), in->strides(), in->dtype()};
+    call.p[0] = value;
+    run_kernel(slot, out.device(), out.dtype(), call);
+}
+}  // namespace
 
 void Tensor::zero() const {
-    if (bytes() == 0) return;
+    if (numel() == 0) return;
+    if (!is_contiguous()) return fill_(0);
     if (!device_.is_cpu())
         device_zero(raw(), bytes());
     else
         std::memset(raw(), 0, bytes());
 }
 
+void Tensor::fill_(double value) const {
+    static const KernelSlot& fill = kernel_slot_of<ElementwiseCall>("fill");
+    if (numel() > 0) elementwise(fill, *this, nullptr, value);
+}
+
+void Tensor::copy_(const Tensor& other) const {
+    LEVERS_CHECK(other.device() == device_, "copy_: the source is on {}, this tensor on {}: move it with to() first",
+                 other.device().str(), device_.str());
+    static const KernelSlot& copy = kernel_slot_of<ElementwiseCall>("copy");
+    LEVERS_CHECK(broadcastable(other.shape(), shape_) && broadcast_shapes("copy_", other.shape(), shape_) == shape_,
+                 "copy_: a {} source does not broadcast to this tensor's {}", other.shape().str(), shape_.str());
+    if (numel() == 0) return;
+    if (other.dtype() == dtype_ && other.shape() == shape_ && is_contiguous() && other.is_contiguous()) {
+        if (device_.is_cpu())
+            std::memmove(raw(), other.raw(), bytes());
+        else
+            device_copy(raw(), other.raw(), bytes());
+        return;
+    }
+    elementwise(copy, *this, &other, 0);
+}
+
 void Tensor::copy_from(const Tensor& other) const {
     LEVERS_CHECK(other.shape() == shape_ && other.dtype() == dtype_, "copy_from: {} {} into {} {}",
                  name_of(other.dtype()), other.shape().str(), name_of(dtype_), shape_.str());
-    if (bytes() == 0) return;
-    if (device_.is_cpu() && other.device().is_cpu())
-        std::memmove(raw(), other.raw(), bytes());
-    else
-        device_copy(raw(), other.raw(), bytes());
+    if (other.device() == device_) return copy_(other);
+    // Between devices the bytes move contiguously, then land in this layout.
+    const Tensor src = other.contiguous();
+    if (is_contiguous()) {
+        if (bytes() > 0) device_copy(raw(), src.raw(), bytes());
+        return;
+    }
+    Tensor staged = empty(shape_, dtype_, device_);
+    if (bytes() > 0) device_copy(staged.raw(), src.raw(), bytes());
+    copy_(staged);
 }
 
 Tensor Tensor::to(Device device) const {
@@ -236,35 +285,21 @@ Tensor Tensor::to(Device device) const {
 
 Tensor Tensor::to(Device device, DType dtype) const {
     if (dtype == dtype_) return to(device);
-    // Converted where the data is on the host (every pair of dtypes), else on the card.
-    const Tensor src = device.is_cpu() || device_.is_cpu() ? to(Device::cpu()) : to(device);
+    // Converted where the data is (the card converts what its kernels do), then moved.
+    const Tensor src = device_.is_cpu() || device.is_cpu() ? to(Device::cpu()) : *this;
     Tensor out = empty(shape_, dtype, src.device());
-    out.convert_from(src);
+    out.copy_(src);
     return out.to(device);
-}
-
-void Tensor::convert_from(const Tensor& other) const {
-    LEVERS_CHECK(other.shape() == shape_ && other.device() == device_, "convert_from: {} {} on {} into {} {} on {}",
-                 name_of(other.dtype()), other.shape().str(), other.device().str(), name_of(dtype_), shape_.str(),
-                 device_.str());
-    if (other.dtype() == dtype_) return copy_from(other);
-    if (device_.is_cpu()) return convert_on_host(raw(), dtype_, other.raw(), other.dtype(), numel());
-    // On the card: the backend's conversion kernel (t0 = out in its dtype, t1 = in).
-    static KernelSlot& convert = kernel_slot("convert");
-    KernelCall call;
-    call.t[0] = {raw(), shape_, dtype_};
-    call.t[1] = {other.raw(), other.shape(), other.dtype()};
-    run_kernel(convert, device_, dtype_, call);
 }
 
 Tensor Tensor::clone() const {
     Tensor out = empty(shape_, dtype_, device_);
-    out.copy_from(*this);
+    out.copy_(*this);
     return out;
 }
 
 std::vector<double> Tensor::values() const {
-    const Tensor host = to(Device::cpu());
+    const Tensor host = contiguous().to(Device::cpu());
     std::vector<double> out(static_cast<std::size_t>(numel()));
     convert_on_host(out.data(), DType::f64, host.raw(), dtype_, numel());
     return out;

@@ -1,6 +1,6 @@
 #include "framework/nn/containers.hpp"
 
-#include "kernels/residual.hpp"
+#include "kernels/elementwise.hpp"
 
 namespace levers::nn {
 

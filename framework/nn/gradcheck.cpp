@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace levers::nn {
 
@@ -43,15 +44,22 @@ void compare(const std::function<Tensor()>& f, Reduction& reduce, const Tensor& 
     LEVERS_CHECK(x.dtype() == DType::f64 && x.device().is_cpu(), "gradient checks run in f64 on the CPU; '{}' is {} on {}",
                  name, name_of(x.dtype()), x.device().str());
     const std::vector<double> a = analytic.defined() ? analytic.values() : std::vector<double>(x.numel(), 0.0);
-    double* p = x.data<double>();
+    double* base = x.data<double>();
     autograd::InferenceMode no_graph;
     for (std::int64_t i = 0; i < x.numel(); ++i) {
-        const double saved = p[i];
-        p[i] = saved + h;
+        // Element i in row-major order, wherever x's strides put it.
+        std::int64_t at = 0;
+        for (std::int64_t d = x.ndim() - 1, rest = i; d >= 0; --d) {
+            at += rest % x.dim(static_cast<int>(d)) * x.stride(static_cast<int>(d));
+            rest /= x.dim(static_cast<int>(d));
+        }
+        double* p = base + at;
+        const double saved = *p;
+        *p = saved + h;
         const double up = reduce.value(f());
-        p[i] = saved - h;
+        *p = saved - h;
         const double down = reduce.value(f());
-        p[i] = saved;
+        *p = saved;
         const double numeric = (up - down) / (2 * h);
         scale = std::max(scale, std::abs(numeric));
         pairs.emplace_back(numeric, a[static_cast<std::size_t>(i)]);
@@ -67,7 +75,9 @@ GradCheckReport summarise(const std::vector<std::pair<double, double>>& pairs, c
     r.elements = static_cast<std::int64_t>(pairs.size());
     double worst = -1;
     for (std::size_t i = 0; i < pairs.size(); ++i) {
-        const double err = std::abs(pairs[i].first - pairs[i].second);
+        // NaN on either side fails the check (it compares false to everything).
+        const double diff = std::abs(pairs[i].first - pairs[i].second);
+        const double err = std::isnan(diff) ? std::numeric_limits<double>::infinity() : diff;
         if (err > worst) {
             worst = err;
             r.worst_input = names[i];

@@ -21,7 +21,9 @@ inline Init zeros() { return {Init::Kind::zeros}; }
 inline Init ones() { return {Init::Kind::ones}; }
 inline Init normal(double std, double mean = 0) { return {Init::Kind::normal, mean, std}; }
 inline Init uniform(double low, double high) { return {Init::Kind::uniform, low, high}; }
-// U(-1/√fan_in, 1/√fan_in), fan_in the last dimension: PyTorch's nn.Linear default.
+// U(-1/√fan_in, 1/√fan_in), fan_in the elements per output row (all
+// dimensions but the first: a Linear's in_features, a Conv2d's in · kh · kw):
+// PyTorch's nn.Linear and nn.Conv2d default.
 inline Init fan_in_uniform() { return {Init::Kind::fan_in_uniform}; }
 // GPT-2's residual projections: N(0, std / √(2 · layers)), so the residual
 // stream's variance does not grow with depth.

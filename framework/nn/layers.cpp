@@ -5,6 +5,7 @@
 #include "kernels/gelu.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/lora.hpp"
+#include "kernels/reduce.hpp"
 
 #include <functional>
 
@@ -72,7 +73,21 @@ LayerNorm::LayerNorm(Module& parent, std::string name, std::int64_t dim, double 
 
 Tensor LayerNorm::forward(const Tensor& x) { return ops::layernorm(x, weight(), bias(), eps); }
 
-Tensor GELU::forward(const Tensor& x) { return ops::gelu(x); }
+RMSNorm::RMSNorm(std::int64_t dim, double eps_) : weight(param("weight", {dim}, init::ones())), eps(eps_) {}
+
+RMSNorm::RMSNorm(Module& parent, std::string name, std::int64_t dim, double eps_) : RMSNorm(dim, eps_) {
+    parent.register_module(std::move(name), *this);
+}
+
+Tensor RMSNorm::forward(const Tensor& x) {
+    return x * ops::rsqrt(ops::mean(ops::square(x), {-1}, true) + eps) * weight();
+}
+
+Tensor GELU::forward(const Tensor& x) { return ops::gelu(x, form); }
+Tensor ReLU::forward(const Tensor& x) { return ops::relu(x); }
+Tensor SiLU::forward(const Tensor& x) { return ops::silu(x); }
+Tensor Sigmoid::forward(const Tensor& x) { return ops::sigmoid(x); }
+Tensor Tanh::forward(const Tensor& x) { return ops::tanh(x); }
 
 Dropout::Dropout(double p_) : p(p_) {
     LEVERS_CHECK(p >= 0 && p < 1, "dropout p must be in [0, 1), got {}", p);

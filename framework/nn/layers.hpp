@@ -4,6 +4,7 @@
 #pragma once
 
 #include "framework/nn/module.hpp"
+#include "kernels/elementwise.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -57,12 +58,50 @@ public:
     double eps;
 };
 
-// GELU (tanh form), no parameters.
-class GELU : public Layer {
+// Normalises over the last dimension by the root mean square, then scales by
+// weight (starts at one): x / √(mean(x²) + eps) · weight (Llama's RMSNorm).
+class RMSNorm : public Layer {
 public:
-    GELU() = default;
-    GELU(Module& parent, std::string name) { parent.register_module(std::move(name), *this); }
+    explicit RMSNorm(std::int64_t dim, double eps = 1e-6);
+    RMSNorm(Module& parent, std::string name, std::int64_t dim, double eps = 1e-6);
     Tensor forward(const Tensor& x) override;
+    Parameter& weight;
+    double eps;
+};
+
+// Activations, no parameters: each the op of the same name.
+class GELU : public Layer {  // the tanh form unless GeluForm::erf
+public:
+    explicit GELU(ops::GeluForm form = ops::GeluForm::tanh) : form(form) {}
+    GELU(Module& parent, std::string name, ops::GeluForm form = ops::GeluForm::tanh) : form(form) {
+        parent.register_module(std::move(name), *this);
+    }
+    Tensor forward(const Tensor& x) override;
+    ops::GeluForm form;
+};
+#define LEVERS_ACTIVATION(Name)                                                                  \
+    class Name : public Layer {                                                                  \
+    public:                                                                                      \
+        Name() = default;                                                                        \
+        Name(Module& parent, std::string name) { parent.register_module(std::move(name), *this); } \
+        Tensor forward(const Tensor& x) override;                                                \
+    };
+LEVERS_ACTIVATION(ReLU)
+LEVERS_ACTIVATION(SiLU)
+LEVERS_ACTIVATION(Sigmoid)
+LEVERS_ACTIVATION(Tanh)
+#undef LEVERS_ACTIVATION
+
+// Dimensions start..end (inclusive) as one, as Tensor::flatten: an image batch
+// [N, C, H, W] becomes [N, C·H·W] with the defaults.
+class Flatten : public Layer {
+public:
+    explicit Flatten(int start = 1, int end = -1) : start(start), end(end) {}
+    Flatten(Module& parent, std::string name, int start = 1, int end = -1) : start(start), end(end) {
+        parent.register_module(std::move(name), *this);
+    }
+    Tensor forward(const Tensor& x) override { return x.flatten(start, end); }
+    int start, end;
 };
 
 // Zeroes each element with probability p while the model trains (scaling

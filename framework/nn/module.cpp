@@ -25,7 +25,9 @@ namespace {
 // Fills host values `t` (f32 or f64) as `init` says, drawing from `rng`.
 void fill(const Tensor& t, const Init& init, Rng& rng) {
     const std::int64_t n = t.numel();
-    const double bound = t.shape().ndim() > 0 && t.shape().last() > 0 ? 1.0 / std::sqrt(double(t.shape().last())) : 1;
+    // fan_in: the elements each output row reads (a Linear's in_features; a convolution's in · kh · kw).
+    const std::int64_t fan_in = t.shape().ndim() >= 2 && t.shape()[0] > 0 ? n / t.shape()[0] : t.shape().last();
+    const double bound = t.shape().ndim() > 0 && fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 1;
     auto value = [&]() -> double {
         switch (init.kind) {
             case Init::Kind::zeros: return 0;

@@ -1,22 +1,33 @@
 // Everything a model is written with, in one include: the modules (layers,
-// containers, attention, LoRA) and the differentiable ops on tensors.
+// containers, convolutions, attention, rotary embeddings, the gated MLP,
+// LoRA) and the differentiable ops on tensors.
 #pragma once
 
 #include "framework/core/autograd.hpp"
+#include "framework/core/function.hpp"
 #include "framework/nn/attention.hpp"
 #include "framework/nn/containers.hpp"
+#include "framework/nn/conv.hpp"
+#include "framework/nn/gated_mlp.hpp"
 #include "framework/nn/gradcheck.hpp"
 #include "framework/nn/layers.hpp"
 #include "framework/nn/lora.hpp"
+#include "framework/nn/rotary.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/conv.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/dropout.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/embedding.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/gelu.hpp"
+#include "kernels/indexing.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/linear_cross_entropy.hpp"
 #include "kernels/linear_gelu.hpp"
 #include "kernels/lora.hpp"
-#include "kernels/residual.hpp"
+#include "kernels/losses.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/reduce.hpp"
+#include "kernels/softmax.hpp"

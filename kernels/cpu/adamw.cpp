@@ -31,25 +31,25 @@ template void adamw_step<double>(double*, double*, double*, const double*, index
 namespace {
 // One call per run of contiguous chunks that agree on decay: each parameter
 // tensor's elements in one parallel loop.
-template <class T> void adamw(const KernelCall& c) {
-    LEVERS_CHECK(c.t[3].dtype == c.t[0].dtype, "AdamW on the CPU takes {} gradients for {} parameters, not {}",
-                 name_of(c.t[0].dtype), name_of(c.t[0].dtype), name_of(c.t[3].dtype));
-    const auto* chunks = reinterpret_cast<const AdamWChunk*>(c.t[4].data);
-    const index_t n_chunks = c.t[4].numel() / 4;
-    AdamWHyper h{c.f[0], c.f[1], c.f[2], c.f[3], 0};
-    T *p = c.t[0].as<T>(), *m = c.t[1].as<T>(), *v = c.t[2].as<T>();
-    const T* g = c.t[3].as<T>();
+template <class T> void adamw(const AdamWCall& c) {
+    LEVERS_CHECK(c.grad.dtype == c.param.dtype, "AdamW on the CPU takes {} gradients for {} parameters, not {}",
+                 name_of(c.param.dtype), name_of(c.param.dtype), name_of(c.grad.dtype));
+    const auto* chunks = reinterpret_cast<const AdamWChunk*>(c.chunks.data);
+    const index_t n_chunks = c.chunks.numel() / 4;
+    AdamWHyper h = c.hyper;
+    T *p = c.param.as<T>(), *m = c.m.as<T>(), *v = c.v.as<T>();
+    const T* g = c.grad.as<T>();
     for (index_t i = 0; i < n_chunks;) {
         const std::int64_t start = chunks[i].start;
         std::int64_t end = start + chunks[i].count;
         const std::int32_t decay = chunks[i].decay;
         for (++i; i < n_chunks && chunks[i].start == end && chunks[i].decay == decay; ++i) end += chunks[i].count;
-        h.weight_decay = decay ? c.f[4] : 0.0;
-        adamw_step(p + start, m + start, v + start, g + start, end - start, h, static_cast<long>(c.i[0]));
+        h.weight_decay = decay ? c.hyper.weight_decay : 0.0;
+        adamw_step(p + start, m + start, v + start, g + start, end - start, h, static_cast<long>(c.step));
     }
 }
-LEVERS_KERNEL(adamw, cpu, f32, adamw<float>);
-LEVERS_KERNEL(adamw, cpu, f64, adamw<double>);
+LEVERS_KERNEL(AdamWCall, cpu, f32, adamw<float>);
+LEVERS_KERNEL(AdamWCall, cpu, f64, adamw<double>);
 }  // namespace
 
 }  // namespace cpu

@@ -130,19 +130,19 @@ template void attention_backward<double>(double*, const double*, const double*, 
                                          index_t, index_t);
 
 namespace {
-template <class T> void attention(const KernelCall& c) {
-    const auto& qkv = c.t[2].shape;
-    attention_forward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), qkv[0], qkv[1], qkv[2] / 3, c.i[0]);
+template <class T> void attention(const AttentionCall& c) {
+    const auto& qkv = c.qkv.shape;
+    attention_forward(c.y.as<T>(), c.att.as<T>(), c.qkv.as<T>(), qkv[0], qkv[1], qkv[2] / 3, c.heads);
 }
-template <class T> void attention_grad(const KernelCall& c) {
-    const auto& qkv = c.t[3].shape;
-    attention_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), qkv[0], qkv[1], qkv[2] / 3,
-                       c.i[0]);
+template <class T> void attention_grad(const AttentionBackwardCall& c) {
+    const auto& qkv = c.qkv.shape;
+    attention_backward(c.d_qkv.as<T>(), c.d_y.as<T>(), c.att.as<T>(), c.qkv.as<T>(), qkv[0], qkv[1], qkv[2] / 3,
+                       c.heads);
 }
-LEVERS_KERNEL(attention, cpu, f32, attention<float>);
-LEVERS_KERNEL(attention, cpu, f64, attention<double>);
-LEVERS_KERNEL(attention_backward, cpu, f32, attention_grad<float>);
-LEVERS_KERNEL(attention_backward, cpu, f64, attention_grad<double>);
+LEVERS_KERNEL(AttentionCall, cpu, f32, attention<float>);
+LEVERS_KERNEL(AttentionCall, cpu, f64, attention<double>);
+LEVERS_KERNEL(AttentionBackwardCall, cpu, f32, attention_grad<float>);
+LEVERS_KERNEL(AttentionBackwardCall, cpu, f64, attention_grad<double>);
 }  // namespace
 
 }  // namespace levers::kernels::cpu

@@ -76,26 +76,27 @@ template void cross_entropy_backward<double>(double*, const double*, const doubl
                                              index_t, index_t, std::int32_t);
 
 namespace {
-void check_packed(const KernelCall& c, index_t width) {
-    LEVERS_CHECK(c.i[1] == 0 || c.i[1] == width, "cross_entropy on the CPU: {} of {} columns counted (the CPU kernels "
-                 "take packed rows)", c.i[1], width);
+void check_packed(index_t counted, index_t width) {
+    LEVERS_CHECK(counted == 0 || counted == width, "cross_entropy on the CPU: {} of {} columns counted (the CPU kernels "
+                 "take packed rows)", counted, width);
 }
-template <class T> void cross_entropy(const KernelCall& c) {
-    const index_t vocab = c.t[2].shape.last();
-    check_packed(c, vocab);
-    *c.t[0].as<T>() = cross_entropy_forward(c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<std::int32_t>(),
-                                            c.t[2].shape.rows(), vocab, static_cast<std::int32_t>(c.i[0]));
+template <class T> void cross_entropy(const CrossEntropyCall& c) {
+    const index_t vocab = c.logits.shape.last();
+    check_packed(c.vocab, vocab);
+    *c.loss.as<T>() = cross_entropy_forward(c.lse.as<T>(), c.logits.as<T>(), c.targets.as<std::int32_t>(),
+                                            c.logits.shape.rows(), vocab, static_cast<std::int32_t>(c.ignore_index));
 }
-template <class T> void cross_entropy_grad(const KernelCall& c) {
-    const index_t vocab = c.t[2].shape.last();
-    check_packed(c, vocab);
-    cross_entropy_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<std::int32_t>(),
-                           static_cast<T>(c.f[0]), c.t[2].shape.rows(), vocab, static_cast<std::int32_t>(c.i[0]));
+template <class T> void cross_entropy_grad(const CrossEntropyBackwardCall& c) {
+    const index_t vocab = c.logits.shape.last();
+    check_packed(c.vocab, vocab);
+    cross_entropy_backward(c.d_logits.as<T>(), c.lse.as<T>(), c.logits.as<T>(), c.targets.as<std::int32_t>(),
+                           static_cast<T>(c.d_loss), c.logits.shape.rows(), vocab,
+                           static_cast<std::int32_t>(c.ignore_index));
 }
-LEVERS_KERNEL(cross_entropy, cpu, f32, cross_entropy<float>);
-LEVERS_KERNEL(cross_entropy, cpu, f64, cross_entropy<double>);
-LEVERS_KERNEL(cross_entropy_backward, cpu, f32, cross_entropy_grad<float>);
-LEVERS_KERNEL(cross_entropy_backward, cpu, f64, cross_entropy_grad<double>);
+LEVERS_KERNEL(CrossEntropyCall, cpu, f32, cross_entropy<float>);
+LEVERS_KERNEL(CrossEntropyCall, cpu, f64, cross_entropy<double>);
+LEVERS_KERNEL(CrossEntropyBackwardCall, cpu, f32, cross_entropy_grad<float>);
+LEVERS_KERNEL(CrossEntropyBackwardCall, cpu, f64, cross_entropy_grad<double>);
 }  // namespace
 
 }  // namespace cpu

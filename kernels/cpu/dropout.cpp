@@ -12,12 +12,11 @@ template void dropout_forward<float>(float*, const float*, index_t, std::uint64_
 template void dropout_forward<double>(double*, const double*, index_t, std::uint64_t, float);
 
 namespace {
-template <class T> void dropout(const KernelCall& c) {
-    dropout_forward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[1].numel(), std::bit_cast<std::uint64_t>(c.i[0]),
-                    static_cast<float>(c.f[0]));
+template <class T> void dropout(const DropoutCall& c) {
+    dropout_forward(c.out.as<T>(), c.in.as<T>(), c.in.numel(), c.key, static_cast<float>(c.p));
 }
-LEVERS_KERNEL(dropout, cpu, f32, dropout<float>);
-LEVERS_KERNEL(dropout, cpu, f64, dropout<double>);
+LEVERS_KERNEL(DropoutCall, cpu, f32, dropout<float>);
+LEVERS_KERNEL(DropoutCall, cpu, f64, dropout<double>);
 }  // namespace
 
 }  // namespace levers::kernels::cpu

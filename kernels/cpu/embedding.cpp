@@ -56,20 +56,20 @@ template void embedding_backward<double>(double*, double*, const double*, const 
                                          index_t);
 
 namespace {
-template <class T> void embedding(const KernelCall& c) {
-    const auto& tokens = c.t[1].shape;
-    embedding_forward(c.t[0].as<T>(), c.t[1].as<std::int32_t>(), c.t[2].as<T>(), c.t[3].as<T>(), tokens.rows(),
-                      tokens.last(), c.t[2].shape[1], c.t[2].shape[0]);
+template <class T> void embedding(const EmbeddingCall& c) {
+    const auto& tokens = c.tokens.shape;
+    embedding_forward(c.out.as<T>(), c.tokens.as<std::int32_t>(), c.wte.as<T>(), c.wpe.as<T>(), tokens.rows(),
+                      tokens.last(), c.wte.shape[1], c.wte.shape[0]);
 }
-template <class T> void embedding_grad(const KernelCall& c) {
-    const auto& tokens = c.t[3].shape;
-    embedding_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<std::int32_t>(), tokens.rows(),
-                       tokens.last(), c.t[2].shape.last());
+template <class T> void embedding_grad(const EmbeddingBackwardCall& c) {
+    const auto& tokens = c.tokens.shape;
+    embedding_backward(c.d_wte.as<T>(), c.d_wpe.as<T>(), c.d_out.as<T>(), c.tokens.as<std::int32_t>(), tokens.rows(),
+                       tokens.last(), c.d_out.shape.last());
 }
-LEVERS_KERNEL(embedding, cpu, f32, embedding<float>);
-LEVERS_KERNEL(embedding, cpu, f64, embedding<double>);
-LEVERS_KERNEL(embedding_backward, cpu, f32, embedding_grad<float>);
-LEVERS_KERNEL(embedding_backward, cpu, f64, embedding_grad<double>);
+LEVERS_KERNEL(EmbeddingCall, cpu, f32, embedding<float>);
+LEVERS_KERNEL(EmbeddingCall, cpu, f64, embedding<double>);
+LEVERS_KERNEL(EmbeddingBackwardCall, cpu, f32, embedding_grad<float>);
+LEVERS_KERNEL(EmbeddingBackwardCall, cpu, f64, embedding_grad<double>);
 }  // namespace
 
 }  // namespace cpu

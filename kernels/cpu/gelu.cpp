@@ -50,14 +50,14 @@ template void gelu_backward<float>(float*, const float*, const float*, index_t);
 template void gelu_backward<double>(double*, const double*, const double*, index_t);
 
 namespace {
-template <class T> void gelu(const KernelCall& c) { gelu_forward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[0].numel()); }
-template <class T> void gelu_grad(const KernelCall& c) {
-    gelu_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[0].numel());
+template <class T> void gelu(const GeluCall& c) { gelu_forward(c.out.as<T>(), c.in.as<T>(), c.out.numel()); }
+template <class T> void gelu_grad(const GeluBackwardCall& c) {
+    gelu_backward(c.d_in.as<T>(), c.d_out.as<T>(), c.in.as<T>(), c.d_in.numel());
 }
-LEVERS_KERNEL(gelu, cpu, f32, gelu<float>);
-LEVERS_KERNEL(gelu, cpu, f64, gelu<double>);
-LEVERS_KERNEL(gelu_backward, cpu, f32, gelu_grad<float>);
-LEVERS_KERNEL(gelu_backward, cpu, f64, gelu_grad<double>);
+LEVERS_KERNEL(GeluCall, cpu, f32, gelu<float>);
+LEVERS_KERNEL(GeluCall, cpu, f64, gelu<double>);
+LEVERS_KERNEL(GeluBackwardCall, cpu, f32, gelu_grad<float>);
+LEVERS_KERNEL(GeluBackwardCall, cpu, f64, gelu_grad<double>);
 }  // namespace
 
 }  // namespace levers::kernels::cpu

@@ -27,18 +27,20 @@ template double clip_grad_norm<float>(float*, index_t, double);
 template double clip_grad_norm<double>(double*, index_t, double);
 
 namespace {
-template <class T> void clip(const KernelCall& c) { *c.result = clip_grad_norm(c.t[0].as<T>(), c.t[0].numel(), c.f[0]); }
-template <class T> void scale(const KernelCall& c) {
-    T* x = c.t[0].as<T>();
-    const T s = static_cast<T>(c.f[0]);
-    const index_t n = c.t[0].numel();
+template <class T> void clip(const ClipGradNormCall& c) {
+    *c.result = clip_grad_norm(c.grad.as<T>(), c.grad.numel(), c.max_norm);
+}
+template <class T> void scale(const ScaleCall& c) {
+    T* x = c.x.as<T>();
+    const T s = static_cast<T>(c.factor);
+    const index_t n = c.x.numel();
 #pragma omp parallel for simd schedule(static)
     for (index_t i = 0; i < n; ++i) x[i] *= s;
 }
-LEVERS_KERNEL(clip_grad_norm, cpu, f32, clip<float>);
-LEVERS_KERNEL(clip_grad_norm, cpu, f64, clip<double>);
-LEVERS_KERNEL(scale, cpu, f32, scale<float>);
-LEVERS_KERNEL(scale, cpu, f64, scale<double>);
+LEVERS_KERNEL(ClipGradNormCall, cpu, f32, clip<float>);
+LEVERS_KERNEL(ClipGradNormCall, cpu, f64, clip<double>);
+LEVERS_KERNEL(ScaleCall, cpu, f32, scale<float>);
+LEVERS_KERNEL(ScaleCall, cpu, f64, scale<double>);
 }  // namespace
 
 }  // namespace levers::kernels::cpu

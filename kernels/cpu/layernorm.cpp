@@ -38,20 +38,20 @@ template void layernorm_backward<double>(double*, double*, double*, const double
                                          const double*, const double*, index_t, index_t);
 
 namespace {
-template <class T> void layernorm(const KernelCall& c) {
-    const index_t channels = c.t[3].shape.last();
-    layernorm_forward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(), c.t[5].as<T>(),
-                      c.t[3].shape.rows(), channels, static_cast<T>(c.f[0]));
+template <class T> void layernorm(const LayerNormCall& c) {
+    const index_t channels = c.x.shape.last();
+    layernorm_forward(c.out.as<T>(), c.mean.as<T>(), c.rstd.as<T>(), c.x.as<T>(), c.weight.as<T>(), c.bias.as<T>(),
+                      c.x.shape.rows(), channels, static_cast<T>(c.eps));
 }
-template <class T> void layernorm_grad(const KernelCall& c) {
-    const index_t channels = c.t[4].shape.last();
-    layernorm_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(),
-                       c.t[5].as<T>(), c.t[6].as<T>(), c.t[7].as<T>(), c.t[4].shape.rows(), channels);
+template <class T> void layernorm_grad(const LayerNormBackwardCall& c) {
+    const index_t channels = c.x.shape.last();
+    layernorm_backward(c.d_x.as<T>(), c.d_weight.as<T>(), c.d_bias.as<T>(), c.d_out.as<T>(), c.x.as<T>(),
+                       c.mean.as<T>(), c.rstd.as<T>(), c.weight.as<T>(), c.x.shape.rows(), channels);
 }
-LEVERS_KERNEL(layernorm, cpu, f32, layernorm<float>);
-LEVERS_KERNEL(layernorm, cpu, f64, layernorm<double>);
-LEVERS_KERNEL(layernorm_backward, cpu, f32, layernorm_grad<float>);
-LEVERS_KERNEL(layernorm_backward, cpu, f64, layernorm_grad<double>);
+LEVERS_KERNEL(LayerNormCall, cpu, f32, layernorm<float>);
+LEVERS_KERNEL(LayerNormCall, cpu, f64, layernorm<double>);
+LEVERS_KERNEL(LayerNormBackwardCall, cpu, f32, layernorm_grad<float>);
+LEVERS_KERNEL(LayerNormBackwardCall, cpu, f64, layernorm_grad<double>);
 }  // namespace
 
 }  // namespace levers::kernels::cpu

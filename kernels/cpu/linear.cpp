@@ -32,26 +32,25 @@ template void linear_backward<double>(double*, double*, double*, const double*, 
 
 namespace {
 // Rows of out (and d_out) packed: the CPU products take any width, so nothing pads them here.
-void check_packed(const KernelCall& c, index_t out_dim) {
-    LEVERS_CHECK(c.i[0] == 0 || c.i[0] == out_dim, "linear on the CPU: rows {} apart for {} columns (the CPU "
-                 "kernels take packed rows)", c.i[0], out_dim);
+void check_packed(index_t out_ld, index_t out_dim) {
+    LEVERS_CHECK(out_ld == 0 || out_ld == out_dim, "linear on the CPU: rows {} apart for {} columns (the CPU "
+                 "kernels take packed rows)", out_ld, out_dim);
 }
-template <class T> void linear(const KernelCall& c) {
-    const index_t out_dim = c.t[2].shape[0], in_dim = c.t[2].shape[1];
-    check_packed(c, out_dim);
-    linear_forward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[1].shape.rows(), in_dim,
-                   out_dim);
+template <class T> void linear(const LinearCall& c) {
+    const index_t out_dim = c.weight.shape[0], in_dim = c.weight.shape[1];
+    check_packed(c.out_ld, out_dim);
+    linear_forward(c.out.as<T>(), c.in.as<T>(), c.weight.as<T>(), c.bias.as<T>(), c.in.shape.rows(), in_dim, out_dim);
 }
-template <class T> void linear_grad(const KernelCall& c) {
-    const index_t out_dim = c.t[5].shape[0], in_dim = c.t[5].shape[1];
-    check_packed(c, out_dim);
-    linear_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(), c.t[5].as<T>(),
-                    c.t[4].shape.rows(), in_dim, out_dim);
+template <class T> void linear_grad(const LinearBackwardCall& c) {
+    const index_t out_dim = c.weight.shape[0], in_dim = c.weight.shape[1];
+    check_packed(c.out_ld, out_dim);
+    linear_backward(c.d_in.as<T>(), c.d_weight.as<T>(), c.d_bias.as<T>(), c.d_out.as<T>(), c.in.as<T>(),
+                    c.weight.as<T>(), c.in.shape.rows(), in_dim, out_dim);
 }
-LEVERS_KERNEL(linear, cpu, f32, linear<float>);
-LEVERS_KERNEL(linear, cpu, f64, linear<double>);
-LEVERS_KERNEL(linear_backward, cpu, f32, linear_grad<float>);
-LEVERS_KERNEL(linear_backward, cpu, f64, linear_grad<double>);
+LEVERS_KERNEL(LinearCall, cpu, f32, linear<float>);
+LEVERS_KERNEL(LinearCall, cpu, f64, linear<double>);
+LEVERS_KERNEL(LinearBackwardCall, cpu, f32, linear_grad<float>);
+LEVERS_KERNEL(LinearBackwardCall, cpu, f64, linear_grad<double>);
 }  // namespace
 
 }  // namespace levers::kernels::cpu

@@ -1,29 +1,28 @@
 // The fused linear-and-GELU kernels on the CPU: the linear and GELU kernels in turn.
-#include "kernels/gelu.hpp"
-#include "kernels/linear.hpp"
+#include "kernels/linear_gelu.hpp"
 
 namespace levers::kernels::cpu {
 
 namespace {
 
-template <class T> void linear_gelu(const KernelCall& c) {
-    const index_t out_dim = c.t[3].shape[0], in_dim = c.t[3].shape[1], rows = c.t[2].shape.rows();
-    linear_forward(c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(), rows, in_dim, out_dim);
-    gelu_forward(c.t[0].as<T>(), c.t[1].as<T>(), rows * out_dim);
+template <class T> void linear_gelu(const LinearGeluCall& c) {
+    const index_t out_dim = c.weight.shape[0], in_dim = c.weight.shape[1], rows = c.in.shape.rows();
+    linear_forward(c.pre.as<T>(), c.in.as<T>(), c.weight.as<T>(), c.bias.as<T>(), rows, in_dim, out_dim);
+    gelu_forward(c.out.as<T>(), c.pre.as<T>(), rows * out_dim);
 }
 
-template <class T> void gelu_linear_grad(const KernelCall& c) {
-    const index_t out_dim = c.t[6].shape[0], in_dim = c.t[6].shape[1], rows = c.t[4].shape.rows();
-    T* d_pre = c.t[0].as<T>();
-    linear_backward(d_pre, c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(), c.t[6].as<T>(), rows,
+template <class T> void gelu_linear_grad(const GeluLinearBackwardCall& c) {
+    const index_t out_dim = c.weight.shape[0], in_dim = c.weight.shape[1], rows = c.in.shape.rows();
+    T* d_pre = c.d_pre.as<T>();
+    linear_backward(d_pre, c.d_weight.as<T>(), c.d_bias.as<T>(), c.d_out.as<T>(), c.in.as<T>(), c.weight.as<T>(), rows,
                     in_dim, out_dim);
-    gelu_backward(d_pre, d_pre, c.t[5].as<T>(), rows * in_dim);
+    gelu_backward(d_pre, d_pre, c.pre.as<T>(), rows * in_dim);
 }
 
-LEVERS_KERNEL(linear_gelu, cpu, f32, linear_gelu<float>);
-LEVERS_KERNEL(linear_gelu, cpu, f64, linear_gelu<double>);
-LEVERS_KERNEL(gelu_linear_backward, cpu, f32, gelu_linear_grad<float>);
-LEVERS_KERNEL(gelu_linear_backward, cpu, f64, gelu_linear_grad<double>);
+LEVERS_KERNEL(LinearGeluCall, cpu, f32, linear_gelu<float>);
+LEVERS_KERNEL(LinearGeluCall, cpu, f64, linear_gelu<double>);
+LEVERS_KERNEL(GeluLinearBackwardCall, cpu, f32, gelu_linear_grad<float>);
+LEVERS_KERNEL(GeluLinearBackwardCall, cpu, f64, gelu_linear_grad<double>);
 
 }  // namespace
 

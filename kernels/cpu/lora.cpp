@@ -38,21 +38,21 @@ LEVERS_LORA(float)
 LEVERS_LORA(double)
 
 namespace {
-template <class T> void lora(const KernelCall& c) {
-    const index_t rank = c.t[3].shape[0], in_dim = c.t[3].shape[1], out_dim = c.t[4].shape[0];
-    lora_forward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(), c.t[2].shape.rows(),
-                 in_dim, out_dim, rank, static_cast<T>(c.f[0]));
+template <class T> void lora(const LoraCall& c) {
+    const index_t rank = c.a.shape[0], in_dim = c.a.shape[1], out_dim = c.b.shape[0];
+    lora_forward(c.out.as<T>(), c.u.as<T>(), c.in.as<T>(), c.a.as<T>(), c.b.as<T>(), c.in.shape.rows(), in_dim,
+                 out_dim, rank, static_cast<T>(c.scale));
 }
-template <class T> void lora_grad(const KernelCall& c) {
-    const index_t rank = c.t[7].shape[0], in_dim = c.t[7].shape[1], out_dim = c.t[8].shape[0];
-    lora_backward(c.t[0].as<T>(), c.t[1].as<T>(), c.t[2].as<T>(), c.t[3].as<T>(), c.t[4].as<T>(), c.t[5].as<T>(),
-                  c.t[6].as<T>(), c.t[7].as<T>(), c.t[8].as<T>(), c.t[5].shape.rows(), in_dim, out_dim, rank,
-                  static_cast<T>(c.f[0]));
+template <class T> void lora_grad(const LoraBackwardCall& c) {
+    const index_t rank = c.a.shape[0], in_dim = c.a.shape[1], out_dim = c.b.shape[0];
+    lora_backward(c.d_in.as<T>(), c.d_a.as<T>(), c.d_b.as<T>(), c.du.as<T>(), c.d_out.as<T>(), c.in.as<T>(),
+                  c.u.as<T>(), c.a.as<T>(), c.b.as<T>(), c.in.shape.rows(), in_dim, out_dim, rank,
+                  static_cast<T>(c.scale));
 }
-LEVERS_KERNEL(lora, cpu, f32, lora<float>);
-LEVERS_KERNEL(lora, cpu, f64, lora<double>);
-LEVERS_KERNEL(lora_backward, cpu, f32, lora_grad<float>);
-LEVERS_KERNEL(lora_backward, cpu, f64, lora_grad<double>);
+LEVERS_KERNEL(LoraCall, cpu, f32, lora<float>);
+LEVERS_KERNEL(LoraCall, cpu, f64, lora<double>);
+LEVERS_KERNEL(LoraBackwardCall, cpu, f32, lora_grad<float>);
+LEVERS_KERNEL(LoraBackwardCall, cpu, f64, lora_grad<double>);
 }  // namespace
 
 }  // namespace levers::kernels::cpu

@@ -69,19 +69,19 @@ LEVERS_ADAMW(double, double)
 
 namespace {
 // By the parameters' dtype; f32 parameters take f32 or bf16 gradients.
-template <class T> void adamw_call(const KernelCall& c) {
-    const AdamWHyper h{c.f[0], c.f[1], c.f[2], c.f[3], c.f[4]};
-    const auto* chunks = static_cast<const AdamWChunk*>(c.t[4].data);
-    const index_t n_chunks = c.t[4].numel() / 4;
-    T *p = ptr<T>(c.t[0]), *m = ptr<T>(c.t[1]), *v = ptr<T>(c.t[2]);
+template <class T> void adamw_call(const AdamWCall& c) {
+    const AdamWHyper& h = c.hyper;
+    const auto* chunks = static_cast<const AdamWChunk*>(c.chunks.data);
+    const index_t n_chunks = c.chunks.numel() / 4;
+    T *p = ptr<T>(c.param), *m = ptr<T>(c.m), *v = ptr<T>(c.v);
     if constexpr (std::is_same_v<T, float>)
-        if (c.t[3].dtype == DType::bf16)
-            return adamw_step(p, m, v, ptr<const bf16>(c.t[3]), chunks, n_chunks, h, static_cast<long>(c.i[0]),
+        if (c.grad.dtype == DType::bf16)
+            return adamw_step(p, m, v, ptr<const bf16>(c.grad), chunks, n_chunks, h, static_cast<long>(c.step),
                               stream_of(c));
-    adamw_step(p, m, v, ptr<const T>(c.t[3]), chunks, n_chunks, h, static_cast<long>(c.i[0]), stream_of(c));
+    adamw_step(p, m, v, ptr<const T>(c.grad), chunks, n_chunks, h, static_cast<long>(c.step), stream_of(c));
 }
-LEVERS_KERNEL(adamw, cuda, f32, adamw_call<float>);
-LEVERS_KERNEL(adamw, cuda, f64, adamw_call<double>);
+LEVERS_KERNEL(AdamWCall, cuda, f32, adamw_call<float>);
+LEVERS_KERNEL(AdamWCall, cuda, f64, adamw_call<double>);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

@@ -1,5 +1,6 @@
 // Causal self-attention as batched GEMMs per batch row (heads strided) and
 // softmax kernels of one warp per row; the layouts of kernels/attention.hpp.
+#include "kernels/attention.hpp"
 #include "kernels/cuda/register.cuh"
 #include "kernels/cuda/blas.cuh"
 #include "kernels/cuda/device_math.cuh"
@@ -114,17 +115,17 @@ LEVERS_ATTENTION(double)
 LEVERS_ATTENTION(bf16)
 
 namespace {
-template <class S> void attention_call(const KernelCall& c) {
-    const auto& q = c.t[2].shape;
-    attention_forward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<const S>(c.t[2]), q[0], q[1], q[2] / 3, c.i[0], stream_of(c));
+template <class S> void attention_call(const AttentionCall& c) {
+    const auto& q = c.qkv.shape;
+    attention_forward(ptr<S>(c.y), ptr<S>(c.att), ptr<const S>(c.qkv), q[0], q[1], q[2] / 3, c.heads, stream_of(c));
 }
-template <class S> void attention_grad_call(const KernelCall& c) {
-    const auto& q = c.t[3].shape;
-    attention_backward(ptr<S>(c.t[0]), ptr<const S>(c.t[1]), ptr<const S>(c.t[2]), ptr<const S>(c.t[3]), q[0], q[1],
-                       q[2] / 3, c.i[0], stream_of(c));
+template <class S> void attention_grad_call(const AttentionBackwardCall& c) {
+    const auto& q = c.qkv.shape;
+    attention_backward(ptr<S>(c.d_qkv), ptr<const S>(c.d_y), ptr<const S>(c.att), ptr<const S>(c.qkv), q[0], q[1],
+                       q[2] / 3, c.heads, stream_of(c));
 }
-LEVERS_CUDA_KERNELS(attention, attention_call);
-LEVERS_CUDA_KERNELS(attention_backward, attention_grad_call);
+LEVERS_CUDA_KERNELS(AttentionCall, attention_call);
+LEVERS_CUDA_KERNELS(AttentionBackwardCall, attention_grad_call);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

@@ -2,6 +2,7 @@
 // probabilities beyond the logits (forward keeps one log-sum-exp per row,
 // backward writes the gradient over the logits), sums in the accumulator type,
 // 16-byte loads where the rows allow.
+#include "kernels/cross_entropy.hpp"
 #include "kernels/cuda/register.cuh"
 #include "kernels/cuda/device_math.cuh"
 
@@ -144,20 +145,20 @@ LEVERS_CROSS_ENTROPY(bf16)
 
 namespace {
 // Rows of t2 are its last dimension apart; i1 columns of them count (0: all).
-template <class S> void cross_entropy_call(const KernelCall& c) {
-    const index_t width = c.t[2].shape.last(), vocab = c.i[1] ? c.i[1] : width;
-    cross_entropy_forward(ptr<acc_t<S>>(c.t[0]), ptr<acc_t<S>>(c.t[1]), ptr<const S>(c.t[2]),
-                          ptr<const std::int32_t>(c.t[3]), c.t[2].shape.rows(), vocab, stream_of(c),
-                          static_cast<std::int32_t>(c.i[0]), width);
+template <class S> void cross_entropy_call(const CrossEntropyCall& c) {
+    const index_t width = c.logits.shape.last(), vocab = c.vocab ? c.vocab : width;
+    cross_entropy_forward(ptr<acc_t<S>>(c.loss), ptr<acc_t<S>>(c.lse), ptr<const S>(c.logits),
+                          ptr<const std::int32_t>(c.targets), c.logits.shape.rows(), vocab, stream_of(c),
+                          static_cast<std::int32_t>(c.ignore_index), width);
 }
-template <class S> void cross_entropy_grad_call(const KernelCall& c) {
-    const index_t width = c.t[2].shape.last(), vocab = c.i[1] ? c.i[1] : width;
-    cross_entropy_backward(ptr<S>(c.t[0]), ptr<const acc_t<S>>(c.t[1]), ptr<const S>(c.t[2]),
-                           ptr<const std::int32_t>(c.t[3]), static_cast<acc_t<S>>(c.f[0]), c.t[2].shape.rows(), vocab,
-                           stream_of(c), static_cast<std::int32_t>(c.i[0]), width);
+template <class S> void cross_entropy_grad_call(const CrossEntropyBackwardCall& c) {
+    const index_t width = c.logits.shape.last(), vocab = c.vocab ? c.vocab : width;
+    cross_entropy_backward(ptr<S>(c.d_logits), ptr<const acc_t<S>>(c.lse), ptr<const S>(c.logits),
+                           ptr<const std::int32_t>(c.targets), static_cast<acc_t<S>>(c.d_loss), c.logits.shape.rows(),
+                           vocab, stream_of(c), static_cast<std::int32_t>(c.ignore_index), width);
 }
-LEVERS_CUDA_KERNELS(cross_entropy, cross_entropy_call);
-LEVERS_CUDA_KERNELS(cross_entropy_backward, cross_entropy_grad_call);
+LEVERS_CUDA_KERNELS(CrossEntropyCall, cross_entropy_call);
+LEVERS_CUDA_KERNELS(CrossEntropyBackwardCall, cross_entropy_grad_call);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

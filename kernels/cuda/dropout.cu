@@ -19,15 +19,15 @@ __global__ void dropout_kernel(S* out, const S* in, index_t n, std::uint64_t key
     out[i] = store<S>(dropout_keeps(key, i, p) ? load(in[i]) * scale : acc_t<S>(0));
 }
 
-template <class S> void dropout_call(const KernelCall& c) {
-    const index_t n = c.t[1].numel();
+template <class S> void dropout_call(const DropoutCall& c) {
+    const index_t n = c.in.numel();
     if (n <= 0) return;
-    const auto p = static_cast<float>(c.f[0]);
+    const auto p = static_cast<float>(c.p);
     const acc_t<S> scale = acc_t<S>(1) / (acc_t<S>(1) - static_cast<acc_t<S>>(p));
     LEVERS_LAUNCH(dropout_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream_of(c)>>>(
-        ptr<S>(c.t[0]), ptr<const S>(c.t[1]), n, std::bit_cast<std::uint64_t>(c.i[0]), p, scale));
+        ptr<S>(c.out), ptr<const S>(c.in), n, c.key, p, scale));
 }
-LEVERS_CUDA_KERNELS(dropout, dropout_call);
+LEVERS_CUDA_KERNELS(DropoutCall, dropout_call);
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // token (a stable radix sort, so each token's positions stay in order) and
 // one thread per (token run, channel) sums its run in the accumulator type,
 // then adds once. No atomics: the same sums every run.
+#include "kernels/embedding.hpp"
 #include "kernels/cuda/register.cuh"
 #include "kernels/cuda/device_math.cuh"
 
@@ -99,18 +100,18 @@ LEVERS_EMBEDDING(double)
 LEVERS_EMBEDDING(bf16)
 
 namespace {
-template <class S> void embedding_call(const KernelCall& c) {
-    const auto& tokens = c.t[1].shape;
-    embedding_forward(ptr<S>(c.t[0]), ptr<const std::int32_t>(c.t[1]), ptr<const S>(c.t[2]), ptr<const S>(c.t[3]),
-                      tokens.rows(), tokens.last(), c.t[2].shape[1], stream_of(c));
+template <class S> void embedding_call(const EmbeddingCall& c) {
+    const auto& tokens = c.tokens.shape;
+    embedding_forward(ptr<S>(c.out), ptr<const std::int32_t>(c.tokens), ptr<const S>(c.wte), ptr<const S>(c.wpe),
+                      tokens.rows(), tokens.last(), c.wte.shape[1], stream_of(c));
 }
-template <class S> void embedding_grad_call(const KernelCall& c) {
-    const auto& tokens = c.t[3].shape;
-    embedding_backward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<const S>(c.t[2]), ptr<const std::int32_t>(c.t[3]),
-                       tokens.rows(), tokens.last(), c.t[2].shape.last(), stream_of(c));
+template <class S> void embedding_grad_call(const EmbeddingBackwardCall& c) {
+    const auto& tokens = c.tokens.shape;
+    embedding_backward(ptr<S>(c.d_wte), ptr<S>(c.d_wpe), ptr<const S>(c.d_out), ptr<const std::int32_t>(c.tokens),
+                       tokens.rows(), tokens.last(), c.d_out.shape.last(), stream_of(c));
 }
-LEVERS_CUDA_KERNELS(embedding, embedding_call);
-LEVERS_CUDA_KERNELS(embedding_backward, embedding_grad_call);
+LEVERS_CUDA_KERNELS(EmbeddingCall, embedding_call);
+LEVERS_CUDA_KERNELS(EmbeddingBackwardCall, embedding_grad_call);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

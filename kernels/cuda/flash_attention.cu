@@ -7,6 +7,7 @@
 // one kernel per key tile and dQ in another per query tile, so every sum has
 // a fixed order (no atomics). Head size 64, bf16 storage; the layouts of
 // kernels/attention.hpp (qkv [B, T, 3C], y [B, T, C]).
+#include "kernels/flash_attention.hpp"
 #include "kernels/cuda/register.cuh"
 #include "kernels/cuda/device_math.cuh"
 
@@ -421,19 +422,19 @@ void attention_fused_backward(bf16* d_qkv, const bf16* d_y, const bf16* y, const
 }
 
 namespace {
-void flash_call(const KernelCall& c) {
-    const auto& q = c.t[2].shape;
-    attention_fused_forward(ptr<bf16>(c.t[0]), ptr<float>(c.t[1]), ptr<const bf16>(c.t[2]), q[0], q[1], q[2] / 3,
-                            c.i[0], stream_of(c));
+void flash_call(const FlashAttentionCall& c) {
+    const auto& q = c.qkv.shape;
+    attention_fused_forward(ptr<bf16>(c.y), ptr<float>(c.lse), ptr<const bf16>(c.qkv), q[0], q[1], q[2] / 3, c.heads,
+                            stream_of(c));
 }
-void flash_grad_call(const KernelCall& c) {
-    const auto& q = c.t[4].shape;
-    attention_fused_backward(ptr<bf16>(c.t[0]), ptr<const bf16>(c.t[1]), ptr<const bf16>(c.t[2]),
-                             ptr<const float>(c.t[3]), ptr<const bf16>(c.t[4]), q[0], q[1], q[2] / 3, c.i[0],
+void flash_grad_call(const FlashAttentionBackwardCall& c) {
+    const auto& q = c.qkv.shape;
+    attention_fused_backward(ptr<bf16>(c.d_qkv), ptr<const bf16>(c.d_y), ptr<const bf16>(c.y),
+                             ptr<const float>(c.lse), ptr<const bf16>(c.qkv), q[0], q[1], q[2] / 3, c.heads,
                              stream_of(c));
 }
-LEVERS_KERNEL(flash_attention, cuda, bf16, flash_call);
-LEVERS_KERNEL(flash_attention_backward, cuda, bf16, flash_grad_call);
+LEVERS_KERNEL(FlashAttentionCall, cuda, bf16, flash_call);
+LEVERS_KERNEL(FlashAttentionBackwardCall, cuda, bf16, flash_grad_call);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

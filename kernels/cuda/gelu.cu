@@ -49,14 +49,14 @@ LEVERS_GELU(double)
 LEVERS_GELU(bf16)
 
 namespace {
-template <class S> void gelu_kernel_call(const KernelCall& c) {
-    gelu_forward(ptr<S>(c.t[0]), ptr<const S>(c.t[1]), c.t[0].numel(), stream_of(c));
+template <class S> void gelu_kernel_call(const GeluCall& c) {
+    gelu_forward(ptr<S>(c.out), ptr<const S>(c.in), c.out.numel(), stream_of(c));
 }
-template <class S> void gelu_grad_call(const KernelCall& c) {
-    gelu_backward(ptr<S>(c.t[0]), ptr<const S>(c.t[1]), ptr<const S>(c.t[2]), c.t[0].numel(), stream_of(c));
+template <class S> void gelu_grad_call(const GeluBackwardCall& c) {
+    gelu_backward(ptr<S>(c.d_in), ptr<const S>(c.d_out), ptr<const S>(c.in), c.d_in.numel(), stream_of(c));
 }
-LEVERS_CUDA_KERNELS(gelu, gelu_kernel_call);
-LEVERS_CUDA_KERNELS(gelu_backward, gelu_grad_call);
+LEVERS_CUDA_KERNELS(GeluCall, gelu_kernel_call);
+LEVERS_CUDA_KERNELS(GeluBackwardCall, gelu_grad_call);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

@@ -1,6 +1,7 @@
 // Global-norm gradient clipping on the card: Σ g² in double over a fixed grid
 // (each block's partial, then the partials in order: the same norm every
 // run), copied to the host, then the scale applied where the norm is too large.
+#include "kernels/grad_clip.hpp"
 #include "kernels/cuda/register.cuh"
 #include "kernels/cuda/device_math.cuh"
 
@@ -50,10 +51,10 @@ template double clip_grad_norm<double>(double*, index_t, double, cudaStream_t);
 template double clip_grad_norm<bf16>(bf16*, index_t, double, cudaStream_t);
 
 namespace {
-template <class S> void clip_call(const KernelCall& c) {
-    *c.result = clip_grad_norm(ptr<S>(c.t[0]), c.t[0].numel(), c.f[0], stream_of(c));
+template <class S> void clip_call(const ClipGradNormCall& c) {
+    *c.result = clip_grad_norm(ptr<S>(c.grad), c.grad.numel(), c.max_norm, stream_of(c));
 }
-LEVERS_CUDA_KERNELS(clip_grad_norm, clip_call);
+LEVERS_CUDA_KERNELS(ClipGradNormCall, clip_call);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

@@ -3,6 +3,7 @@
 // weight and bias gradients as it goes, per block, then adds the blocks' sums
 // in a fixed order (kernels/cuda/columns.cuh): no atomics, no second pass
 // over d_out and x.
+#include "kernels/layernorm.hpp"
 #include "kernels/cuda/register.cuh"
 #include "kernels/cuda/columns.cuh"
 #include "kernels/cuda/device_math.cuh"
@@ -192,18 +193,18 @@ LEVERS_LAYERNORM(double)
 LEVERS_LAYERNORM(bf16)
 
 namespace {
-template <class S> void layernorm_call(const KernelCall& c) {
-    layernorm_forward(ptr<S>(c.t[0]), ptr<acc_t<S>>(c.t[1]), ptr<acc_t<S>>(c.t[2]), ptr<const S>(c.t[3]),
-                      ptr<const S>(c.t[4]), ptr<const S>(c.t[5]), c.t[3].shape.rows(), c.t[3].shape.last(),
-                      stream_of(c), static_cast<acc_t<S>>(c.f[0]));
+template <class S> void layernorm_call(const LayerNormCall& c) {
+    layernorm_forward(ptr<S>(c.out), ptr<acc_t<S>>(c.mean), ptr<acc_t<S>>(c.rstd), ptr<const S>(c.x),
+                      ptr<const S>(c.weight), ptr<const S>(c.bias), c.x.shape.rows(), c.x.shape.last(), stream_of(c),
+                      static_cast<acc_t<S>>(c.eps));
 }
-template <class S> void layernorm_grad_call(const KernelCall& c) {
-    layernorm_backward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<S>(c.t[2]), ptr<const S>(c.t[3]), ptr<const S>(c.t[4]),
-                       ptr<const acc_t<S>>(c.t[5]), ptr<const acc_t<S>>(c.t[6]), ptr<const S>(c.t[7]),
-                       c.t[4].shape.rows(), c.t[4].shape.last(), stream_of(c));
+template <class S> void layernorm_grad_call(const LayerNormBackwardCall& c) {
+    layernorm_backward(ptr<S>(c.d_x), ptr<S>(c.d_weight), ptr<S>(c.d_bias), ptr<const S>(c.d_out), ptr<const S>(c.x),
+                       ptr<const acc_t<S>>(c.mean), ptr<const acc_t<S>>(c.rstd), ptr<const S>(c.weight),
+                       c.x.shape.rows(), c.x.shape.last(), stream_of(c));
 }
-LEVERS_CUDA_KERNELS(layernorm, layernorm_call);
-LEVERS_CUDA_KERNELS(layernorm_backward, layernorm_grad_call);
+LEVERS_CUDA_KERNELS(LayerNormCall, layernorm_call);
+LEVERS_CUDA_KERNELS(LayerNormBackwardCall, layernorm_grad_call);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

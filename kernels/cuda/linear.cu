@@ -1,5 +1,6 @@
 // The linear layer through cuBLAS (cuBLASLt, linear_lt.cu, where an epilogue
 // fuses the bias, GELU or GELU's derivative); the bias gradient as column sums.
+#include "kernels/linear_gelu.hpp"
 #include "kernels/cuda/register.cuh"
 #include "kernels/cuda/blas.cuh"
 #include "kernels/cuda/columns.cuh"
@@ -104,31 +105,32 @@ LEVERS_LINEAR(double)
 LEVERS_LINEAR(bf16)
 
 namespace {
-template <class S> void linear_call(const KernelCall& c) {
-    const index_t out_dim = c.t[2].shape[0], in_dim = c.t[2].shape[1];
-    linear_forward(ptr<S>(c.t[0]), ptr<const S>(c.t[1]), ptr<const S>(c.t[2]), ptr<const S>(c.t[3]),
-                   c.t[1].shape.rows(), in_dim, out_dim, stream_of(c), c.i[0]);
+template <class S> void linear_call(const LinearCall& c) {
+    const index_t out_dim = c.weight.shape[0], in_dim = c.weight.shape[1];
+    linear_forward(ptr<S>(c.out), ptr<const S>(c.in), ptr<const S>(c.weight), ptr<const S>(c.bias), c.in.shape.rows(),
+                   in_dim, out_dim, stream_of(c), c.out_ld);
 }
-template <class S> void linear_grad_call(const KernelCall& c) {
-    const index_t out_dim = c.t[5].shape[0], in_dim = c.t[5].shape[1];
-    linear_backward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<S>(c.t[2]), ptr<const S>(c.t[3]), ptr<const S>(c.t[4]),
-                    ptr<const S>(c.t[5]), c.t[4].shape.rows(), in_dim, out_dim, stream_of(c), c.i[0]);
+template <class S> void linear_grad_call(const LinearBackwardCall& c) {
+    const index_t out_dim = c.weight.shape[0], in_dim = c.weight.shape[1];
+    linear_backward(ptr<S>(c.d_in), ptr<S>(c.d_weight), ptr<S>(c.d_bias), ptr<const S>(c.d_out), ptr<const S>(c.in),
+                    ptr<const S>(c.weight), c.in.shape.rows(), in_dim, out_dim, stream_of(c), c.out_ld);
 }
-template <class S> void linear_gelu_call(const KernelCall& c) {
-    const index_t out_dim = c.t[3].shape[0], in_dim = c.t[3].shape[1];
-    linear_gelu_forward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<const S>(c.t[2]), ptr<const S>(c.t[3]),
-                        ptr<const S>(c.t[4]), c.t[2].shape.rows(), in_dim, out_dim, stream_of(c));
+template <class S> void linear_gelu_call(const LinearGeluCall& c) {
+    const index_t out_dim = c.weight.shape[0], in_dim = c.weight.shape[1];
+    linear_gelu_forward(ptr<S>(c.out), ptr<S>(c.pre), ptr<const S>(c.in), ptr<const S>(c.weight), ptr<const S>(c.bias),
+                        c.in.shape.rows(), in_dim, out_dim, stream_of(c));
 }
-template <class S> void gelu_linear_grad_call(const KernelCall& c) {
-    const index_t out_dim = c.t[6].shape[0], in_dim = c.t[6].shape[1];
-    linear_gelu_backward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<S>(c.t[2]), ptr<const S>(c.t[3]), ptr<const S>(c.t[4]),
-                         ptr<const S>(c.t[5]), ptr<const S>(c.t[6]), c.t[4].shape.rows(), in_dim, out_dim,
+template <class S> void gelu_linear_grad_call(const GeluLinearBackwardCall& c) {
+    const index_t out_dim = c.weight.shape[0], in_dim = c.weight.shape[1];
+    linear_gelu_backward(ptr<S>(c.d_pre), ptr<S>(c.d_weight), ptr<S>(c.d_bias), ptr<const S>(c.d_out),
+                         ptr<const S>(c.in), ptr<const S>(c.pre), ptr<const S>(c.weight), c.in.shape.rows(), in_dim,
+                         out_dim,
                          stream_of(c));
 }
-LEVERS_CUDA_KERNELS(linear, linear_call);
-LEVERS_CUDA_KERNELS(linear_backward, linear_grad_call);
-LEVERS_CUDA_KERNELS(linear_gelu, linear_gelu_call);
-LEVERS_CUDA_KERNELS(gelu_linear_backward, gelu_linear_grad_call);
+LEVERS_CUDA_KERNELS(LinearCall, linear_call);
+LEVERS_CUDA_KERNELS(LinearBackwardCall, linear_grad_call);
+LEVERS_CUDA_KERNELS(LinearGeluCall, linear_gelu_call);
+LEVERS_CUDA_KERNELS(GeluLinearBackwardCall, gelu_linear_grad_call);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

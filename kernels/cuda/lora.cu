@@ -1,4 +1,5 @@
 // LoRA's adapters on the card as matrix products through cuBLAS.
+#include "kernels/lora.hpp"
 #include "kernels/cuda/register.cuh"
 #include "kernels/cuda/blas.cuh"
 
@@ -39,19 +40,19 @@ LEVERS_LORA(double)
 LEVERS_LORA(bf16)
 
 namespace {
-template <class S> void lora_call(const KernelCall& c) {
-    const index_t rank = c.t[3].shape[0], in_dim = c.t[3].shape[1], out_dim = c.t[4].shape[0];
-    lora_forward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<const S>(c.t[2]), ptr<const S>(c.t[3]), ptr<const S>(c.t[4]),
-                 c.t[2].shape.rows(), in_dim, out_dim, rank, static_cast<acc_t<S>>(c.f[0]), stream_of(c));
+template <class S> void lora_call(const LoraCall& c) {
+    const index_t rank = c.a.shape[0], in_dim = c.a.shape[1], out_dim = c.b.shape[0];
+    lora_forward(ptr<S>(c.out), ptr<S>(c.u), ptr<const S>(c.in), ptr<const S>(c.a), ptr<const S>(c.b),
+                 c.in.shape.rows(), in_dim, out_dim, rank, static_cast<acc_t<S>>(c.scale), stream_of(c));
 }
-template <class S> void lora_grad_call(const KernelCall& c) {
-    const index_t rank = c.t[7].shape[0], in_dim = c.t[7].shape[1], out_dim = c.t[8].shape[0];
-    lora_backward(ptr<S>(c.t[0]), ptr<S>(c.t[1]), ptr<S>(c.t[2]), ptr<S>(c.t[3]), ptr<const S>(c.t[4]),
-                  ptr<const S>(c.t[5]), ptr<const S>(c.t[6]), ptr<const S>(c.t[7]), ptr<const S>(c.t[8]),
-                  c.t[5].shape.rows(), in_dim, out_dim, rank, static_cast<acc_t<S>>(c.f[0]), stream_of(c));
+template <class S> void lora_grad_call(const LoraBackwardCall& c) {
+    const index_t rank = c.a.shape[0], in_dim = c.a.shape[1], out_dim = c.b.shape[0];
+    lora_backward(ptr<S>(c.d_in), ptr<S>(c.d_a), ptr<S>(c.d_b), ptr<S>(c.du), ptr<const S>(c.d_out),
+                  ptr<const S>(c.in), ptr<const S>(c.u), ptr<const S>(c.a), ptr<const S>(c.b), c.in.shape.rows(),
+                  in_dim, out_dim, rank, static_cast<acc_t<S>>(c.scale), stream_of(c));
 }
-LEVERS_CUDA_KERNELS(lora, lora_call);
-LEVERS_CUDA_KERNELS(lora_backward, lora_grad_call);
+LEVERS_CUDA_KERNELS(LoraCall, lora_call);
+LEVERS_CUDA_KERNELS(LoraBackwardCall, lora_grad_call);
 }  // namespace
 
 }  // namespace levers::kernels::cuda

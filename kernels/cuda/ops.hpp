@@ -20,11 +20,12 @@ namespace levers::kernels::cuda {
 using bf16 = __nv_bfloat16;
 template <class S> struct Accumulator { using type = float; };
 template <> struct Accumulator<double> { using type = double; };
+template <> struct Accumulator<std::int32_t> { using type = std::int32_t; };  // integers and masks compute as they are
+template <> struct Accumulator<bool> { using type = bool; };
 template <class S> using acc_t = typename Accumulator<S>::type;
 
 template <class S> void gelu_forward(S* out, const S* in, index_t n, cudaStream_t stream);
 template <class S> void gelu_backward(S* d_in, const S* d_out, const S* in, index_t n, cudaStream_t stream);
-template <class S> void residual_forward(S* out, const S* a, const S* b, index_t n, cudaStream_t stream);
 template <class S> void scale(S* x, acc_t<S> s, index_t n, cudaStream_t stream);  // x *= s
 // to[i] = from[i], rounded to nearest where `To` is narrower.
 template <class To, class From> void convert(To* to, const From* from, index_t n, cudaStream_t stream);

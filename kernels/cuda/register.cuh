@@ -8,14 +8,16 @@
 
 namespace levers::kernels::cuda {
 
-inline cudaStream_t stream_of(const KernelCall& c) { return static_cast<cudaStream_t>(c.stream); }
+inline cudaStream_t stream_of(const KernelCallBase& c) { return static_cast<cudaStream_t>(c.stream); }
 
 template <class S> S* ptr(const TensorArg& t) { return static_cast<S*>(t.data); }
 
 }  // namespace levers::kernels::cuda
 
-// Registers `fn<float>`, `fn<double>` and `fn<bf16>` as the card's kernel `name`.
-#define LEVERS_CUDA_KERNELS(name, fn)                                                \
-    LEVERS_KERNEL(name, cuda, f32, fn<float>);                                       \
-    LEVERS_KERNEL(name, cuda, f64, fn<double>);                                      \
-    LEVERS_KERNEL(name, cuda, bf16, fn<::levers::kernels::cuda::bf16>)
+// Registers `fn<float>`, `fn<double>` and `fn<bf16>` as the card's kernels of the op whose call is `Call`.
+#define LEVERS_CUDA_KERNELS(Call, fn) LEVERS_CUDA_KERNELS_NAMED(Call::kName, Call, fn)
+// The same under `name`, for ops that share one call type.
+#define LEVERS_CUDA_KERNELS_NAMED(name, Call, fn)                                    \
+    LEVERS_KERNEL_NAMED(name, Call, cuda, f32, fn<float>);                           \
+    LEVERS_KERNEL_NAMED(name, Call, cuda, f64, fn<double>);                          \
+    LEVERS_KERNEL_NAMED(name, Call, cuda, bf16, fn<::levers::kernels::cuda::bf16>)

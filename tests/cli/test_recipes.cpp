@@ -219,32 +219,43 @@ Metrics uneven_eval(models::Mlp&, Points&) {
 }
 
 // A user's own op with a CPU kernel only (what the README's "Adding an op"
-// describes): y = x², dy/dx = 2x. Kernel "test_square": t0 out, t1 in.
-template <class T> void square_kernel(const KernelCall& c) {
-    const T* x = c.t[1].as<T>();
-    T* y = c.t[0].as<T>();
-    for (std::int64_t i = 0; i < c.t[1].numel(); ++i) y[i] = x[i] * x[i];
+// describes): y = x², dy/dx = 2x, its calls named in structs of its own.
+struct SquareCall : KernelCallBase {
+    static constexpr const char* kName = "test_square";
+    TensorArg out, in;
+};
+struct SquareBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "test_square_backward";
+    TensorArg d_in, d_out, in;
+};
+template <class T> void square_kernel(const SquareCall& c) {
+    const T* x = c.in.as<T>();
+    T* y = c.out.as<T>();
+    for (std::int64_t i = 0; i < c.in.numel(); ++i) y[i] = x[i] * x[i];
 }
-template <class T> void square_grad_kernel(const KernelCall& c) {  // t0 d_in, t1 d_out, t2 in
-    for (std::int64_t i = 0; i < c.t[1].numel(); ++i) c.t[0].as<T>()[i] = 2 * c.t[2].as<T>()[i] * c.t[1].as<T>()[i];
+template <class T> void square_grad_kernel(const SquareBackwardCall& c) {
+    for (std::int64_t i = 0; i < c.d_out.numel(); ++i) c.d_in.as<T>()[i] = 2 * c.in.as<T>()[i] * c.d_out.as<T>()[i];
 }
-LEVERS_KERNEL(test_square, cpu, f32, square_kernel<float>);
-LEVERS_KERNEL(test_square_backward, cpu, f32, square_grad_kernel<float>);
+LEVERS_KERNEL(SquareCall, cpu, f32, square_kernel<float>);
+LEVERS_KERNEL(SquareBackwardCall, cpu, f32, square_grad_kernel<float>);
 
-Tensor square(const Tensor& x) {
-    static KernelSlot& forward = kernel_slot("test_square");
+Tensor square(const Tensor& input) {
+    const Tensor x = input.contiguous();
     Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-    KernelCall call = ops::call_of(y, x);
-    ops::run(forward, x, call);
-    if (auto* node = autograd::record(
+    SquareCall call{.out = ops::arg(y), .in = ops::arg(x)};
+    ops::run(x, call);
+    struct Saved {
+        autograd::SavedTensor x;
+    };
+    if (auto* s = autograd::record<Saved>(
             "test_square",
-            [](autograd::Backward& g) {
-                static KernelSlot& backward = kernel_slot("test_square_backward");
-                KernelCall call = ops::call_of(g.write_grad(0), g.grad_out(), g.saved(0));
-                ops::run(backward, g.saved(0), call);
+            [](autograd::Backward& g, const Saved& s) {
+                SquareBackwardCall call{.d_in = ops::arg(g.write_grad(0)), .d_out = ops::arg(g.grad_out()),
+                                        .in = ops::arg(s.x)};
+                ops::run(s.x.get(), call);
             },
             {&x}, {&y}))
-        node->save(0, x);
+        s->x = x;
     return y;
 }
 

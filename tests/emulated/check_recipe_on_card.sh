@@ -7,10 +7,11 @@
 # (1e-5 relative; pretrain also samples the same text); in bf16 (pretrain's
 # attention fused: head size 64) within 2% of them. Whole runs: data,
 # training loop, AdamW and clipping on the card, evaluation, checkpoints,
-# sampling. Then a user's own model (examples/user_project: a residual MLP
-# with layernorm written as modules) on one card (f32, bf16) and two against
-# the CPU, and a model using an op no card has kernels for, which `--device
-# auto` keeps on the CPU with one line. Nothing may be left in /dev/shm by the
+# sampling. Then a user's own models (examples/user_project: a residual MLP
+# with layernorm written as modules, a small CNN, a classifier with an op of
+# the user's own) on one card (f32, bf16) and two against the CPU, and a
+# model using an op no card has kernels for, which `--device auto` keeps on
+# the CPU with one line. Nothing may be left in /dev/shm by the
 # emulated NCCL.
 #
 #   check_recipe_on_card.sh CPU_RECIPE CARD_RECIPE CORPUS USER_RECIPES TEST_RECIPES BACKEND
@@ -69,14 +70,24 @@ run user_cpu "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cpu
 run user_f32 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda
 run user_bf16 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda --precision bf16
 LEVERS_EMULATED_CARDS=2 run user_f32_x2 "${user[@]}" "${fashion[@]}" --set batch_size=8 --gpus 2 --device cuda
+# The user's small CNN (convolutions, pooling: unfold, matmul, reductions) and its
+# logistic classifier (its own op written with tensors) likewise.
+cnn=(run fashion_cnn --set steps=4 --set warmup=1 --set channels=4 --set eval_every=0 --set test_images=64)
+run cnn_cpu "${user[@]}" "${cnn[@]}" --set batch_size=16 --device cpu
+run cnn_f32 "${user[@]}" "${cnn[@]}" --set batch_size=16 --device cuda
+run cnn_bf16 "${user[@]}" "${cnn[@]}" --set batch_size=16 --device cuda --precision bf16
+LEVERS_EMULATED_CARDS=2 run cnn_f32_x2 "${user[@]}" "${cnn[@]}" --set batch_size=8 --gpus 2 --device cuda
+logistic=(run logistic --set steps=20)
+run logistic_cpu "${user[@]}" "${logistic[@]}" --device cpu
+run logistic_f32 "${user[@]}" "${logistic[@]}" --device cuda
 # An op with a CPU kernel only: --device auto trains on the CPU instead of failing, and says why once.
 run fallback "${tests[@]}" run cpu_op
 grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
     { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
-for run in f32 bf16 f32_tune bf16_tune user_f32 user_bf16; do
+for run in f32 bf16 f32_tune bf16_tune user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
     grep -q 'on card 0 (levers emulated card' "$run.log" || { echo "the $run run did not use the emulated card:"; cat "$run.log"; exit 1; }
 done
-for run in f32_x2 bf16_x2 f32_tune_x2 user_f32_x2; do
+for run in f32_x2 bf16_x2 f32_tune_x2 user_f32_x2 cnn_f32_x2; do
     grep -q '2 ranks on cards 0,1 (levers emulated card' "$run.log" ||
         { echo "the $run run did not use two emulated cards:"; cat "$run.log"; exit 1; }
 done
@@ -107,14 +118,19 @@ for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32'
         if precision == 'f32' and got.get('sample') != cpu.get('sample'):
             print(f"{run} sample differs: card {got.get('sample')!r}, CPU {cpu.get('sample')!r}")
             failed = True
-cpu = result('user_cpu')
-for run, tolerance in (('user_f32', 1e-5), ('user_bf16', 0.02), ('user_f32_x2', 1e-5)):
-    got = result(run)
-    error = abs(got['loss'] - cpu['loss']) / abs(cpu['loss'])
-    ok = error <= tolerance and (tolerance > 1e-5 or got['test_accuracy'] == cpu['test_accuracy'])
-    failed |= not ok
-    print(f"{run} loss: card {got['loss']:.7f}, CPU {cpu['loss']:.7f}, relative error {error:.1e}; test accuracy "
-          f"{got['test_accuracy']:.4f} against {cpu['test_accuracy']:.4f} ({'ok' if ok else 'over'} {tolerance:g})")
+def against_cpu(cpu_run, runs, accuracy):  # each run's loss within its tolerance; f32 also the accuracy exactly
+    global failed
+    cpu = result(cpu_run)
+    for run, tolerance in runs:
+        got = result(run)
+        error = abs(got['loss'] - cpu['loss']) / abs(cpu['loss'])
+        ok = error <= tolerance and (tolerance > 1e-5 or got[accuracy] == cpu[accuracy])
+        failed |= not ok
+        print(f"{run} loss: card {got['loss']:.7f}, CPU {cpu['loss']:.7f}, relative error {error:.1e}; {accuracy} "
+              f"{got[accuracy]:.4f} against {cpu[accuracy]:.4f} ({'ok' if ok else 'over'} {tolerance:g})")
+against_cpu('user_cpu', (('user_f32', 1e-5), ('user_bf16', 0.02), ('user_f32_x2', 1e-5)), 'test_accuracy')
+against_cpu('cnn_cpu', (('cnn_f32', 1e-5), ('cnn_bf16', 0.02), ('cnn_f32_x2', 1e-5)), 'final_test_accuracy')
+against_cpu('logistic_cpu', (('logistic_f32', 1e-5),), 'train_accuracy')
 fallback = result('fallback')
 print(f"fallback: {fallback['steps']} steps on the CPU, loss {fallback['loss']:.4f}")
 failed |= fallback['steps'] != 20

@@ -1,7 +1,9 @@
 // The one list of ops that the finite-difference check (CPU, f64), the
 // card-against-CPU parity test and the per-op benchmark all run (as ggml's
 // test-backend-ops): a new op is one more entry here, with small shapes for
-// the checks and a transformer's shapes for the benchmark.
+// the checks and a transformer's shapes for the benchmark. Inputs may be
+// laid out as views (transposed, strided), so every op is checked on
+// non-contiguous operands too, and broadcast by giving them other shapes.
 #pragma once
 
 #include "framework/core/tensor.hpp"
@@ -14,11 +16,25 @@
 namespace levers::testing {
 
 struct OpInput {
-    enum class Kind { real, ids, targets };  // floats; token ids below `limit`; targets below it (one ignored row)
+    enum class Kind {
+        real,      // normal(0, 1) · scale
+        positive,  // |normal| · scale + 0.5: log, sqrt, the divisor of div
+        unit,      // uniform in (0, 1): probabilities, binary targets
+        ids,       // i32 token ids below `limit`
+        targets,   // i32 targets below `limit`, one row ignored (-100)
+        mask,      // bool, about half true
+    };
+    // How the input lies in memory: contiguous; the transpose of a
+    // contiguous tensor (its last two dimensions swapped); or every other
+    // element of a tensor twice as wide along the last dimension.
+    enum class Layout { contiguous, transposed, strided };
     Shape shape;
     Kind kind = Kind::real;
     std::int64_t limit = 0;
-    double scale = 1.0;  // reals: normal(0, 1) times this
+    double scale = 1.0;
+    Layout layout = Layout::contiguous;
+    // Whether the checks differentiate it (floats only).
+    bool differentiable() const { return kind == Kind::real || kind == Kind::positive || kind == Kind::unit; }
 };
 
 struct OpCase {
@@ -34,8 +50,9 @@ struct OpCase {
 
 const std::vector<OpCase>& op_cases();
 
-// Random inputs for `specs` in `dtype` (reals; ids and targets stay i32) on
-// `device`, the same values for the same seed whatever the dtype.
+// Random inputs for `specs` in `dtype` (floats; ids, targets and masks keep
+// theirs) on `device`, laid out as each spec says, the same values for the
+// same seed whatever the dtype.
 std::vector<Tensor> make_inputs(const std::vector<OpInput>& specs, DType dtype, Device device, std::uint64_t seed);
 
 // ‖a - b‖ / ‖b‖ over all elements (0 for two empty tensors).

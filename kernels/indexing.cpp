@@ -126,24 +126,22 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
 
 // --- joining and splitting -----------------------------------------------------------
 
-Tensor cat(const std::vector<Tensor>& tensors, int dim) {
-    LEVERS_CHECK(!tensors.empty(), "cat: no tensors to join");
-    const Tensor& first = tensors.front();
+namespace {
+Tensor cat_of(const Tensor* tensors, std::size_t count, int dim) {
+    LEVERS_CHECK(count > 0, "cat: no tensors to join");
+    const Tensor& first = tensors[0];
     check_defined("cat", "tensors[0]", first);
     LEVERS_CHECK(first.ndim() >= 1, "cat: tensors need at least one dimension");
     const int d = wrap_dim("cat", dim, first.ndim());
     // A node holds at most Node::kInputs inputs: longer lists join in groups first.
     constexpr std::size_t kGroup = autograd::Node::kInputs;
-    if (tensors.size() > kGroup) {
+    if (count > kGroup) {
         std::vector<Tensor> groups;
-        for (std::size_t i = 0; i < tensors.size(); i += kGroup)
-            groups.push_back(cat(std::vector<Tensor>(tensors.begin() + static_cast<std::ptrdiff_t>(i),
-                                                     tensors.begin() + static_cast<std::ptrdiff_t>(std::min(tensors.size(), i + kGroup))),
-                                 d));
-        return cat(groups, d);
+        for (std::size_t i = 0; i < count; i += kGroup) groups.push_back(cat_of(tensors + i, std::min(count - i, kGroup), d));
+        return cat_of(groups.data(), groups.size(), d);
     }
     std::int64_t total = 0;
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
+    for (std::size_t i = 0; i < count; ++i) {
         const Tensor& t = tensors[i];
         check_like("cat", "tensors[i]", t, "tensors[0]", first);
         LEVERS_CHECK(t.ndim() == first.ndim() && t.shape().with_dim(d, 0) == first.shape().with_dim(d, 0),
@@ -153,17 +151,16 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
     }
     Tensor out = Tensor::empty(first.shape().with_dim(d, total), first.dtype(), first.device());
     std::int64_t at = 0;
-    for (const Tensor& t : tensors) {
-        out.narrow(d, at, t.dim(d)).copy_(t);
-        at += t.dim(d);
+    for (std::size_t i = 0; i < count; ++i) {
+        out.narrow(d, at, tensors[i].dim(d)).copy_(tensors[i]);
+        at += tensors[i].dim(d);
     }
     struct Saved {
         int dim;
     };
     std::array<const Tensor*, kGroup> inputs{};
-    for (std::size_t i = 0; i < tensors.size(); ++i) inputs[i] = &tensors[i];
     const Tensor none;
-    for (std::size_t i = tensors.size(); i < kGroup; ++i) inputs[i] = &none;
+    for (std::size_t i = 0; i < kGroup; ++i) inputs[i] = i < count ? &tensors[i] : &none;
     if (auto* s = autograd::record<Saved>(
             "cat",
             [](autograd::Backward& g, const Saved& s) {
@@ -179,6 +176,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
         s->dim = d;
     return out;
 }
+}  // namespace
+
+Tensor cat(const std::vector<Tensor>& tensors, int dim) { return cat_of(tensors.data(), tensors.size(), dim); }
+Tensor cat(std::initializer_list<Tensor> tensors, int dim) { return cat_of(tensors.begin(), tensors.size(), dim); }
 
 Tensor stack(const std::vector<Tensor>& tensors, int dim) {
     LEVERS_CHECK(!tensors.empty(), "stack: no tensors to join");
@@ -211,10 +212,19 @@ std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, int dim) {
 Tensor arange(double start, double end, double step, DType dtype, Device device) {
     LEVERS_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
                  "arange: start {}, end {} and step {} must be finite, the step not zero", start, end, step);
+    LEVERS_CHECK(dtype != DType::boolean, "arange: a range of bools makes no sense; ask for i32 or a float dtype");
     const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((end - start) / step)));
-    std::vector<double> values(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = start + static_cast<double>(i) * step;
-    return Tensor::from(values, {n}).to(device, dtype);
+    // Written on the host in f64 or i32 (pool memory, nothing on the heap), then converted and moved.
+    const DType host_type = dtype == DType::i32 ? DType::i32 : DType::f64;
+    const Tensor host = Tensor::empty({n}, host_type);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const double v = start + static_cast<double>(i) * step;
+        if (host_type == DType::i32)
+            host.data<std::int32_t>()[i] = static_cast<std::int32_t>(v);
+        else
+            host.data<double>()[i] = v;
+    }
+    return host.to(device, dtype);
 }
 
 Tensor arange(std::int64_t n, DType dtype, Device device) { return arange(0, static_cast<double>(n), 1, dtype, device); }

@@ -34,6 +34,7 @@ struct ScatterAddCall : KernelCallBase {
 #if !defined(__CUDACC__)
 #include "kernels/op.hpp"
 
+#include <initializer_list>
 #include <vector>
 
 namespace levers::ops {
@@ -51,6 +52,7 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index);
 
 // Tensors of one dtype and device joined along `dim` (their other sizes equal).
 Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
+Tensor cat(std::initializer_list<Tensor> tensors, int dim = 0);  // cat({a, b}, -1), with no list on the heap
 // Joined along a new dimension `dim` (equal shapes).
 Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
 // Views of x along `dim`: pieces of `size` (the last may be smaller), or

@@ -158,11 +158,11 @@ template <class Model> double test_accuracy(Model& model, Fashion& d, std::int64
 LEVERS_RECIPE(fashion_cnn) {
     return recipe("fashion_cnn")
         .describe("a small CNN (two convolutions, pooling, a linear head) learns Fashion-MNIST")
-        .training({.steps = 1500, .lr = 2e-3, .warmup = 50})
+        .training({.steps = 4000, .lr = 2e-3, .warmup = 50})
         .param("batch_size", 64, "images per step and rank", at_least(1))
-        .param("channels", 16, "channels of the first convolution (the second has twice as many)", at_least(1))
+        .param("channels", 24, "channels of the first convolution (the second has twice as many)", at_least(1))
         .param("seed", 1, "seed")
-        .param("eval_every", 500, "steps between passes over 2,000 test images")
+        .param("eval_every", 1000, "steps between passes over 2,000 test images")
         .param("test_images", 10000, "test images the final accuracy counts", between(1, 10000))
         .model([](const Config& cfg) {
             return std::make_unique<SmallCnn>(cfg.get<long>("channels"), static_cast<std::uint64_t>(cfg.get<long>("seed")));

@@ -2,6 +2,7 @@
 #include "kernels/conv.hpp"
 
 #include "kernels/common.hpp"
+#include "kernels/cpu/strided_loop.hpp"
 
 #include <algorithm>
 
@@ -26,8 +27,7 @@ template <class T> void unfold(const UnfoldCall& c) {
     const T pad = static_cast<T>(c.pad_value);
     const index_t rows = g.n * g.c * g.kh * g.kw, positions = g.oh * g.ow;
     // One row of out per task: a channel's pixels at one kernel offset.
-#pragma omp parallel for schedule(static) if (rows * positions >= (1 << 15))
-    for (index_t row = 0; row < rows; ++row) {
+    parallel_for(rows, rows * positions >= (1 << 15), [&](index_t row) {
         const index_t j = row % g.kw, i = row / g.kw % g.kh, ch = row / (g.kw * g.kh);  // ch: n·C + c
         const T* plane = in + ch * g.h * g.w;
         T* dst = out + row * positions;
@@ -44,7 +44,7 @@ template <class T> void unfold(const UnfoldCall& c) {
                 line[x] = ix >= 0 && ix < g.w ? src[ix] : pad;
             }
         }
-    }
+    });
 }
 
 template <class T> void fold(const FoldCall& c) {
@@ -53,8 +53,7 @@ template <class T> void fold(const FoldCall& c) {
     T* out = c.out.as<T>();
     const index_t planes = g.n * g.c, positions = g.oh * g.ow;
     // One image plane per task: its kernel offsets in order, so each pixel's sum is always the same.
-#pragma omp parallel for schedule(static) if (planes * g.kh * g.kw * positions >= (1 << 15))
-    for (index_t p = 0; p < planes; ++p) {
+    parallel_for(planes, planes * g.kh * g.kw * positions >= (1 << 15), [&](index_t p) {
         T* plane = out + p * g.h * g.w;
         std::fill(plane, plane + g.h * g.w, T(0));
         for (index_t i = 0; i < g.kh; ++i)
@@ -69,7 +68,7 @@ template <class T> void fold(const FoldCall& c) {
                     }
                 }
             }
-    }
+    });
 }
 
 LEVERS_KERNEL(UnfoldCall, cpu, f32, unfold<float>);

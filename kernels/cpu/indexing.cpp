@@ -6,7 +6,6 @@
 #include "kernels/cpu/strided_loop.hpp"
 
 #include <cstdint>
-#include <vector>
 
 namespace levers::kernels::cpu {
 
@@ -34,26 +33,24 @@ template <class T> void gather(const GatherCall& c) {
 // in order.
 template <class T> void scatter_add(const ScatterAddCall& c) {
     const int nd = c.src.shape.ndim(), dim = c.dim;
-    std::vector<std::int64_t> other;
-    std::array<index_t, Shape::kMaxDims> src_stride{}, index_stride{}, out_stride{};
+    std::array<index_t, Shape::kMaxDims> other{}, src_stride{}, index_stride{}, out_stride{};
     int k = 0;
+    index_t lines = 1;
     for (int d = 0; d < nd; ++d) {
         if (d == dim) continue;
-        other.push_back(c.src.shape[d]);
-        src_stride[static_cast<std::size_t>(k)] = c.src.strides[d];
-        index_stride[static_cast<std::size_t>(k)] = c.index.strides[d];
-        out_stride[static_cast<std::size_t>(k)] = c.out.strides[d];
-        ++k;
+        const auto u = static_cast<std::size_t>(k++);
+        other[u] = c.src.shape[d];
+        src_stride[u] = c.src.strides[d];
+        index_stride[u] = c.index.strides[d];
+        out_stride[u] = c.out.strides[d];
+        lines *= c.src.shape[d];
     }
-    index_t lines = 1;
-    for (const auto s : other) lines *= s;
     const index_t length = c.src.shape[dim];
     const index_t src_along = c.src.strides[dim], index_along = c.index.strides[dim], out_along = c.out.strides[dim];
     T* const out = c.out.as<T>();
     const T* const src = c.src.as<const T>();
     const std::int32_t* const index = c.index.as<const std::int32_t>();
-#pragma omp parallel for schedule(static) if (lines * length >= (1 << 15))
-    for (index_t line = 0; line < lines; ++line) {
+    parallel_for(lines, lines * length >= (1 << 15), [&](index_t line) {
         index_t rest = line, s_at = 0, x_at = 0, o_at = 0;
         for (int d = k - 1; d >= 0; --d) {
             const auto u = static_cast<std::size_t>(d);
@@ -65,7 +62,7 @@ template <class T> void scatter_add(const ScatterAddCall& c) {
         }
         for (index_t j = 0; j < length; ++j)
             out[o_at + index[x_at + j * index_along] * out_along] += src[s_at + j * src_along];
-    }
+    });
 }
 
 LEVERS_KERNEL(GatherCall, cpu, f32, gather<float>);

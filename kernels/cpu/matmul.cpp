@@ -6,6 +6,7 @@
 
 #include "framework/core/threads.hpp"
 #include "kernels/common.hpp"
+#include "kernels/cpu/strided_loop.hpp"
 
 #include <Eigen/Core>
 
@@ -70,12 +71,11 @@ template <class T> void matmul(const MatmulCall& c) {
     // threading each small product costs more than it gains). Fewer, or huge
     // ones: one after another, each using every thread.
     const bool per_thread = threads() > 1 && batches >= threads() && m * n * k <= (index_t{1} << 24);
-#pragma omp parallel for schedule(static) if (per_thread)
-    for (index_t batch = 0; batch < batches; ++batch) {
+    parallel_for(batches, per_thread, [&](index_t batch) {
         index_t at_a = 0, at_b = 0;
         offsets(batch, at_a, at_b);
         one_product(out + batch * m * n, a + at_a, b + at_b, m, n, k, la, lb, c.accumulate);
-    }
+    });
 }
 
 LEVERS_KERNEL(MatmulCall, cpu, f32, matmul<float>);

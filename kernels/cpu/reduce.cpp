@@ -14,7 +14,6 @@
 
 #include <cstdint>
 #include <limits>
-#include <vector>
 
 namespace levers::kernels::cpu {
 
@@ -85,54 +84,61 @@ template <class T> void store(const ReduceCall& c, index_t out_at, Best<Wide<T>>
     if (c.index.defined()) c.index.as<std::int32_t>()[out_at] = r.index;
 }
 
-// Reduced elements innermost and contiguous: one run per output.
+// Where output o's elements start, for operand k of a loop over the outputs.
+template <int N> index_t offset_of(const StridedLoop<N>& l, index_t o, int k) {
+    index_t at = 0;
+    for (int d = l.ndim - 1; d >= 0; --d) {
+        const auto u = static_cast<std::size_t>(d);
+        at += (o % l.size[u]) * l.stride[static_cast<std::size_t>(k)][u];
+        o /= l.size[u];
+    }
+    return at;
+}
+
+// Reduced elements innermost and contiguous: one run per output. Runs longer
+// than two pieces of 64K elements are cut into such pieces (the threads'
+// work where there are few outputs), whose results are combined in order:
+// the same result whatever the number of threads.
 template <class T> void reduce_rows(const ReduceCall& c, const ReducePlan& p) {
+    constexpr index_t kPiece = 1 << 16;
     const T* in = c.in.as<const T>();
     const index_t n = p.reduced_numel;
-    auto one = [&](const T* row) -> Best<Wide<T>> {
-        if (c.mode == Mode::sum) return {sum_run(row, n), 0};
-        const Best<T> b = extreme_run(c.mode, row, n, 1, 0);
+    const StridedLoop<2> outputs = plan_loop<2>(p.kept_shape, {p.kept_out, p.kept_in});
+    auto reduce_run = [&](const T* row, index_t len, index_t first) -> Best<Wide<T>> {
+        if (c.mode == Mode::sum) return {sum_run(row, len), 0};
+        const Best<T> b = extreme_run(c.mode, row, len, 1, first);
         return {b.value, b.index};
     };
-    const StridedLoop<2> outputs = plan_loop<2>(p.kept_shape, {p.kept_out, p.kept_in});
-    const int workers = threads();
-    if (outputs.numel < workers && n >= (1 << 16)) {
-        // Few long rows: each row split over the threads, the pieces combined in order.
-        const index_t per = (n + workers - 1) / workers;
-        std::vector<Best<Wide<T>>> pieces(static_cast<std::size_t>(workers));
-        for_each_run(outputs, [&](const std::array<index_t, 2>& at, index_t count) {
-            for (index_t i = 0; i < count; ++i) {
-                const T* row = in + at[1] + i * outputs.inner(1);
-#pragma omp parallel for schedule(static) num_threads(workers)
-                for (int t = 0; t < workers; ++t) {
-                    const index_t begin = std::min(n, t * per), len = std::min(n, begin + per) - begin;
-                    Best<Wide<T>> b{0, 0};
-                    if (len > 0 && c.mode == Mode::sum) b.value = sum_run(row + begin, len);
-                    if (len > 0 && c.mode != Mode::sum) {
-                        const Best<T> e = extreme_run(c.mode, row + begin, len, 1, begin);
-                        b = {e.value, e.index};
-                    }
-                    pieces[static_cast<std::size_t>(t)] = len > 0 ? b : Best<Wide<T>>{Wide<T>(row[0]), -1};
-                }
-                Best<Wide<T>> total = pieces[0];
-                for (std::size_t t = 1; t < pieces.size(); ++t) {
-                    if (pieces[t].index < 0) continue;
-                    if (c.mode == Mode::sum)
-                        total.value += pieces[t].value;
-                    else if (better<Wide<T>>(c.mode, pieces[t].value, total.value))
-                        total = pieces[t];
-                }
-                store<T>(c, at[0] + i * outputs.inner(0), total);
-            }
-        });
+    const index_t pieces = n > 2 * kPiece ? (n + kPiece - 1) / kPiece : 1;
+    if (pieces == 1) {
+        for_each_run(
+            outputs,
+            [&](const std::array<index_t, 2>& at, index_t count) {
+                for (index_t i = 0; i < count; ++i)
+                    store<T>(c, at[0] + i * outputs.inner(0), reduce_run(in + at[1] + i * outputs.inner(1), n, 0));
+            },
+            n);
         return;
     }
-    for_each_run(
-        outputs,
-        [&](const std::array<index_t, 2>& at, index_t count) {
-            for (index_t i = 0; i < count; ++i) store<T>(c, at[0] + i * outputs.inner(0), one(in + at[1] + i * outputs.inner(1)));
-        },
-        n);
+    // Each piece's result, [outputs, pieces], from the pool (nothing allocated in a steady step).
+    const index_t tasks = outputs.numel * pieces;
+    const std::shared_ptr<std::byte> scratch = cpu_pool().take(static_cast<std::size_t>(tasks) * sizeof(Best<Wide<T>>));
+    auto* part = reinterpret_cast<Best<Wide<T>>*>(scratch.get());
+    parallel_for(tasks, true, [&](index_t task) {
+        const index_t o = task / pieces, begin = task % pieces * kPiece, len = std::min(n, begin + kPiece) - begin;
+        part[task] = reduce_run(in + offset_of(outputs, o, 1) + begin, len, begin);
+    });
+    for (index_t o = 0; o < outputs.numel; ++o) {
+        Best<Wide<T>> total = part[o * pieces];
+        for (index_t k = 1; k < pieces; ++k) {
+            const Best<Wide<T>>& b = part[o * pieces + k];
+            if (c.mode == Mode::sum)
+                total.value += b.value;
+            else if (better<Wide<T>>(c.mode, b.value, total.value))
+                total = b;
+        }
+        store<T>(c, offset_of(outputs, o, 0), total);
+    }
 }
 
 // The kept elements innermost and contiguous, one reduced dimension: each
@@ -167,8 +173,7 @@ template <class T> void reduce_columns(const ReduceCall& c, const ReducePlan& p)
         }
     };
     const index_t tasks = outer * pieces * chunks;
-#pragma omp parallel for schedule(static) if (tasks > 1 && rows * width >= (1 << 14))
-    for (index_t task = 0; task < tasks; ++task) {
+    parallel_for(tasks, rows * width >= (1 << 14), [&](index_t task) {
         const index_t chunk = task % chunks, piece = task / chunks % pieces, o = task / (chunks * pieces);
         index_t in_at = 0, out_at = 0;
         offsets(o, in_at, out_at);
@@ -193,12 +198,11 @@ template <class T> void reduce_columns(const ReduceCall& c, const ReducePlan& p)
                     }
             }
         }
-    }
+    });
     // The chunks' sums in order, then the scale (a mean).
     const T scale = static_cast<T>(c.scale);
     if (c.mode != Mode::sum || (chunks == 1 && scale == T(1))) return;
-#pragma omp parallel for schedule(static) if (outer * width >= (1 << 14))
-    for (index_t o = 0; o < outer; ++o) {
+    parallel_for(outer, outer * width >= (1 << 14), [&](index_t o) {
         index_t in_at = 0, out_at = 0;
         offsets(o, in_at, out_at);
         T* dst = out + out_at;
@@ -213,7 +217,7 @@ template <class T> void reduce_columns(const ReduceCall& c, const ReducePlan& p)
         }
         if (scale != T(1))
             for (index_t i = 0; i < width; ++i) dst[i] *= scale;
-    }
+    });
 }
 
 template <class T> void reduce(const ReduceCall& c) {

@@ -1,6 +1,7 @@
 #include "kernels/softmax.hpp"
 
 #include "kernels/common.hpp"
+#include "kernels/cpu/strided_loop.hpp"
 
 #include <Eigen/Core>
 
@@ -41,16 +42,15 @@ template <class T> void softmax(const SoftmaxCall& c) {
     const index_t n = c.in.shape.last(), rows = c.in.shape.rows();
     const T* in = c.in.as<const T>();
     T* out = c.out.as<T>();
-#pragma omp parallel for schedule(static) if (rows * n >= 1 << 14)
-    for (index_t r = 0; r < rows; ++r) softmax_row(out + r * n, in + r * n, n, c.log);
+    parallel_for(rows, rows * n >= (1 << 14), [&](index_t r) { softmax_row(out + r * n, in + r * n, n, c.log); });
 }
 
 template <class T> void softmax_grad(const SoftmaxBackwardCall& c) {
     const index_t n = c.out.shape.last(), rows = c.out.shape.rows();
-#pragma omp parallel for schedule(static) if (rows * n >= 1 << 14)
-    for (index_t r = 0; r < rows; ++r)
+    parallel_for(rows, rows * n >= (1 << 14), [&](index_t r) {
         softmax_row_backward(c.d_in.as<T>() + r * n, c.d_out.as<const T>() + r * n, c.out.as<const T>() + r * n, n,
                              c.log);
+    });
 }
 
 LEVERS_KERNEL(SoftmaxCall, cpu, f32, softmax<float>);

@@ -66,4 +66,17 @@ template <int N, class Run> void for_each_run(const StridedLoop<N>& l, Run&& run
     }
 }
 
+// body(i) for i in [0, n): spread over the OpenMP threads where `worth_it`,
+// else a plain loop. (A parallel region of another size than the last one's,
+// or an `if` clause turning one off, makes OpenMP allocate a team: steady
+// steps must not, so small loops never enter one.)
+template <class Body> void parallel_for(index_t n, bool worth_it, Body&& body) {
+    if (!worth_it || n < 2 || threads() == 1) {
+        for (index_t i = 0; i < n; ++i) body(i);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i) body(i);
+}
+
 }  // namespace levers::kernels::cpu

@@ -4,6 +4,7 @@
 // every malloc of the process (its own, the library's, OpenBLAS's and
 // OpenMP's) by interposing the allocator while a step runs.
 #include "framework/core/threads.hpp"
+#include "framework/nn/nn.hpp"
 #include "framework/train/optimizer.hpp"
 #include "framework/train/param_kernels.hpp"
 #include "models/gpt.hpp"
@@ -116,5 +117,62 @@ TEST_CASE("a steady MLP step and a steady evaluation under InferenceMode allocat
     CHECK(allocations_in(2, 3, [&] {
               autograd::InferenceMode inference;
               (void)mlp.loss(x, y).item();
+          }) == 0);
+}
+
+namespace {
+// A Llama-style block of levers' modules (RMSNorm, attention with rotary
+// embeddings and grouped-query heads, SwiGLU) and a small CNN: models made of
+// the general ops.
+struct LlamaBlock : nn::Layer {
+    nn::RMSNorm attn_norm;
+    nn::Attention attn;
+    nn::RMSNorm mlp_norm;
+    nn::GatedMLP mlp;
+    LlamaBlock()
+        : attn_norm(*this, "attn_norm", 32),
+          attn(*this, "attn", 32, 4, {.kv_heads = 2, .rope_theta = 10000}),
+          mlp_norm(*this, "mlp_norm", 32),
+          mlp(*this, "mlp", 32, 64) {
+        initialize(1);
+    }
+    Tensor forward(const Tensor& x) override {
+        const Tensor h = x + attn(attn_norm(x));
+        return h + mlp(mlp_norm(h));
+    }
+};
+struct Cnn : nn::Layer {
+    nn::Conv2d conv1, conv2;
+    nn::Linear head;
+    Cnn()
+        : conv1(*this, "conv1", 1, 4, {3, 3}, {.padding = {1, 1}}),
+          conv2(*this, "conv2", 4, 8, {3, 3}, {.padding = {1, 1}}),
+          head(*this, "head", 8 * 4 * 4, 10) {
+        initialize(2);
+    }
+    Tensor forward(const Tensor& x) override {
+        const Tensor h = ops::max_pool2d(ops::relu(conv1(x)), {2, 2});
+        return head(ops::avg_pool2d(ops::silu(conv2(h)), {2, 2}).flatten(1));
+    }
+};
+}  // namespace
+
+TEST_CASE("steady steps of models made of the general ops allocate nothing: a Llama-style block and a CNN") {
+    set_threads(2);
+    LlamaBlock block;
+    train::AdamW block_adamw(block.params(), {.lr = 1e-3});
+    const Tensor x = Tensor::full({2, 8, 32}, 0.1, DType::f32), y = Tensor::full({2, 8, 32}, 0.2, DType::f32);
+    CHECK(allocations_in(3, 3, [&] {
+              block.params().zero_grad();
+              ops::mse_loss(block(x), y).backward();
+              block_adamw.step(1e-3);
+          }) == 0);
+    Cnn cnn;
+    train::AdamW cnn_adamw(cnn.params(), {.lr = 1e-3});
+    const Tensor images = Tensor::full({4, 1, 16, 16}, 0.5, DType::f32), labels = Tensor::zeros({4}, DType::i32);
+    CHECK(allocations_in(3, 3, [&] {
+              cnn.params().zero_grad();
+              ops::cross_entropy(cnn(images), labels).backward();
+              cnn_adamw.step(1e-3);
           }) == 0);
 }

@@ -1,0 +1,112 @@
+// Training steps of two models written from the general ops, for
+// bench/general_ops.sh to set against the same models in PyTorch: the
+// user's small CNN (examples/user_project: forward, backward and AdamW on a
+// batch of 28x28 images) and the user's Llama-style block
+// (examples/user_project/llama_block.hpp: forward and backward). One JSON
+// object: the median step.
+//
+//   bench_model_steps --model cnn|llama_block [--threads N] [--steps N]
+#include "examples/user_project/llama_block.hpp"
+#include "framework/core/rng.hpp"
+#include "framework/core/storage_pool.hpp"
+#include "framework/core/threads.hpp"
+#include "framework/train/optimizer.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+using namespace levers;
+
+namespace {
+
+struct SmallCnn : nn::Layer {  // as examples/user_project/my_recipes.cpp's
+    nn::Conv2d conv1, conv2;
+    nn::Linear head;
+    SmallCnn()
+        : conv1(*this, "conv1", 1, 16, {3, 3}, {.padding = {1, 1}}),
+          conv2(*this, "conv2", 16, 32, {3, 3}, {.padding = {1, 1}}),
+          head(*this, "head", 32 * 7 * 7, 10) {
+        initialize(1);
+    }
+    Tensor forward(const Tensor& x) override {
+        Tensor h = ops::max_pool2d(ops::relu(conv1(x)), {2, 2});
+        h = ops::max_pool2d(ops::relu(conv2(h)), {2, 2});
+        return head(h.flatten(1));
+    }
+};
+
+Tensor normals(Shape shape, std::uint64_t seed) {
+    Rng rng(seed);
+    std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+    for (float& x : v) x = static_cast<float>(rng.normal());
+    return Tensor::from(v, shape);
+}
+
+double median_ms(int warmup, int steps, const std::function<void()>& step) {
+    std::vector<double> ms;
+    for (int i = 0; i < warmup + steps; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        step();
+        if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app("Training steps of models written from the general ops", "bench_model_steps");
+    std::string model = "cnn";
+    int threads = 1, steps = 10, batch = 0;
+    app.add_option("--model", model, "cnn or llama_block")->check(CLI::IsMember({"cnn", "llama_block"}));
+    app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+    app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
+    app.add_option("--batch", batch, "batch (default: 64 images; 4 sequences of 256 tokens)");
+    CLI11_PARSE(app, argc, argv);
+    set_threads(threads);
+    nlohmann::json row = {{"impl", "levers"}, {"model", model}, {"threads", threads}};
+    if (model == "cnn") {
+        const std::int64_t n = batch > 0 ? batch : 64;
+        SmallCnn cnn;
+        train::AdamW adamw(cnn.params(), {.lr = 1e-3});
+        const Tensor x = normals({n, 1, 28, 28}, 2);
+        std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+        for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 10);
+        const Tensor y = Tensor::from(labels, {n});
+        double loss = 0;
+        const double ms = median_ms(3, steps, [&] {
+            cnn.params().zero_grad();
+            const Tensor l = ops::cross_entropy(cnn(x), y);
+            l.backward();
+            adamw.step(1e-3);
+            loss = l.item();
+        });
+        row.update({{"batch", n}, {"median_step_ms", ms}, {"per_second", static_cast<double>(n) / ms * 1000}, {"unit", "images"}, {"final_loss", loss}});
+    } else {
+        // 8 query heads of 64 over 2 key-value heads, Llama's 8/3 MLP width (a multiple of 32).
+        const user::LlamaBlockConfig c{.dim = 512, .heads = 8, .kv_heads = 2, .hidden = 1376};
+        const std::int64_t b = batch > 0 ? batch : 4, t = 256;
+        user::LlamaBlock block(c, 1);
+        Tensor x = normals({b, t, c.dim}, 3).requires_grad_();
+        const Tensor probe = normals({b, t, c.dim}, 4);
+        const double ms = median_ms(3, steps, [&] {
+            block.params().zero_grad();
+            ops::sum(block(x) * probe).backward();
+        });
+        row.update({{"batch", b}, {"tokens", b * t}, {"median_step_ms", ms}, {"per_second", static_cast<double>(b * t) / ms * 1000},
+                    {"unit", "tokens"}, {"activations_mb", static_cast<double>(cpu_pool().stats().peak) / (1 << 20)}});
+    }
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    row["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024;
+    fmt::print("{}\n", row.dump());
+    return 0;
+}

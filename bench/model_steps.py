@@ -1,0 +1,128 @@
+"""The PyTorch peer of bench_model_steps: the same small CNN (forward,
+backward, AdamW) and the same Llama-style block (forward and backward: RMSNorm,
+rotary embeddings, grouped-query causal attention, SwiGLU, as
+examples/user_project/llama_block.hpp and Hugging Face's LlamaDecoderLayer
+compute it), the same shapes and thread count. Prints one JSON object."""
+import argparse
+import json
+import math
+import resource
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SmallCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 16, 3, padding=1), nn.Conv2d(16, 32, 3, padding=1)
+        self.head = nn.Linear(32 * 7 * 7, 10)
+
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        h = F.max_pool2d(F.relu(self.conv2(h)), 2)
+        return self.head(h.flatten(1))
+
+
+class RmsNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(dim)), eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, dim, heads, kv_heads, hidden, theta=10000.0):
+        super().__init__()
+        self.heads, self.kv_heads, self.head, self.theta = heads, kv_heads, dim // heads, theta
+        self.input_layernorm, self.post_attention_layernorm = RmsNorm(dim), RmsNorm(dim)
+        self.q_proj = nn.Linear(dim, heads * self.head, bias=False)
+        self.k_proj = nn.Linear(dim, kv_heads * self.head, bias=False)
+        self.v_proj = nn.Linear(dim, kv_heads * self.head, bias=False)
+        self.o_proj = nn.Linear(heads * self.head, dim, bias=False)
+        self.gate_proj, self.up_proj = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def rope(self, x):
+        t, d = x.shape[2], self.head
+        inv = 1.0 / (self.theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+        emb = torch.cat((torch.outer(torch.arange(t, dtype=torch.float32), inv),) * 2, dim=-1)
+        rotated = torch.cat((-x[..., d // 2:], x[..., : d // 2]), dim=-1)
+        return x * emb.cos() + rotated * emb.sin()
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        a = self.input_layernorm(x)
+        q = self.rope(self.q_proj(a).view(b, t, self.heads, self.head).transpose(1, 2))
+        k = self.rope(self.k_proj(a).view(b, t, self.kv_heads, self.head).transpose(1, 2))
+        v = self.v_proj(a).view(b, t, self.kv_heads, self.head).transpose(1, 2)
+        k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head)
+        scores = scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        h = x + self.o_proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, -1))
+        m = self.post_attention_layernorm(h)
+        return h + self.down_proj(F.silu(self.gate_proj(m)) * self.up_proj(m))
+
+
+def median_ms(warmup, steps, step):
+    times = []
+    for i in range(warmup + steps):
+        start = time.perf_counter()
+        step()
+        if i >= warmup:
+            times.append((time.perf_counter() - start) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=["cnn", "llama_block"], default="cnn")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--batch", type=int, default=0)
+    p.add_argument("--blas", default="system", help="label for the BLAS build in use")
+    p.add_argument("--flush-denormal", type=int, default=0, choices=[0, 1])
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    if a.flush_denormal:
+        torch.set_flush_denormal(True)
+    torch.manual_seed(1)
+    row = {"impl": "pytorch " + torch.__version__, "model": a.model, "threads": a.threads}
+    if a.model == "cnn":
+        n = a.batch or 64
+        model = SmallCnn()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        x, y = torch.randn(n, 1, 28, 28), torch.arange(n) % 10
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+        ms = median_ms(3, a.steps, step)
+        row.update({"batch": n, "median_step_ms": ms, "per_second": n / ms * 1e3, "unit": "images"})
+    else:
+        b, t = a.batch or 4, 256
+        model = LlamaBlock(512, 8, 2, 1376)
+        x, probe = torch.randn(b, t, 512, requires_grad=True), torch.randn(b, t, 512)
+
+        def step():
+            model.zero_grad(set_to_none=True)
+            x.grad = None
+            (model(x) * probe).sum().backward()
+        ms = median_ms(3, a.steps, step)
+        row.update({"batch": b, "tokens": b * t, "median_step_ms": ms, "per_second": b * t / ms * 1e3, "unit": "tokens"})
+    row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row["blas"] = [line.strip() for line in torch.__config__.show().splitlines() if "BLAS" in line]
+    row["blas_build"] = a.blas + (" + flush_denormal" if a.flush_denormal else "")
+    print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+// The general ops' memory speed on one CPU thread, against the machine's own
+// bounds measured in the same run: a broadcast add writing 64 MiB ([rows,
+// cols] + [cols]) against memcpy of 64 MiB (both read and write the same
+// bytes), and sums over 64 MiB (everything; along rows; down columns)
+// against a plain loop that only reads the bytes (the fastest a reduction
+// can be). One JSON object per line.
+//
+//   bench_tensor_ops [--threads N] [--repeats N]
+#include "framework/core/threads.hpp"
+#include "framework/nn/nn.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+using namespace levers;
+
+namespace {
+double median_ms(int repeats, const std::function<void()>& fn) {
+    std::vector<double> ms;
+    for (int i = 0; i < repeats + 2; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        fn();
+        if (i >= 2) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+// Reads every float once, keeping 16 partial sums (what a vectorised reduction reads at best).
+float read_all(const float* p, std::int64_t n) {
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t i = 0; i < n; ++i) s += p[i];
+    return s;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app("The general ops' memory speed against memcpy and a plain read", "bench_tensor_ops");
+    int threads = 1, repeats = 9;
+    app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+    app.add_option("--repeats", repeats, "timed calls (the median is reported)")->check(CLI::PositiveNumber);
+    CLI11_PARSE(app, argc, argv);
+    set_threads(threads);
+    autograd::InferenceMode inference;
+    constexpr std::int64_t kRows = 16384, kCols = 1024;  // 64 MiB of f32
+    const double mib = kRows * kCols * 4.0 / (1 << 20);
+    const Tensor a = Tensor::full({kRows, kCols}, 0.5, DType::f32), row = Tensor::full({kCols}, 0.25, DType::f32);
+    Tensor out = Tensor::empty({kRows, kCols}, DType::f32);
+    std::vector<float> src(static_cast<std::size_t>(kRows * kCols), 1.0f), dst(src.size());
+    volatile float sink = 0;
+
+    const double memcpy_ms = median_ms(repeats, [&] { std::memcpy(dst.data(), src.data(), src.size() * 4); });
+    const double add_ms = median_ms(repeats, [&] { out = a + row; });
+    const double read_ms = median_ms(repeats, [&] { sink = read_all(src.data(), static_cast<std::int64_t>(src.size())); });
+    const double sum_ms = median_ms(repeats, [&] { sink = static_cast<float>(ops::sum(a).item()); });
+    const double rows_ms = median_ms(repeats, [&] { out = ops::sum(a, {1}); });
+    const double cols_ms = median_ms(repeats, [&] { out = ops::sum(a, {0}); });
+    const auto gbs = [&](double bytes_mib, double ms) { return bytes_mib / 1024 / (ms / 1000); };
+    auto row_of = [&](const char* op, double ms, const char* peer, double peer_ms, double moved_mib) {
+        return nlohmann::json{{"op", op},         {"ms", ms},       {"gb_per_s", gbs(moved_mib, ms)},
+                              {"peer", peer},     {"peer_ms", peer_ms}, {"ratio", peer_ms / ms},
+                              {"threads", threads}, {"mib", mib}};
+    };
+    fmt::print("{}\n", row_of("broadcast add [16384, 1024] + [1024]", add_ms, "memcpy", memcpy_ms, 2 * mib).dump());
+    fmt::print("{}\n", row_of("sum (all)", sum_ms, "read", read_ms, mib).dump());
+    fmt::print("{}\n", row_of("sum along rows [16384, 1024] -> [16384]", rows_ms, "read", read_ms, mib).dump());
+    fmt::print("{}\n", row_of("sum down columns [16384, 1024] -> [1024]", cols_ms, "read", read_ms, mib).dump());
+    return sink > 0 ? 0 : 0;
+}

@@ -42,8 +42,7 @@ Tensor run_fold(const Tensor& cols, const Shape& image, const Window& w);
 
 struct WindowSaved {
     Window window;
-    Shape image;  // unfold: the image's shape; fold: the columns'
-    double pad_value = 0;
+    Shape image;  // unfold's: the image's shape, which its gradient takes
 };
 
 Tensor run_unfold(const Tensor& image_in, const Window& w, double pad_value) {
@@ -57,7 +56,7 @@ Tensor run_unfold(const Tensor& image_in, const Window& w, double pad_value) {
             "unfold",
             [](autograd::Backward& g, const WindowSaved& s) { g.set_grad(0, run_fold(g.grad_out(), s.image, s.window)); },
             {&image}, {&cols}))
-        *s = {w, image.shape(), pad_value};
+        *s = {w, image.shape()};
     return cols;
 }
 
@@ -70,11 +69,10 @@ Tensor run_fold(const Tensor& cols_in, const Shape& image_shape, const Window& w
             "fold",
             [](autograd::Backward& g, const WindowSaved& s) {
                 // unfold's pad value does not matter here: padding has no gradient.
-                autograd::InferenceMode plain;
                 g.set_grad(0, run_unfold(g.grad_out(), s.window, 0));
             },
             {&cols}, {&image}))
-        *s = {w, cols.shape(), 0};
+        s->window = w;
     return image;
 }
 

@@ -46,7 +46,7 @@ Shape broadcast_pair(const char* op, const Tensor& a, const Tensor& b);
 // In-place forms: `x` must not record gradients now, and `other` (broadcast
 // to x's shape) is copied first where it overlaps x's memory otherwise.
 void check_in_place(const char* op, const Tensor& x);
-Tensor unaliased(const char* op, const Tensor& x, const Tensor& other);
+Tensor unaliased(const Tensor& x, const Tensor& other);
 
 struct UnarySaved {
     autograd::SavedTensor x, y;
@@ -118,7 +118,7 @@ template <class Op> void binary_(const Tensor& x, const Tensor& other, bool floa
     LEVERS_CHECK(broadcastable(x.shape(), other.shape()) && broadcast_shapes(Op::kName, x.shape(), other.shape()) == x.shape(),
                  "{}_: a {} operand does not broadcast to the written tensor's {}", Op::kName, other.shape().str(),
                  x.shape().str());
-    const Tensor b = unaliased(Op::kName, x, other);
+    const Tensor b = unaliased(x, other);
     ElementwiseCall call{.out = strided(x), .in = {strided(x), strided(b)}};
     run(forward_slot<Op>(), x, call);
 }

@@ -48,14 +48,17 @@ Attention::Options checked(std::int64_t dim, std::int64_t heads, Attention::Opti
 }
 }  // namespace
 
-Attention::Attention(std::int64_t dim, std::int64_t heads_, Options o)
-    : q_proj(*this, "q_proj", dim, heads_ * checked(dim, heads_, o).head_dim, o.bias),
-      k_proj(*this, "k_proj", dim, checked(dim, heads_, o).kv_heads * checked(dim, heads_, o).head_dim, o.bias),
-      v_proj(*this, "v_proj", dim, checked(dim, heads_, o).kv_heads * checked(dim, heads_, o).head_dim, o.bias),
-      o_proj(*this, "o_proj", heads_ * checked(dim, heads_, o).head_dim, dim, false),
+Attention::Attention(std::int64_t dim, std::int64_t heads_, Options options)
+    : Attention(dim, heads_, checked(dim, heads_, options), Checked{}) {}
+
+Attention::Attention(std::int64_t dim, std::int64_t heads_, Options o, Checked)
+    : q_proj(*this, "q_proj", dim, heads_ * o.head_dim, o.bias),
+      k_proj(*this, "k_proj", dim, o.kv_heads * o.head_dim, o.bias),
+      v_proj(*this, "v_proj", dim, o.kv_heads * o.head_dim, o.bias),
+      o_proj(*this, "o_proj", heads_ * o.head_dim, dim, false),
       heads(heads_),
-      kv_heads(checked(dim, heads_, o).kv_heads),
-      head_dim(checked(dim, heads_, o).head_dim),
+      kv_heads(o.kv_heads),
+      head_dim(o.head_dim),
       causal(o.causal) {
     if (o.rope_theta > 0) {
         rotary = std::make_unique<RotaryEmbedding>(head_dim, o.rope_theta);

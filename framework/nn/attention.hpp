@@ -50,6 +50,8 @@ public:
     const bool causal;
 
 private:
+    struct Checked {};  // the options have their defaults filled in and are valid
+    Attention(std::int64_t dim, std::int64_t heads, Options options, Checked);
     Tensor attend(const Tensor& x, const Tensor* mask);
 };
 

@@ -1,16 +1,14 @@
 // The card's elementwise kernels (framework/core/generic_calls.hpp,
-// ElementwiseCall): every entry of kernels/elementwise_math.hpp forward and
-// backward, comparisons, logic, where, copies between dtypes and fills,
-// through one strided kernel (kernels/cuda/strided.cuh); binary ops on
-// contiguous operands of one shape move 16 bytes per load. And the helpers
-// that are not ops of their own: scaling (gradient averaging, clipping) and
-// f32 <-> bf16 conversion.
+// ElementwiseCall) but the lists' (elementwise_unary.cu, elementwise_binary.cu):
+// where, logical_not, copies between dtypes and fills, through the strided
+// kernel (kernels/cuda/strided.cuh). And the helpers that are not ops of
+// their own: scaling (gradient averaging, clipping) and f32 <-> bf16
+// conversion, 16 bytes per load where the arrays allow.
 #include "kernels/cuda/register.cuh"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/strided.cuh"
 #include "framework/core/generic_calls.hpp"
-#include "kernels/elementwise_math.hpp"
 #include "kernels/grad_clip.hpp"
 
 #include <cstdint>
@@ -65,110 +63,6 @@ template <class S> void scale_call(const ScaleCall& c) {
     scale(ptr<S>(c.x), static_cast<acc_t<S>>(c.factor), c.x.numel(), stream_of(c));
 }
 LEVERS_CUDA_KERNELS(ScaleCall, scale_call);
-
-// --- the lists ------------------------------------------------------------------
-
-template <class Op, class C> struct UnaryF {
-    double p0, p1;
-    __device__ C operator()(C x) const { return Op::template f<C>(x, static_cast<C>(p0), static_cast<C>(p1)); }
-};
-template <class Op, class C> struct UnaryGradF {
-    double p0, p1;
-    __device__ C operator()(C g, C x, C y) const {
-        return g * Op::template df<C>(x, y, static_cast<C>(p0), static_cast<C>(p1));
-    }
-};
-template <class Op, class C> struct BinaryF {
-    __device__ C operator()(C a, C b) const { return Op::template f<C>(a, b); }
-};
-template <class Op, class C> struct BinaryGradF {
-    bool wrt_b;
-    __device__ C operator()(C g, C a, C b, C y) const {
-        return g * (wrt_b ? Op::template db<C>(a, b, y) : Op::template da<C>(a, b, y));
-    }
-};
-template <class Op, class C> struct PredicateF {
-    __device__ bool operator()(C a, C b) const { return Op::template f<C>(a, b); }
-};
-template <class Op, class C> struct PredicateScalarF {
-    double b;
-    __device__ bool operator()(C a) const { return Op::template f<C>(a, static_cast<C>(b)); }
-};
-
-// out = f(a, b) over 16-byte packs, for contiguous operands of one shape.
-template <class Op, class S> struct BinaryPacked {
-    S* out;
-    const S *a, *b;
-    template <int W> __device__ void apply(index_t i) const {
-        const auto x = load_pack<W>(a + i), y = load_pack<W>(b + i);
-        Pack<S, W> z;
-        for (int j = 0; j < W; ++j) z.v[j] = store<S>(Op::template f<acc_t<S>>(load(x.v[j]), load(y.v[j])));
-        store_pack(out + i, z);
-    }
-};
-
-template <class Op> struct Unary {
-    template <class S> static void forward(const ElementwiseCall& c) {
-        map_strided<S, S>(stream_of(c), c.out, UnaryF<Op, acc_t<S>>{c.p[0], c.p[1]}, c.in[0]);
-    }
-    template <class S> static void backward(const ElementwiseCall& c) {
-        map_strided<S, S, S, S>(stream_of(c), c.out, UnaryGradF<Op, acc_t<S>>{c.p[0], c.p[1]}, c.in[0], c.in[1],
-                                c.in[2]);
-    }
-};
-template <class Op> struct Binary {
-    template <class S> static void forward(const ElementwiseCall& c) {
-        const TensorArg &out = c.out, &a = c.in[0], &b = c.in[1];
-        if (a.shape == out.shape && b.shape == out.shape && out.contiguous() && a.contiguous() && b.contiguous()) {
-            if constexpr (!std::is_same_v<S, bool>)
-                return map<kPack<S>>(BinaryPacked<Op, S>{ptr<S>(out), ptr<const S>(a), ptr<const S>(b)}, out.numel(),
-                                     aligned16({out.data, a.data, b.data}), stream_of(c));
-        }
-        map_strided<S, S, S>(stream_of(c), out, BinaryF<Op, acc_t<S>>{}, a, b);
-    }
-    template <class S> static void backward(const ElementwiseCall& c) {
-        map_strided<S, S, S, S, S>(stream_of(c), c.out, BinaryGradF<Op, acc_t<S>>{c.which == 1}, c.in[0], c.in[1],
-                                   c.in[2], c.in[3]);
-    }
-};
-template <class Op> struct Predicate {
-    template <class S> static void forward(const ElementwiseCall& c) {
-        if (!c.in[1].defined())
-            return map_strided<bool, S>(stream_of(c), c.out, PredicateScalarF<Op, acc_t<S>>{c.p[0]}, c.in[0]);
-        map_strided<bool, S, S>(stream_of(c), c.out, PredicateF<Op, acc_t<S>>{}, c.in[0], c.in[1]);
-    }
-};
-
-#define LEVERS_CUDA_NUMBERS(name, Call, fn) \
-    LEVERS_CUDA_KERNELS_NAMED(name, Call, fn); \
-    LEVERS_KERNEL_NAMED(name, Call, cuda, i32, fn<std::int32_t>)
-
-#define LEVERS_CUDA_UNARY_FLOAT(name, value, derivative)                                          \
-    LEVERS_CUDA_KERNELS_NAMED(ew::name##_op::kName, ElementwiseCall, Unary<ew::name##_op>::forward); \
-    LEVERS_CUDA_KERNELS_NAMED(ew::name##_op::kBackward, ElementwiseCall, Unary<ew::name##_op>::backward);
-#define LEVERS_CUDA_UNARY_ANY(name, value, derivative)                                        \
-    LEVERS_CUDA_NUMBERS(ew::name##_op::kName, ElementwiseCall, Unary<ew::name##_op>::forward); \
-    LEVERS_CUDA_KERNELS_NAMED(ew::name##_op::kBackward, ElementwiseCall, Unary<ew::name##_op>::backward);
-#define LEVERS_CUDA_BINARY_FLOAT(name, value, d_a, d_b)                                            \
-    LEVERS_CUDA_KERNELS_NAMED(ew::name##_op::kName, ElementwiseCall, Binary<ew::name##_op>::forward); \
-    LEVERS_CUDA_KERNELS_NAMED(ew::name##_op::kBackward, ElementwiseCall, Binary<ew::name##_op>::backward);
-#define LEVERS_CUDA_BINARY_ANY(name, value, d_a, d_b)                                          \
-    LEVERS_CUDA_NUMBERS(ew::name##_op::kName, ElementwiseCall, Binary<ew::name##_op>::forward); \
-    LEVERS_CUDA_KERNELS_NAMED(ew::name##_op::kBackward, ElementwiseCall, Binary<ew::name##_op>::backward);
-#define LEVERS_CUDA_COMPARE(name, value)                                                          \
-    LEVERS_CUDA_NUMBERS(ew::name##_op::kName, ElementwiseCall, Predicate<ew::name##_op>::forward); \
-    LEVERS_KERNEL_NAMED(ew::name##_op::kName, ElementwiseCall, cuda, boolean, Predicate<ew::name##_op>::forward<bool>);
-#define LEVERS_CUDA_LOGIC(name, value) \
-    LEVERS_KERNEL_NAMED(ew::name##_op::kName, ElementwiseCall, cuda, boolean, Predicate<ew::name##_op>::forward<bool>);
-
-LEVERS_UNARY_FLOAT_OPS(LEVERS_CUDA_UNARY_FLOAT)
-LEVERS_UNARY_ANY_OPS(LEVERS_CUDA_UNARY_ANY)
-LEVERS_UNARY_PARAM_FLOAT_OPS(LEVERS_CUDA_UNARY_FLOAT)
-LEVERS_UNARY_PARAM_ANY_OPS(LEVERS_CUDA_UNARY_ANY)
-LEVERS_BINARY_FLOAT_OPS(LEVERS_CUDA_BINARY_FLOAT)
-LEVERS_BINARY_ANY_OPS(LEVERS_CUDA_BINARY_ANY)
-LEVERS_COMPARE_OPS(LEVERS_CUDA_COMPARE)
-LEVERS_LOGIC_OPS(LEVERS_CUDA_LOGIC)
 
 // --- where, logical_not, copies, fills ------------------------------------------------
 

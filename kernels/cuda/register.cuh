@@ -21,3 +21,7 @@ template <class S> S* ptr(const TensorArg& t) { return static_cast<S*>(t.data); 
     LEVERS_KERNEL_NAMED(name, Call, cuda, f32, fn<float>);                           \
     LEVERS_KERNEL_NAMED(name, Call, cuda, f64, fn<double>);                          \
     LEVERS_KERNEL_NAMED(name, Call, cuda, bf16, fn<::levers::kernels::cuda::bf16>)
+// The same and i32: ops on floats and integers.
+#define LEVERS_CUDA_NUMBERS(name, Call, fn) \
+    LEVERS_CUDA_KERNELS_NAMED(name, Call, fn); \
+    LEVERS_KERNEL_NAMED(name, Call, cuda, i32, fn<std::int32_t>)

@@ -46,7 +46,7 @@ load = lambda name: [json.loads(l) for l in (out / name).read_text().splitlines(
 cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
 print(f"machine: {cpu}, {platform.machine()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
 print()
-print("| op (one thread, 64 MiB of f32) | levers ms | levers GB/s | peer | peer ms | peer / levers |")
+print("| op (one thread, 64 MiB of f32) | levers ms | levers GB/s | peer | peer ms | levers' speed / the peer's |")
 print("|---|---|---|---|---|---|")
 rows = load("tensor.jsonl")
 for op in dict.fromkeys(r["op"] for r in rows):

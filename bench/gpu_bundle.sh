@@ -8,7 +8,8 @@
 #
 # Its test, `meson test -C build --suite bundle`, packs one and runs it here.
 #
-# DIR holds build/ (recipe, the GPU tests, bench_gpt_cuda, bench_ops_cuda, bench_ops, liblevers.so and
+# DIR holds build/ (recipe, the GPU tests, the user's recipes of examples/user_project, bench_gpt_cuda,
+# bench_ops_cuda, bench_ops, liblevers.so and
 # the card backend liblevers_cuda.so beside it,
 # built without -march=native so that another processor runs them), lib/
 # (the shared libraries they need beyond glibc, cuBLAS and NCCL, which are the
@@ -29,19 +30,19 @@ if [ ! -f "$build/build.ninja" ]; then
     meson setup "$build" "$root" --buildtype=release -Dnative=false -Dblas=disabled -Dcuda=enabled \
         -Dgpu_archs="$archs" >/dev/null
 fi
-ninja -C "$build" tests/levers_gpu_tests recipe liblevers_cuda.so bench/bench_gpt_cuda bench/bench_ops_cuda \
-    bench/bench_ops >/dev/null
+ninja -C "$build" tests/levers_gpu_tests recipe tests/user_recipes liblevers_cuda.so bench/bench_gpt_cuda \
+    bench/bench_ops_cuda bench/bench_ops >/dev/null
 
 rm -rf "$out"
 mkdir -p "$out/build/tests" "$out/build/bench" "$out/lib" "$out/data"
 cp "$build/recipe" "$build/liblevers.so" "$build/liblevers_cuda.so" "$out/build/"
-cp "$build/tests/levers_gpu_tests" "$out/build/tests/"
+cp "$build/tests/levers_gpu_tests" "$build/tests/user_recipes" "$out/build/tests/"
 cp "$build/bench/bench_gpt_cuda" "$build/bench/bench_ops_cuda" "$build/bench/bench_ops" "$out/build/bench/"
 # Every shared library they load as built (LD_LIBRARY_PATH could name
 # another liblevers), but glibc's own (any newer glibc runs what
 # was linked here), cuBLAS and NCCL (hundreds of MB, and the card machine's
 # must match its driver anyway).
-for bin in "$out"/build/recipe "$out"/build/liblevers_cuda.so "$out"/build/tests/levers_gpu_tests "$out"/build/bench/*; do
+for bin in "$out"/build/recipe "$out"/build/liblevers_cuda.so "$out"/build/tests/* "$out"/build/bench/*; do
     env -u LD_LIBRARY_PATH ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r name path; do
     case $name in

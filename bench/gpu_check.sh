@@ -2,7 +2,8 @@
 # On a machine with an NVIDIA card: build levers with CUDA, run every GPU test
 # (each CUDA op against its CPU version in f32, f64 and bf16; the whole GPT in
 # f32 and bf16, LoRA, the MLP), train the shipped recipes on the card through
-# `recipe run --device cuda` (in f32 and bf16), and print a summary.
+# `recipe run --device cuda` (in f32 and bf16) and the user's small CNN to
+# 90% (examples/user_project), and print a summary.
 #
 #   bash bench/gpu_check.sh             build here (needs scripts/setup.sh's packages)
 #   bash bench/gpu_check.sh BUNDLE      run what bench/gpu_bundle.sh packed elsewhere
@@ -42,7 +43,8 @@ else
     # Only what this check runs is built (card machines may have no network: the
     # full set-up, which fetches data, is `bash scripts/setup.sh build`), and a
     # new build only for this card's architecture (a quarter of the CUDA compile).
-    targets=(tests/levers_gpu_tests recipe liblevers_cuda.so bench/bench_gpt_cuda bench/bench_ops_cuda bench/bench_ops)
+    targets=(tests/levers_gpu_tests recipe tests/user_recipes liblevers_cuda.so bench/bench_gpt_cuda bench/bench_ops_cuda
+             bench/bench_ops)
     if [ ! -f "$build/build.ninja" ]; then
         archs=()
         cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.' || true)
@@ -128,6 +130,23 @@ for i in "${!jobs[@]}"; do
         echo "gpu_check: recipe run $job --device cuda FAILED:"; tail -n 20 "$runs/$i.out"; status=1
     fi
 done
+
+# The user's small CNN (examples/user_project, general ops only) trained to
+# the end on the card, f32 and bf16: at least 90% of the test images, as on
+# the CPU (the emulated card checks its steps against the CPU's, but at a few
+# images a second it cannot train it to the end).
+if [ -d "$LEVERS_FASHION_MNIST" ]; then
+    for precision in f32 bf16; do
+        out=$runs/cnn-$precision.out
+        if levers timeout 600 "$build/tests/user_recipes" run fashion_cnn --device cuda --precision "$precision" \
+                --out "$runs/cnn-$precision" >"$out" 2>&1 &&
+            "$python" -c 'import json, sys; sys.exit(json.loads(sys.argv[1])["final_test_accuracy"] < 0.90)' "$(tail -n 1 "$out")"; then
+            echo "gpu_check: the user's CNN on the card ($precision): $(tail -n 1 "$out" | cut -c1-200)"
+        else
+            echo "gpu_check: the user's CNN on the card ($precision) FAILED (under 90%, or no result):"; tail -n 20 "$out"; status=1
+        fi
+    done
+fi
 
 # GPT-2 124M (12 x 768, context 1024, batch 8) training throughput: levers in
 # bf16 and f32, then PyTorch eager with the same model, batch and precision.

@@ -1,12 +1,13 @@
 // Training steps of two models written from the general ops, for
 // bench/general_ops.sh to set against the same models in PyTorch: the
-// user's small CNN (examples/user_project: forward, backward and AdamW on a
+// user's small CNN (examples/user_project/small_cnn.hpp: forward, backward and AdamW on a
 // batch of 28x28 images) and the user's Llama-style block
 // (examples/user_project/llama_block.hpp: forward and backward). One JSON
 // object: the median step.
 //
 //   bench_model_steps --model cnn|llama_block [--threads N] [--steps N]
 #include "examples/user_project/llama_block.hpp"
+#include "examples/user_project/small_cnn.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/core/storage_pool.hpp"
 #include "framework/core/threads.hpp"
@@ -25,22 +26,6 @@
 using namespace levers;
 
 namespace {
-
-struct SmallCnn : nn::Layer {  // as examples/user_project/my_recipes.cpp's
-    nn::Conv2d conv1, conv2;
-    nn::Linear head;
-    SmallCnn()
-        : conv1(*this, "conv1", 1, 16, {3, 3}, {.padding = {1, 1}}),
-          conv2(*this, "conv2", 16, 32, {3, 3}, {.padding = {1, 1}}),
-          head(*this, "head", 32 * 7 * 7, 10) {
-        initialize(1);
-    }
-    Tensor forward(const Tensor& x) override {
-        Tensor h = ops::max_pool2d(ops::relu(conv1(x)), {2, 2});
-        h = ops::max_pool2d(ops::relu(conv2(h)), {2, 2});
-        return head(h.flatten(1));
-    }
-};
 
 Tensor normals(Shape shape, std::uint64_t seed) {
     Rng rng(seed);
@@ -75,7 +60,7 @@ int main(int argc, char** argv) {
     nlohmann::json row = {{"impl", "levers"}, {"model", model}, {"threads", threads}};
     if (model == "cnn") {
         const std::int64_t n = batch > 0 ? batch : 64;
-        SmallCnn cnn;
+        user::SmallCnn cnn(16, 1);  // 16 and 32 channels
         train::AdamW adamw(cnn.params(), {.lr = 1e-3});
         const Tensor x = normals({n, 1, 28, 28}, 2);
         std::vector<std::int32_t> labels(static_cast<std::size_t>(n));

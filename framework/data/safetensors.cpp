@@ -1,7 +1,6 @@
 #include "framework/data/safetensors.hpp"
 
 #include "framework/core/error.hpp"
-#include "framework/core/read_file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -41,25 +40,75 @@ float half_to_float(std::uint16_t h) {
     return std::bit_cast<float>(bits);
 }
 
+// f32 to IEEE half, rounded to nearest even; out of range becomes infinity.
+std::uint16_t float_to_half(float f) {
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+    const std::uint32_t abs = x & 0x7fffffffu;
+    if (abs >= 0x7f800000u) return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u);  // inf, NaN
+    if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504
+    if (abs < 0x38800000u) {  // below the smallest normal half: a subnormal (or zero)
+        const float scaled = std::bit_cast<float>(abs) * 16777216.0f;  // 2^24: units of the smallest subnormal
+        return sign | static_cast<std::uint16_t>(std::nearbyint(scaled));
+    }
+    const std::uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);  // to nearest even at bit 13
+    return sign | static_cast<std::uint16_t>((rounded - 0x38000000u) >> 13);
+}
+
+std::size_t width_of(const std::string& dtype) {
+    if (dtype == "F32") return 4;
+    if (dtype == "F16" || dtype == "BF16") return 2;
+    return 0;
+}
+
 }  // namespace
 
-SafeTensors read_safetensors(const fs::path& path) {
-    const std::string file = path.string();
-    const std::string bytes = read_file(path);
-    LEVERS_CHECK(bytes.size() >= 8, "{}: truncated ({} bytes): not a safetensors file", file, bytes.size());
-    std::uint64_t header_len;
-    std::memcpy(&header_len, bytes.data(), 8);
-    LEVERS_CHECK(header_len <= bytes.size() - 8, "{}: header of {} bytes in a file of {}: truncated or not a "
-                 "safetensors file", file, header_len, bytes.size());
-    const auto header = nlohmann::json::parse(bytes.substr(8, header_len), nullptr, false);
-    LEVERS_CHECK(header.is_object(), "{}: the header is not a JSON object: not a safetensors file", file);
-    const std::size_t data_start = 8 + header_len, data_len = bytes.size() - data_start;
+std::size_t stored_bytes(std::int64_t numel, const std::string& dtype) {
+    LEVERS_CHECK(width_of(dtype) > 0, "safetensors: dtype {} is not one levers writes (F32, BF16, F16)", dtype);
+    return static_cast<std::size_t>(numel) * width_of(dtype);
+}
 
-    SafeTensors out;
+void StoredTensor::read_f32(float* out) const {
+    const std::int64_t n = shape.numel();
+    if (dtype == "F32") {
+        std::memcpy(out, data, static_cast<std::size_t>(n) * 4);
+        return;
+    }
+    const bool half = dtype == "F16";
+    for (std::int64_t i = 0; i < n; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, data + 2 * i, 2);
+        out[i] = half ? half_to_float(h) : bf16_to_float(h);
+    }
+}
+
+Tensor StoredTensor::to_f32() const {
+    Tensor t = Tensor::empty(shape, DType::f32);
+    read_f32(t.data<float>());
+    return t;
+}
+
+SafeTensorsFile SafeTensorsFile::open(const fs::path& path) {
+    const std::string file = path.string();
+    SafeTensorsFile out;
+    out.path_ = path;
+    LEVERS_CHECK(fs::exists(path), "{}: no such file", file);
+    out.file_ = MappedFile::open(path);
+    const auto* bytes = reinterpret_cast<const char*>(out.file_.data());
+    const std::size_t size = out.file_.size();
+    LEVERS_CHECK(size >= 8, "{}: truncated ({} bytes): not a safetensors file", file, size);
+    std::uint64_t header_len;
+    std::memcpy(&header_len, bytes, 8);
+    LEVERS_CHECK(header_len <= size - 8, "{}: header of {} bytes in a file of {}: truncated or not a "
+                 "safetensors file", file, header_len, size);
+    const auto header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len, nullptr, false);
+    LEVERS_CHECK(header.is_object(), "{}: the header is not a JSON object: not a safetensors file", file);
+    const std::size_t data_start = 8 + header_len, data_len = size - data_start;
+
     for (const auto& [name, info] : header.items()) {
         if (name == "__metadata__") {
             for (const auto& [k, v] : info.items())
-                if (v.is_string()) out.metadata[k] = v.get<std::string>();
+                if (v.is_string()) out.metadata_[k] = v.get<std::string>();
             continue;
         }
         std::string dtype;
@@ -76,10 +125,8 @@ SafeTensors read_safetensors(const fs::path& path) {
         } catch (const nlohmann::json::exception& e) {
             LEVERS_FAIL("{}: tensor '{}' has a malformed entry: {}", file, name, e.what());
         }
-        std::size_t width = 0;
-        if (dtype == "F32") width = 4;
-        else if (dtype == "F16" || dtype == "BF16") width = 2;
-        else LEVERS_FAIL("{}: tensor '{}' is {}; levers reads F32, F16 and BF16", file, name, dtype);
+        const std::size_t width = width_of(dtype);
+        LEVERS_CHECK(width > 0, "{}: tensor '{}' is {}; levers reads F32, F16 and BF16", file, name, dtype);
         std::int64_t numel = 1;
         LEVERS_CHECK(shape.size() <= static_cast<std::size_t>(Shape::kMaxDims), "{}: tensor '{}' has {} dimensions, "
                      "at most {} are supported", file, name, shape.size(), Shape::kMaxDims);
@@ -92,34 +139,35 @@ SafeTensors read_safetensors(const fs::path& path) {
         LEVERS_CHECK(end - begin == static_cast<std::uint64_t>(numel) * width,
                      "{}: tensor '{}' holds {} bytes, its shape and dtype need {}", file, name, end - begin,
                      static_cast<std::uint64_t>(numel) * width);
-        Tensor t = Tensor::zeros(Shape(shape), DType::f32);
-        float* dst = t.data<float>();
-        const char* src = bytes.data() + data_start + begin;
-        for (std::int64_t i = 0; i < numel; ++i) {
-            if (dtype == "F32") {
-                std::memcpy(dst + i, src + 4 * i, 4);
-            } else {
-                std::uint16_t h;
-                std::memcpy(&h, src + 2 * i, 2);
-                dst[i] = dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
-            }
-        }
-        out.tensors.emplace(name, std::move(t));
+        out.tensors_.emplace(name, StoredTensor{.dtype = dtype,
+                                                .shape = Shape(shape),
+                                                .data = out.file_.data() + data_start + begin,
+                                                .bytes = end - begin});
     }
     return out;
 }
 
+SafeTensors read_safetensors(const fs::path& path) {
+    const SafeTensorsFile file = SafeTensorsFile::open(path);
+    SafeTensors out{.tensors = {}, .metadata = file.metadata()};
+    for (const auto& [name, stored] : file.tensors()) out.tensors.emplace(name, stored.to_f32());
+    return out;
+}
+
 void write_safetensors(const fs::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, const std::string& dtype) {
     nlohmann::json header = nlohmann::json::object();
     if (!metadata.empty()) header["__metadata__"] = metadata;
     std::uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
-        LEVERS_CHECK(t.dtype() == DType::f32, "safetensors export writes f32; '{}' is {}", name, name_of(t.dtype()));
+        LEVERS_CHECK(t.dtype() == DType::f32 && t.device().is_cpu() && t.is_contiguous(),
+                     "safetensors export takes dense f32 host tensors; '{}' is {} on {}", name, name_of(t.dtype()),
+                     t.device().str());
         std::vector<std::int64_t> shape;
         for (int d = 0; d < t.shape().ndim(); ++d) shape.push_back(t.shape()[d]);
-        header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + t.bytes()}}};
-        offset += t.bytes();
+        const std::size_t bytes = stored_bytes(t.numel(), dtype);
+        header[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
     }
     std::string text = header.dump();
     text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
@@ -129,8 +177,18 @@ void write_safetensors(const fs::path& path, const std::vector<std::pair<std::st
         const std::uint64_t len = text.size();
         out.write(reinterpret_cast<const char*>(&len), 8);
         out << text;
-        for (const auto& [name, t] : tensors)
-            out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.bytes()));
+        std::vector<std::uint16_t> halves;
+        for (const auto& [name, t] : tensors) {
+            if (dtype == "F32") {
+                out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.bytes()));
+                continue;
+            }
+            halves.resize(static_cast<std::size_t>(t.numel()));
+            const float* v = t.data<float>();
+            for (std::size_t i = 0; i < halves.size(); ++i)
+                halves[i] = dtype == "BF16" ? float_to_bf16(v[i]) : float_to_half(v[i]);
+            out.write(reinterpret_cast<const char*>(halves.data()), static_cast<std::streamsize>(2 * halves.size()));
+        }
         LEVERS_CHECK(out.good(), "cannot write {}", tmp.string());
     }
     fs::rename(tmp, path);

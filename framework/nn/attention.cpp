@@ -44,6 +44,9 @@ Attention::Options checked(std::int64_t dim, std::int64_t heads, Attention::Opti
     }
     LEVERS_CHECK(o.kv_heads >= 1 && heads % o.kv_heads == 0,
                  "Attention: {} query heads do not share {} key-value heads evenly", heads, o.kv_heads);
+    LEVERS_CHECK(o.sliding_window >= 0 && (o.sliding_window == 0 || o.causal),
+                 "Attention: a sliding window ({}) needs causal attention and must be >= 0", o.sliding_window);
+    LEVERS_CHECK(!o.rope_scaling || o.rope_theta > 0, "Attention: rope_scaling needs rotary embeddings (rope_theta > 0)");
     return o;
 }
 }  // namespace
@@ -52,16 +55,21 @@ Attention::Attention(std::int64_t dim, std::int64_t heads_, Options options)
     : Attention(dim, heads_, checked(dim, heads_, options), Checked{}) {}
 
 Attention::Attention(std::int64_t dim, std::int64_t heads_, Options o, Checked)
-    : q_proj(*this, "q_proj", dim, heads_ * o.head_dim, o.bias),
-      k_proj(*this, "k_proj", dim, o.kv_heads * o.head_dim, o.bias),
-      v_proj(*this, "v_proj", dim, o.kv_heads * o.head_dim, o.bias),
-      o_proj(*this, "o_proj", heads_ * o.head_dim, dim, false),
+    : q_proj(*this, "q_proj", dim, heads_ * o.head_dim, o.bias, o.init),
+      k_proj(*this, "k_proj", dim, o.kv_heads * o.head_dim, o.bias, o.init),
+      v_proj(*this, "v_proj", dim, o.kv_heads * o.head_dim, o.bias, o.init),
+      o_proj(*this, "o_proj", heads_ * o.head_dim, dim, false, o.init),
       heads(heads_),
       kv_heads(o.kv_heads),
       head_dim(o.head_dim),
+      sliding_window(o.sliding_window),
       causal(o.causal) {
+    if (o.qk_norm_eps > 0) {
+        q_norm = std::make_unique<RMSNorm>(*this, "q_norm", head_dim, o.qk_norm_eps);
+        k_norm = std::make_unique<RMSNorm>(*this, "k_norm", head_dim, o.qk_norm_eps);
+    }
     if (o.rope_theta > 0) {
-        rotary = std::make_unique<RotaryEmbedding>(head_dim, o.rope_theta);
+        rotary = std::make_unique<RotaryEmbedding>(head_dim, o.rope_theta, o.rope_scaling);
         register_module("rotary", *rotary);
     }
 }
@@ -71,22 +79,44 @@ Attention::Attention(Module& parent, std::string name, std::int64_t dim, std::in
     parent.register_module(std::move(name), *this);
 }
 
-Tensor Attention::forward(const Tensor& x) { return attend(x, nullptr); }
-Tensor Attention::forward(const Tensor& x, const Tensor& mask) { return attend(x, &mask); }
+Tensor Attention::forward(const Tensor& x) { return attend(x, nullptr, nullptr); }
+Tensor Attention::forward(const Tensor& x, const Tensor& mask) { return attend(x, &mask, nullptr); }
+Tensor Attention::forward(const Tensor& x, KvCache& cache) { return attend(x, nullptr, &cache); }
 
-Tensor Attention::attend(const Tensor& x, const Tensor* mask) {
+Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache) {
     LEVERS_CHECK(x.ndim() == 3, "Attention: x is {}, expected [batch, time, channels]", x.shape().str());
     const std::int64_t batch = x.dim(0), time = x.dim(1), width = heads * head_dim;
+    const std::int64_t start = cache ? cache->length : 0;
     // [B, T, heads, D]: the heads side by side, as the projections make them.
     Tensor q = q_proj(x).view({batch, time, heads, head_dim});
     Tensor k = k_proj(x).view({batch, time, kv_heads, head_dim});
-    const Tensor v = v_proj(x).view({batch, time, kv_heads, head_dim});
-    if (rotary) {
-        q = rotary->apply(q);
-        k = rotary->apply(k);
+    Tensor v = v_proj(x).view({batch, time, kv_heads, head_dim});
+    if (q_norm) {
+        q = (*q_norm)(q);
+        k = (*k_norm)(k);
     }
-    // The packed kernels where they apply: causal, no mask, a key-value head per query head.
-    if (causal && !mask && kv_heads == heads) {
+    if (rotary) {
+        q = rotary->apply(q, start);
+        k = rotary->apply(k, start);
+    }
+    if (cache) {
+        LEVERS_CHECK(!autograd::grad_enabled(), "Attention: a KV cache is for generation, under autograd::InferenceMode");
+        LEVERS_CHECK(start + time <= cache->capacity, "Attention: the KV cache holds {} positions; {} + {} asked",
+                     cache->capacity, start, time);
+        if (!cache->keys.defined() || cache->keys.dim(0) != batch) {
+            LEVERS_CHECK(start == 0, "Attention: a KV cache of batch {} fed a batch of {}",
+                         cache->keys.defined() ? cache->keys.dim(0) : 0, batch);
+            cache->keys = Tensor::empty({batch, cache->capacity, kv_heads, head_dim}, k.dtype(), k.device());
+            cache->values = Tensor::empty({batch, cache->capacity, kv_heads, head_dim}, v.dtype(), v.device());
+        }
+        cache->keys.narrow(1, start, time).copy_from(k);
+        cache->values.narrow(1, start, time).copy_from(v);
+        cache->length = start + time;
+        k = cache->keys.narrow(1, 0, start + time);
+        v = cache->values.narrow(1, 0, start + time);
+    }
+    // The packed kernels where they apply: causal, no mask or window or cache, a key-value head per query head.
+    if (causal && !mask && !cache && sliding_window == 0 && kv_heads == heads) {
         const Tensor qkv = ops::cat({q.reshape({batch, time, width}), k.reshape({batch, time, width}),
                                      v.reshape({batch, time, width})},
                                     -1);
@@ -95,22 +125,31 @@ Tensor Attention::attend(const Tensor& x, const Tensor* mask) {
                              : ops::attention(qkv, heads);
         return o_proj(y);
     }
-    // Written out: [B, heads, T, D] each, the key-value heads repeated for their query heads.
-    const std::int64_t group = heads / kv_heads;
+    return o_proj(written_out(q, k, v, start, mask).reshape({batch, time, width}));
+}
+
+Tensor Attention::written_out(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t start,
+                              const Tensor* mask) const {
+    // [B, heads, T, D] each, the key-value heads repeated for their query heads.
+    const std::int64_t group = heads / kv_heads, time = q.dim(1), keys = k.dim(1);
     const Tensor qh = q.transpose(1, 2);
     const Tensor kh = ops::repeat_interleave(k.transpose(1, 2), group, 1);
     const Tensor vh = ops::repeat_interleave(v.transpose(1, 2), group, 1);
     Tensor scores = ops::matmul(qh, kh.mT()) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
     const double blocked = -std::numeric_limits<double>::infinity();
     if (causal) {
-        // A key after the query is out of reach: column > row.
-        const Tensor rows = ops::arange(time, DType::i32, x.device()).unsqueeze(1);
-        const Tensor cols = ops::arange(time, DType::i32, x.device()).unsqueeze(0);
-        scores = ops::masked_fill(scores, cols > rows, blocked);
+        // Query i is at position start + i; key j after it is out of reach, and
+        // with a window so is key j at or before start + i - window.
+        const Tensor rows = (ops::arange(time, DType::i32, q.device()) + static_cast<double>(start)).unsqueeze(1);
+        const Tensor cols = ops::arange(keys, DType::i32, q.device()).unsqueeze(0);
+        Tensor out_of_reach = cols > rows;
+        if (sliding_window > 0)
+            out_of_reach = out_of_reach | (cols <= rows - static_cast<double>(sliding_window));
+        scores = ops::masked_fill(scores, out_of_reach, blocked);
     }
     if (mask) scores = ops::masked_fill(scores, ~*mask, blocked);
-    const Tensor y = ops::matmul(ops::softmax(scores, -1), vh);
-    return o_proj(y.transpose(1, 2).reshape({batch, time, width}));
+    // [B, T, heads, D]
+    return ops::matmul(ops::softmax(scores, -1), vh).transpose(1, 2);
 }
 
 }  // namespace levers::nn

@@ -12,6 +12,7 @@
 #include "framework/nn/rotary.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace levers::nn {
 
@@ -27,6 +28,16 @@ public:
     std::int64_t heads;
 };
 
+// The keys and values of the positions an Attention has seen, so generation
+// runs the prompt once and then one position per step. Made empty; the
+// first call sizes it for `capacity` positions.
+struct KvCache {
+    explicit KvCache(std::int64_t capacity) : capacity(capacity) {}
+    std::int64_t capacity;
+    std::int64_t length = 0;  // positions held
+    Tensor keys, values;      // [B, capacity, kv_heads, D]
+};
+
 class Attention : public Layer {
 public:
     struct Options {
@@ -35,6 +46,10 @@ public:
         bool bias = false;          // on q, k and v (Qwen 2's); o_proj has none
         bool causal = true;
         double rope_theta = 0;      // > 0: rotary embeddings on q and k with this base
+        std::optional<Llama3RopeScaling> rope_scaling;  // with rope_theta: Llama 3.1's rescaled frequencies
+        double qk_norm_eps = 0;     // > 0: RMSNorm of each head's q and k before rotation (Qwen 3's q_norm, k_norm)
+        std::int64_t sliding_window = 0;  // > 0 (causal only): a query sees this many keys, itself included (Mistral)
+        Init init = init::fan_in_uniform();  // of the four projections' weights
     };
     Attention(std::int64_t dim, std::int64_t heads, Options options);
     Attention(Module& parent, std::string name, std::int64_t dim, std::int64_t heads, Options options);
@@ -43,16 +58,24 @@ public:
     // With a mask, bool, broadcast to [B, heads, T, T]: true where a query
     // may attend to a key (on top of causality, when causal).
     Tensor forward(const Tensor& x, const Tensor& mask);
+    // Generation (under autograd::InferenceMode): x [B, T, dim] at positions
+    // cache.length, cache.length + 1, ...; its keys and values are added to
+    // the cache and the queries attend to every position held.
+    Tensor forward(const Tensor& x, KvCache& cache);
 
     Linear q_proj, k_proj, v_proj, o_proj;
+    std::unique_ptr<RMSNorm> q_norm, k_norm;  // when qk_norm_eps > 0
     std::unique_ptr<RotaryEmbedding> rotary;  // when rope_theta > 0
-    const std::int64_t heads, kv_heads, head_dim;
+    const std::int64_t heads, kv_heads, head_dim, sliding_window;
     const bool causal;
 
 private:
     struct Checked {};  // the options have their defaults filled in and are valid
     Attention(std::int64_t dim, std::int64_t heads, Options options, Checked);
-    Tensor attend(const Tensor& x, const Tensor* mask);
+    Tensor attend(const Tensor& x, const Tensor* mask, KvCache* cache);
+    // softmax(q kᵀ / √D + the masks) v for q [B, T, heads, D] at positions
+    // start.., keys and values [B, S, kv_heads, D] at positions 0..S-1.
+    Tensor written_out(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t start, const Tensor* mask) const;
 };
 
 }  // namespace levers::nn

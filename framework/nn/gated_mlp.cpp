@@ -4,13 +4,13 @@
 
 namespace levers::nn {
 
-GatedMLP::GatedMLP(std::int64_t dim, std::int64_t hidden, bool bias)
-    : gate_proj(*this, "gate_proj", dim, hidden, bias),
-      up_proj(*this, "up_proj", dim, hidden, bias),
-      down_proj(*this, "down_proj", hidden, dim, bias) {}
+GatedMLP::GatedMLP(std::int64_t dim, std::int64_t hidden, bool bias, Init init)
+    : gate_proj(*this, "gate_proj", dim, hidden, bias, init),
+      up_proj(*this, "up_proj", dim, hidden, bias, init),
+      down_proj(*this, "down_proj", hidden, dim, bias, init) {}
 
-GatedMLP::GatedMLP(Module& parent, std::string name, std::int64_t dim, std::int64_t hidden, bool bias)
-    : GatedMLP(dim, hidden, bias) {
+GatedMLP::GatedMLP(Module& parent, std::string name, std::int64_t dim, std::int64_t hidden, bool bias, Init init)
+    : GatedMLP(dim, hidden, bias, init) {
     parent.register_module(std::move(name), *this);
 }
 

@@ -8,8 +8,9 @@ namespace levers::nn {
 
 class GatedMLP : public Layer {
 public:
-    GatedMLP(std::int64_t dim, std::int64_t hidden, bool bias = false);
-    GatedMLP(Module& parent, std::string name, std::int64_t dim, std::int64_t hidden, bool bias = false);
+    GatedMLP(std::int64_t dim, std::int64_t hidden, bool bias = false, Init init = init::fan_in_uniform());
+    GatedMLP(Module& parent, std::string name, std::int64_t dim, std::int64_t hidden, bool bias = false,
+             Init init = init::fan_in_uniform());
     Tensor forward(const Tensor& x) override;
     Linear gate_proj, up_proj, down_proj;
 };

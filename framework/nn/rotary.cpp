@@ -8,14 +8,47 @@
 
 namespace levers::nn {
 
-RotaryEmbedding::RotaryEmbedding(std::int64_t head_dim_, double theta_) : head_dim(head_dim_), theta(theta_) {
+RotaryEmbedding::RotaryEmbedding(std::int64_t head_dim_, double theta_, std::optional<Llama3RopeScaling> scaling_)
+    : head_dim(head_dim_), theta(theta_), scaling(scaling_) {
     LEVERS_CHECK(head_dim >= 2 && head_dim % 2 == 0, "RotaryEmbedding: the head size must be even, got {}", head_dim);
     LEVERS_CHECK(theta > 0, "RotaryEmbedding: theta must be positive, got {}", theta);
+    if (scaling)
+        LEVERS_CHECK(scaling->factor > 0 && scaling->low_freq_factor > 0 &&
+                         scaling->high_freq_factor > scaling->low_freq_factor &&
+                         scaling->original_max_position_embeddings > 0,
+                     "RotaryEmbedding: llama3 scaling needs a positive factor, 0 < low_freq_factor < "
+                     "high_freq_factor and a positive original length");
 }
 
-RotaryEmbedding::RotaryEmbedding(Module& parent, std::string name, std::int64_t head_dim_, double theta_)
-    : RotaryEmbedding(head_dim_, theta_) {
+RotaryEmbedding::RotaryEmbedding(Module& parent, std::string name, std::int64_t head_dim_, double theta_,
+                                 std::optional<Llama3RopeScaling> scaling_)
+    : RotaryEmbedding(head_dim_, theta_, scaling_) {
     parent.register_module(std::move(name), *this);
+}
+
+std::vector<double> RotaryEmbedding::inverse_frequencies() const {
+    std::vector<double> inv(static_cast<std::size_t>(head_dim / 2));
+    for (std::size_t i = 0; i < inv.size(); ++i)
+        inv[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    if (!scaling) return inv;
+    const Llama3RopeScaling& s = *scaling;
+    const double old = static_cast<double>(s.original_max_position_embeddings);
+    const double long_wave = old / s.low_freq_factor, short_wave = old / s.high_freq_factor;
+    for (double& f : inv) {
+        const double wavelength = 2 * M_PI / f;
+        if (wavelength > long_wave) {
+            f /= s.factor;
+        } else if (wavelength >= short_wave) {  // between: blended by where the wavelength falls
+            const double smooth = (old / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+            f = (1 - smooth) * f / s.factor + smooth * f;
+        }
+    }
+    return inv;
+}
+
+std::pair<Tensor, Tensor> RotaryEmbedding::tables(std::int64_t length, const Tensor& like) {
+    ensure(length, like);
+    return {cos_.narrow(0, 0, length), sin_.narrow(0, 0, length)};
 }
 
 void RotaryEmbedding::ensure(std::int64_t length, const Tensor& like) {
@@ -23,11 +56,11 @@ void RotaryEmbedding::ensure(std::int64_t length, const Tensor& like) {
     // In double on the host, then once to the device: a table made in bf16 arithmetic would drift with the position.
     const std::int64_t n = std::max<std::int64_t>(length, cos_.defined() ? cos_.dim(0) : 0);
     const std::int64_t half = head_dim / 2;
+    const std::vector<double> inv = inverse_frequencies();
     std::vector<double> c(static_cast<std::size_t>(n * head_dim)), s(c.size());
     for (std::int64_t p = 0; p < n; ++p)
         for (std::int64_t i = 0; i < half; ++i) {
-            const double angle =
-                static_cast<double>(p) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+            const double angle = static_cast<double>(p) * inv[static_cast<std::size_t>(i)];
             for (const std::int64_t at : {p * head_dim + i, p * head_dim + i + half}) {
                 c[static_cast<std::size_t>(at)] = std::cos(angle);
                 s[static_cast<std::size_t>(at)] = std::sin(angle);

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Tiny Llama-family models in Hugging Face's directory layout, and what they
+compute, for tests/unit/models/test_hf_models.cpp.
+
+For each model_type levers reads (llama, mistral, qwen2, qwen3) this makes a
+model of two layers with random weights, writes it as Hugging Face does
+(config.json, model.safetensors or shards with model.safetensors.index.json,
+in float32 or bfloat16), and computes with PyTorch in float64, from the
+weights as stored, what transformers' modeling_llama / modeling_mistral /
+modeling_qwen2 / modeling_qwen3 compute: the logits of a batch, its mean
+next-token loss, the gradients of that loss, and a greedy continuation of a
+prompt. The models differ where the family does: grouped-query heads and
+llama3 rope scaling (llama), a sliding window (mistral), q/k/v biases
+(qwen2), per-head RMSNorm of q and k and a head_dim of its own (qwen3); tied
+and separate output embeddings.
+
+    /usr/bin/python3 tests/reference/hf_models.py tests/reference/hf
+
+Needs PyTorch (Debian's python3-torch); what it wrote is committed, so the
+tests run without it. safetensors is written by hand (struct + json): Debian
+packages no safetensors for Python.
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+
+COMMON = {
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 64,
+    "hidden_act": "silu",
+    "initializer_range": 0.02,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
+
+MODELS = {
+    "llama": dict(
+        config={**COMMON, "model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_key_value_heads": 2,
+                "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "tie_word_embeddings": True, "attention_bias": False,
+                "mlp_bias": False, "eos_token_id": [2, 3],
+                "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16}},
+        dtype="F32", shards=1),
+    "mistral": dict(
+        config={**COMMON, "model_type": "mistral", "architectures": ["MistralForCausalLM"], "num_key_value_heads": 1,
+                "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False, "sliding_window": 5},
+        dtype="BF16", shards=3),
+    "qwen2": dict(
+        config={**COMMON, "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "num_key_value_heads": 2,
+                "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": True,
+                "use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 2},
+        dtype="F32", shards=2),
+    "qwen3": dict(
+        config={**COMMON, "model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "num_key_value_heads": 2,
+                "head_dim": 16, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False,
+                "attention_bias": False, "use_sliding_window": False, "sliding_window": None},
+        dtype="BF16", shards=1),
+}
+BATCH, TIME = 2, 9
+
+
+def head_dim(c):
+    return c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+
+
+def shapes(c):
+    d, hd, i, v = c["hidden_size"], head_dim(c), c["intermediate_size"], c["vocab_size"]
+    q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+    bias = c["model_type"] == "qwen2" or c.get("attention_bias", False)
+    out = {"model.embed_tokens.weight": [v, d]}
+    for l in range(c["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        out[p + "input_layernorm.weight"] = [d]
+        out[p + "self_attn.q_proj.weight"] = [q, d]
+        out[p + "self_attn.k_proj.weight"] = [kv, d]
+        out[p + "self_attn.v_proj.weight"] = [kv, d]
+        if bias:
+            out[p + "self_attn.q_proj.bias"] = [q]
+            out[p + "self_attn.k_proj.bias"] = [kv]
+            out[p + "self_attn.v_proj.bias"] = [kv]
+        out[p + "self_attn.o_proj.weight"] = [d, q]
+        if c["model_type"] == "qwen3":
+            out[p + "self_attn.q_norm.weight"] = [hd]
+            out[p + "self_attn.k_norm.weight"] = [hd]
+        out[p + "post_attention_layernorm.weight"] = [d]
+        out[p + "mlp.gate_proj.weight"] = [i, d]
+        out[p + "mlp.up_proj.weight"] = [i, d]
+        out[p + "mlp.down_proj.weight"] = [d, i]
+    out["model.norm.weight"] = [d]
+    if not c["tie_word_embeddings"]:
+        out["lm_head.weight"] = [v, d]
+    return out
+
+
+def random_weights(c, dtype, seed):
+    torch.manual_seed(seed)
+    w = {}
+    for name, shape in shapes(c).items():
+        if name.endswith("norm.weight"):
+            t = 1 + 0.1 * torch.randn(shape)
+        elif name.endswith(".bias"):
+            t = 0.1 * torch.randn(shape)
+        else:
+            t = torch.randn(shape) / math.sqrt(shape[-1])
+        # As stored: the reference computes from the rounded values.
+        t = t.to(torch.bfloat16 if dtype == "BF16" else torch.float32)
+        w[name] = t
+    return w
+
+
+def tensor_bytes(t):
+    if t.dtype == torch.bfloat16:
+        return t.contiguous().view(torch.int16).numpy().tobytes()
+    return t.contiguous().numpy().tobytes()
+
+
+def write_safetensors(path, tensors):
+    header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
+    for name, t in tensors.items():
+        b = tensor_bytes(t)
+        header[name] = {"dtype": "BF16" if t.dtype == torch.bfloat16 else "F32", "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(b)]}
+        offset += len(b)
+        blobs.append(b)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def write_model(directory, c, weights, shards):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(c, f, indent=2)
+    names = list(weights)
+    if shards == 1:
+        write_safetensors(os.path.join(directory, "model.safetensors"), weights)
+        return
+    weight_map, total = {}, 0
+    per = math.ceil(len(names) / shards)
+    for s in range(shards):
+        file = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        part = {n: weights[n] for n in names[s * per:(s + 1) * per]}
+        write_safetensors(os.path.join(directory, file), part)
+        for n, t in part.items():
+            weight_map[n] = file
+            total += t.numel() * t.element_size()
+    with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+
+
+def inverse_frequencies(c):
+    hd = head_dim(c)
+    inv = 1.0 / (c["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    s = c.get("rope_scaling")
+    if not s:
+        return inv
+    # transformers' _compute_llama3_parameters
+    factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
+    old = s["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old / low, old / high
+    wavelen = 2 * math.pi / inv
+    scaled = torch.where(wavelen > low_wavelen, inv / factor, inv)
+    smooth = (old / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+    return torch.where(medium, smoothed, scaled)
+
+
+def rms_norm(h, w, eps):
+    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def rotate_half(h):
+    half = h.shape[-1] // 2
+    return torch.cat((-h[..., half:], h[..., :half]), dim=-1)
+
+
+def forward(c, w, tokens):
+    b, t = tokens.shape
+    hd, heads, kv_heads, eps = head_dim(c), c["num_attention_heads"], c["num_key_value_heads"], c["rms_norm_eps"]
+    freqs = torch.outer(torch.arange(t, dtype=torch.float64), inverse_frequencies(c))
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    blocked = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+    window = c.get("sliding_window") if c["model_type"] == "mistral" else None
+    if window:  # a query sees itself and the window - 1 keys before it
+        blocked |= torch.tril(torch.ones(t, t, dtype=torch.bool), -window)
+    lin = lambda x, name: x @ w[name + ".weight"].T + (w[name + ".bias"] if name + ".bias" in w else 0)
+    h = w["model.embed_tokens.weight"][tokens]
+    for l in range(c["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        a = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+        q = lin(a, p + "self_attn.q_proj").view(b, t, heads, hd)
+        k = lin(a, p + "self_attn.k_proj").view(b, t, kv_heads, hd)
+        v = lin(a, p + "self_attn.v_proj").view(b, t, kv_heads, hd).transpose(1, 2)
+        if c["model_type"] == "qwen3":
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(heads // kv_heads, dim=1)
+        v = v.repeat_interleave(heads // kv_heads, dim=1)
+        scores = (q @ k.transpose(-1, -2) / math.sqrt(hd)).masked_fill(blocked, float("-inf"))
+        y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, heads * hd)
+        h = h + lin(y, p + "self_attn.o_proj")
+        m = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+        h = h + lin(torch.nn.functional.silu(lin(m, p + "mlp.gate_proj")) * lin(m, p + "mlp.up_proj"),
+                    p + "mlp.down_proj")
+    h = rms_norm(h, w["model.norm.weight"], eps)
+    head = w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]
+    return h @ head.T
+
+
+def flat(t):
+    return [float(v) for v in t.detach().reshape(-1)]
+
+
+def reference(c, stored):
+    w = {n: t.to(torch.float64).requires_grad_() for n, t in stored.items()}
+    g = torch.Generator().manual_seed(7)
+    tokens = torch.randint(0, c["vocab_size"], (BATCH, TIME), generator=g)
+    targets = torch.randint(0, c["vocab_size"], (BATCH, TIME), generator=g)
+    targets[1, 3] = -100  # ignored
+    logits = forward(c, w, tokens)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, c["vocab_size"]), targets.reshape(-1),
+                                             ignore_index=-100)
+    loss.backward()
+    with torch.no_grad():
+        prompt = tokens[0, :4].tolist()
+        for _ in range(6):
+            nxt = forward(c, w, torch.tensor([prompt]))[0, -1].argmax().item()
+            prompt.append(nxt)
+    full = ["model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.1.mlp.down_proj.weight"]
+    return {
+        "made_by": f"tests/reference/hf_models.py with PyTorch {torch.__version__}, float64 from the stored weights",
+        "tokens": tokens.reshape(-1).tolist(),
+        "targets": targets.reshape(-1).tolist(),
+        "shape": [BATCH, TIME],
+        "logits": flat(logits),
+        "loss": float(loss),
+        "grad_sum_squares": {n: float(t.grad.pow(2).sum()) for n, t in w.items()},
+        "grads": {n: flat(w[n].grad) for n in full},
+        "greedy": {"prompt": tokens[0, :4].tolist(), "tokens": prompt},
+    }
+
+
+def main(out):
+    for seed, (name, m) in enumerate(MODELS.items()):
+        directory = os.path.join(out, name)
+        weights = random_weights(m["config"], m["dtype"], seed)
+        cfg = {**m["config"], "torch_dtype": "bfloat16" if m["dtype"] == "BF16" else "float32"}
+        write_model(directory, cfg, weights, m["shards"])
+        with open(os.path.join(out, name + ".json"), "w") as f:
+            json.dump(reference(cfg, weights), f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/reference/hf")

@@ -1,0 +1,265 @@
+// Tiny models of each model_type levers reads, in Hugging Face's directory
+// layout (tests/reference/hf/: llama with llama3 rope scaling and tied
+// embeddings, mistral with a sliding window in bf16 shards, qwen2 with q/k/v
+// biases in f32 shards, qwen3 with q/k norms and its own head_dim in bf16),
+// against PyTorch computing what transformers computes
+// (tests/reference/hf_models.py, float64, its output committed beside them):
+// logits, loss, gradients and a greedy continuation with the KV cache; then
+// written back and read again, tensor for tensor.
+#include "framework/core/autograd.hpp"
+#include "kernels/reduce.hpp"
+#include "models/hf_dir.hpp"
+#include "tests/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+
+using namespace levers;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path reference_dir() {
+    const char* root = std::getenv("LEVERS_SOURCE_ROOT");
+    REQUIRE_MESSAGE(root != nullptr, "LEVERS_SOURCE_ROOT must name the source tree (meson test sets it)");
+    return fs::path(root) / "tests/reference/hf";
+}
+
+nlohmann::json reference(const std::string& model) {
+    std::ifstream in(reference_dir() / (model + ".json"));
+    REQUIRE(in.good());
+    return nlohmann::json::parse(in);
+}
+
+double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
+    REQUIRE(got.size() == want.size());
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        diff += (got[i] - want[i]) * (got[i] - want[i]);
+        norm += want[i] * want[i];
+    }
+    return std::sqrt(diff / norm);
+}
+
+Tensor ids(const nlohmann::json& values, const nlohmann::json& shape) {
+    return Tensor::from(values.get<std::vector<std::int32_t>>(), Shape(shape.get<std::vector<std::int64_t>>()));
+}
+
+// Logits, loss and gradients of the directory's model computing in `dtype` on the CPU.
+void check_forward_backward(const std::string& name, DType dtype, double tolerance) {
+    CAPTURE(name);
+    CAPTURE(name_of(dtype));
+    const nlohmann::json ref = reference(name);
+    auto model = models::load_hf_model(reference_dir() / name, Device::cpu(), dtype);
+    const Tensor tokens = ids(ref["tokens"], ref["shape"]), targets = ids(ref["targets"], ref["shape"]);
+    {
+        autograd::InferenceMode inference;
+        CHECK(relative_error(model->logits(tokens).values(), ref["logits"].get<std::vector<double>>()) <= tolerance);
+    }
+    model->params().zero_grad();
+    const Tensor loss = model->loss(tokens, targets);
+    loss.backward();
+    CHECK(std::abs(loss.item() - ref["loss"].get<double>()) <= tolerance * ref["loss"].get<double>());
+    const ParamSet& set = model->params();
+    int compared = 0;
+    for (const auto& [param, p] : model->weights()) {
+        CAPTURE(param);
+        REQUIRE(ref["grad_sum_squares"].contains(param));
+        const std::vector<double> g = set.grad_tensor(set.find(param)).values();
+        double squares = 0;
+        for (double v : g) squares += v * v;
+        const double want = ref["grad_sum_squares"][param];
+        CHECK(std::abs(squares - want) <= 2 * tolerance * want);
+        if (ref["grads"].contains(param)) {
+            CHECK(relative_error(g, ref["grads"][param].get<std::vector<double>>()) <= tolerance);
+            ++compared;
+        }
+        ++compared;
+    }
+    CHECK(compared == static_cast<int>(ref["grad_sum_squares"].size() + ref["grads"].size()));
+}
+
+}  // namespace
+
+TEST_CASE("Llama, Mistral, Qwen 2 and Qwen 3 from HF directories match transformers' maths: logits, loss, grads") {
+    for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
+        check_forward_backward(name, DType::f64, 1e-10);
+        check_forward_backward(name, DType::f32, 2e-5);
+    }
+}
+
+TEST_CASE("generation with the KV cache: the prompt once, then one position per step, as recomputing does") {
+    for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
+        CAPTURE(name);
+        const nlohmann::json ref = reference(name);
+        auto model = models::load_hf_model(reference_dir() / name);
+        autograd::InferenceMode inference;
+        std::vector<std::int32_t> tokens = ref["greedy"]["prompt"].get<std::vector<std::int32_t>>();
+        const std::size_t prompt = tokens.size();
+        models::LlamaCache cache = model->new_cache(16);
+        Tensor step = Tensor::from(tokens, {1, static_cast<std::int64_t>(tokens.size())});
+        while (tokens.size() < ref["greedy"]["tokens"].size()) {
+            const Tensor logits = model->next_logits(step, cache);
+            // The same logits as the whole sequence recomputed.
+            const Tensor full = model->logits(Tensor::from(tokens, {1, static_cast<std::int64_t>(tokens.size())}));
+            const Tensor last = full.narrow(1, full.dim(1) - 1, 1).reshape({1, -1});
+            CHECK(relative_error(logits.values(), last.values()) <= 1e-5);
+            tokens.push_back(static_cast<std::int32_t>(ops::argmax(logits, -1).to(DType::f64).item()));
+            step = Tensor::from(std::vector<std::int32_t>{tokens.back()}, {1, 1});
+        }
+        CHECK(cache.length() == static_cast<std::int64_t>(tokens.size() - 1));
+        CHECK(tokens == ref["greedy"]["tokens"].get<std::vector<std::int32_t>>());
+        CHECK(prompt == 4);
+    }
+}
+
+TEST_CASE("a directory written back holds the same tensors, bit for bit, in shards of the size asked") {
+    for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
+        CAPTURE(name);
+        const fs::path source = reference_dir() / name;
+        auto model = models::load_hf_model(source);
+        testing::TempDir dir;
+        const fs::path one = dir.path() / "one", sharded = dir.path() / "sharded";
+        models::save_hf_model(one, *model);
+        models::save_hf_model(sharded, *model, {.max_shard_bytes = 20000});
+        CHECK(fs::is_regular_file(one / "model.safetensors"));
+        CHECK_FALSE(fs::exists(one / "model.safetensors.index.json"));
+        const auto index = nlohmann::json::parse(std::ifstream(sharded / "model.safetensors.index.json"));
+        CHECK(index["weight_map"].size() == model->weights().size());
+        std::set<std::string> files;
+        for (const auto& [tensor, file] : index["weight_map"].items()) files.insert(file.get<std::string>());
+        CHECK(files.size() > 1);
+        for (const auto& file : files) {
+            CHECK(fs::file_size(sharded / file) < 20000 + 4096);
+            CHECK(file.find(fmt::format("-of-{:05d}.safetensors", files.size())) != std::string::npos);
+        }
+        // config.json as it was.
+        CHECK(nlohmann::json::parse(std::ifstream(one / "config.json")) ==
+              nlohmann::json::parse(std::ifstream(source / "config.json")));
+        const models::HfWeights theirs = models::open_hf_weights(source);
+        for (const fs::path& written : {one, sharded}) {
+            const models::HfWeights ours = models::open_hf_weights(written);
+            CHECK(ours.tensors.size() == theirs.tensors.size());
+            for (const auto& [tensor, stored] : theirs.tensors) {
+                CAPTURE(tensor);
+                REQUIRE(ours.tensors.count(tensor));
+                const data::StoredTensor& mine = *ours.tensors.at(tensor);
+                CHECK(mine.dtype == stored->dtype);
+                CHECK(mine.shape == stored->shape);
+                CHECK(std::memcmp(mine.data, stored->data, stored->bytes) == 0);
+            }
+        }
+        // And in another dtype on request.
+        models::save_hf_model(dir.path() / "f32", *model, {.dtype = "float32"});
+        const auto config = nlohmann::json::parse(std::ifstream(dir.path() / "f32" / "config.json"));
+        CHECK(config["torch_dtype"] == "float32");
+        CHECK(models::open_hf_weights(dir.path() / "f32").tensors.at("model.norm.weight")->dtype == "F32");
+    }
+}
+
+namespace {
+
+// A copy of a reference directory, changed by `edit`.
+fs::path broken_copy(const testing::TempDir& dir, const std::string& model, const std::string& as,
+                     const std::function<void(const fs::path&)>& edit) {
+    const fs::path out = dir.path() / as;
+    fs::copy(reference_dir() / model, out);
+    edit(out);
+    return out;
+}
+
+void edit_config(const fs::path& dir, const std::function<void(nlohmann::json&)>& change) {
+    auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+    change(config);
+    std::ofstream(dir / "config.json") << config.dump();
+}
+
+// A model.safetensors with `tensors` taken from the reference llama's, renamed or reshaped by `change`.
+void rewrite_weights(const fs::path& dir, const std::function<void(std::vector<std::pair<std::string, Tensor>>&)>& change) {
+    auto st = data::read_safetensors(dir / "model.safetensors");
+    std::vector<std::pair<std::string, Tensor>> tensors(st.tensors.begin(), st.tensors.end());
+    change(tensors);
+    data::write_safetensors(dir / "model.safetensors", tensors);
+}
+
+}  // namespace
+
+TEST_CASE("a broken HF directory is refused before anything is read, naming the file, the tensor and both sides") {
+    testing::TempDir dir;
+    struct Case {
+        fs::path path;
+        const char* message;
+    };
+    const Case cases[] = {
+        {dir.path() / "nowhere", "no such directory"},
+        {broken_copy(dir, "llama", "no_config", [](const fs::path& d) { fs::remove(d / "config.json"); }),
+         "no config.json"},
+        {broken_copy(dir, "llama", "gpt_neox",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["model_type"] = "gpt_neox"; }); }),
+         "model_type \"gpt_neox\" is not supported; levers reads llama, mistral, qwen2, qwen3"},
+        {broken_copy(dir, "llama", "yarn",
+                     [](const fs::path& d) {
+                         edit_config(d, [](auto& c) { c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; });
+                     }),
+         "rope_scaling of type \"yarn\" is not supported; levers reads \"llama3\""},
+        {broken_copy(dir, "llama", "no_layers",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c.erase("num_hidden_layers"); }); }),
+         "no \"num_hidden_layers\""},
+        {broken_copy(dir, "llama", "no_weights", [](const fs::path& d) { fs::remove(d / "model.safetensors"); }),
+         "no model.safetensors and no model.safetensors.index.json"},
+        {broken_copy(dir, "mistral", "lost_shard",
+                     [](const fs::path& d) { fs::remove(d / "model-00002-of-00003.safetensors"); }),
+         "model-00002-of-00003.safetensors: no such file; model.safetensors.index.json names it"},
+        {broken_copy(dir, "mistral", "cut_shard",
+                     [](const fs::path& d) {
+                         fs::resize_file(d / "model-00003-of-00003.safetensors",
+                                         fs::file_size(d / "model-00003-of-00003.safetensors") - 100);
+                     }),
+         "truncated"},
+        {broken_copy(dir, "llama", "wide",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["intermediate_size"] = 64; }); }),
+         "tensor 'model.layers.0.mlp.gate_proj.weight' is [48, 32]; this config.json makes it [64, 32]"},
+        {broken_copy(dir, "llama", "deeper",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["num_hidden_layers"] = 3; }); }),
+         "no tensor 'model.layers.2.input_layernorm.weight'; a llama of this config.json (3 layers) needs it [32]"},
+        {broken_copy(dir, "llama", "renamed",
+                     [](const fs::path& d) {
+                         rewrite_weights(d, [](auto& t) {
+                             for (auto& [name, value] : t)
+                                 if (name == "model.norm.weight") name = "model.final_norm.weight";
+                         });
+                     }),
+         "no tensor 'model.norm.weight'"},
+        {broken_copy(dir, "llama", "extra",
+                     [](const fs::path& d) {
+                         rewrite_weights(d, [](auto& t) { t.emplace_back("model.layers.0.extra.weight", Tensor::zeros({2}, DType::f32)); });
+                     }),
+         "tensor 'model.layers.0.extra.weight' is not a weight of a llama of this config.json"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.path);
+        std::string error;
+        try {
+            models::check_hf_dir(c.path);
+        } catch (const Error& e) {
+            error = e.message();
+        }
+        CHECK_MESSAGE(error.find(c.message) != std::string::npos, error);
+        CHECK(error.find(c.path.filename().string()) != std::string::npos);
+        if (fs::exists(c.path / "config.json") && std::string(c.message) != "truncated")  // the load says the same
+            CHECK_THROWS_WITH_AS(models::load_hf_model(c.path), doctest::Contains(c.message), Error);
+    }
+    // A directory that is not a model's is not replaced.
+    auto model = models::load_hf_model(reference_dir() / "llama");
+    dir.write("notes.txt", "mine");
+    CHECK_THROWS_WITH_AS(models::save_hf_model(dir.path(), *model), doctest::Contains("is not a model directory"), Error);
+    CHECK(fs::exists(dir.path() / "notes.txt"));
+}

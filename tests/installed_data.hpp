@@ -1,5 +1,5 @@
-// The data the set-up installs (scripts/setup.sh: the book corpus and the
-// GPT-2 tokenizer files; Debian's dataset-fashion-mnist). A test that reads it
+// The data the set-up installs (scripts/setup.sh: the book corpus, the GPT-2
+// tokenizer files and Hugging Face tokenizers; Debian's dataset-fashion-mnist). A test that reads it
 // is marked
 //   TEST_CASE("..." * testing::needs({testing::Data::books}))
 // and is skipped where the data is missing, saying once on stderr what is
@@ -17,7 +17,7 @@
 
 namespace levers::testing {
 
-enum class Data { books, gpt2_tokenizer, fashion_mnist };
+enum class Data { books, gpt2_tokenizer, fashion_mnist, hf_tokenizers };
 
 // The file whose presence says the data is installed.
 inline std::filesystem::path marker(Data d) {
@@ -25,6 +25,7 @@ inline std::filesystem::path marker(Data d) {
         case Data::books: return data::data_dir() / "books" / ".complete";
         case Data::gpt2_tokenizer: return data::data_dir() / "gpt2" / ".complete";
         case Data::fashion_mnist: return data::fashion_mnist_dir() / "t10k-images-idx3-ubyte.gz";
+        case Data::hf_tokenizers: return data::data_dir() / "tokenizers" / ".complete";
     }
     return {};
 }
@@ -34,12 +35,13 @@ inline const char* name_of(Data d) {
         case Data::books: return "the book corpus";
         case Data::gpt2_tokenizer: return "the GPT-2 tokenizer files";
         case Data::fashion_mnist: return "Fashion-MNIST";
+        case Data::hf_tokenizers: return "the Llama 3, Qwen 3 and Llama 2 tokenizer files";
     }
     return "";
 }
 
 inline bool missing(Data d) {
-    static bool said[3] = {};
+    static bool said[4] = {};
     const bool gone = !std::filesystem::exists(marker(d));
     auto& once = said[static_cast<int>(d)];
     if (gone && !once) {

@@ -104,6 +104,30 @@ Tensor Gpt::next_logits(const Tensor& tokens) {
     return out;
 }
 
+std::string Gpt::summary() const {
+    return fmt::format("GPT, {} layers x {}, {} heads, context {}", config_.n_layer, config_.n_embd, config_.n_head,
+                       config_.block_size);
+}
+
+namespace {
+class GptDecoder : public LanguageModel::Decoder {
+public:
+    explicit GptDecoder(Gpt& model) : model_(model) {}
+    Tensor next(const std::vector<std::int32_t>& tokens) override {
+        seen_.insert(seen_.end(), tokens.begin(), tokens.end());
+        const std::int64_t t = std::min<std::int64_t>(static_cast<std::int64_t>(seen_.size()), model_.context_length());
+        const std::vector<std::int32_t> window(seen_.end() - t, seen_.end());
+        return model_.next_logits(Tensor::from(window, {1, t})).to(Device::cpu(), DType::f32).reshape({-1});
+    }
+
+private:
+    Gpt& model_;
+    std::vector<std::int32_t> seen_;
+};
+}  // namespace
+
+std::unique_ptr<LanguageModel::Decoder> Gpt::decoder(std::int64_t) { return std::make_unique<GptDecoder>(*this); }
+
 void Gpt::enable_lora(int rank, double alpha, std::uint64_t seed) {
     nn::attach_lora(*this, rank, alpha, seed, {"attn.c_attn", "attn.c_proj"});
 }

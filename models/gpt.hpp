@@ -9,6 +9,7 @@
 #include "framework/nn/attention.hpp"
 #include "framework/nn/containers.hpp"
 #include "framework/nn/layers.hpp"
+#include "models/language_model.hpp"
 
 #include <cstdint>
 
@@ -45,7 +46,7 @@ public:
     nn::Dropout drop;
 };
 
-class Gpt : public nn::Module {
+class Gpt : public LanguageModel {
 public:
     // Initialises like GPT-2: N(0, 0.02) weights, residual projections scaled by
     // 1/√(2·n_layer), zero biases, unit layernorm gains.
@@ -56,8 +57,13 @@ public:
     // next-token loss against targets [B, T] (ignoring -100) as a one-element
     // tensor, all on the model's device and differentiable.
     Tensor features(const Tensor& tokens);
-    Tensor logits(const Tensor& tokens);
-    Tensor loss(const Tensor& tokens, const Tensor& targets);
+    Tensor logits(const Tensor& tokens) override;
+    Tensor loss(const Tensor& tokens, const Tensor& targets) override;
+    std::int64_t vocab_size() const override { return config_.vocab_size; }
+    std::int64_t context_length() const override { return config_.block_size; }
+    std::string summary() const override;
+    // No KV cache: each step runs the last block_size tokens again.
+    std::unique_ptr<Decoder> decoder(std::int64_t length) override;
     // The logits of the last position of each row, [B, vocab] (what sampling needs).
     Tensor next_logits(const Tensor& tokens);
 

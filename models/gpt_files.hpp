@@ -2,6 +2,7 @@
 #pragma once
 
 #include "models/gpt.hpp"
+#include "models/language_model.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -27,11 +28,6 @@ std::unique_ptr<Gpt> load_any_gpt(const std::filesystem::path& path, int n_head 
 // GPT-2's BPE, from the vocab.json and merges.txt beside the weights if they
 // are there, else the GPT-2 files the set-up installs. Throws levers::Error if
 // the vocabulary sizes differ.
-struct TextCodec {
-    std::function<std::vector<std::int32_t>(const std::string&)> encode;
-    std::function<std::string(const std::vector<std::int32_t>&)> decode;
-    std::string name;  // "bytes" or "GPT-2 BPE (<files>)"
-};
 TextCodec codec_for(Gpt& model, const std::filesystem::path& weights);
 // The same for a vocabulary size (fine_tune tokenizes its corpus before the model is built).
 TextCodec codec_for_vocab(int vocab, const std::filesystem::path& weights);

@@ -2,13 +2,14 @@
 
 #include "framework/core/error.hpp"
 #include "framework/core/read_file.hpp"
+#include "framework/data/bpe_tokenizer.hpp"
+#include "framework/data/files.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <set>
-#include <unistd.h>
 
 namespace levers::models {
 
@@ -147,13 +148,30 @@ std::unique_ptr<Llama> load_hf_model(const fs::path& dir, Device device, DType c
     return model;
 }
 
+namespace {
+std::shared_ptr<data::BpeTokenizer> tokenizer_for(const fs::path& dir, std::int64_t vocab) {
+    LEVERS_CHECK(fs::is_regular_file(dir / "tokenizer.json"), "{}: no tokenizer.json; the model's text goes through "
+                 "its own tokenizer (or give token ids as JSON)", dir.string());
+    auto tok = std::make_shared<data::BpeTokenizer>(data::BpeTokenizer::from_tokenizer_json(dir / "tokenizer.json"));
+    LEVERS_CHECK(tok->vocab_size() <= vocab, "{}: tokenizer.json has {} tokens, more than the model's vocabulary of {}",
+                 dir.string(), tok->vocab_size(), vocab);
+    return tok;
+}
+}  // namespace
+
+void check_hf_tokenizer(const LlamaConfig& config, const fs::path& dir) { tokenizer_for(dir, config.vocab_size); }
+
+TextCodec hf_codec(const fs::path& dir, std::int64_t vocab) {
+    auto tok = tokenizer_for(dir, vocab);
+    return {[tok](const std::string& t) { return tok->encode(t, true); },
+            [tok](const std::vector<std::int32_t>& t) { return tok->decode(t); }, tok->name()};
+}
+
 void save_hf_model(const fs::path& dir, Llama& model, const HfSaveOptions& options) {
     LlamaConfig config = model.config();
     if (!options.dtype.empty()) config.torch_dtype = options.dtype;
     const std::string dtype = storage_dtype(config.torch_dtype);
     LEVERS_CHECK(options.max_shard_bytes > 0, "the largest shard must hold at least one byte");
-    LEVERS_CHECK(!fs::exists(dir) || (fs::is_directory(dir) && (fs::is_empty(dir) || is_hf_dir(dir))),
-                 "{}: exists and is not a model directory; give a new or empty directory", dir.string());
     // Shards in the order of the weights, each as full as max_shard_bytes allows (at least one tensor).
     const auto weights = model.weights();
     std::vector<std::vector<std::size_t>> shards(1);
@@ -168,10 +186,7 @@ void save_hf_model(const fs::path& dir, Llama& model, const HfSaveOptions& optio
         in_shard += bytes;
         total += bytes;
     }
-    const fs::path partial = dir.string() + ".partial-" + std::to_string(::getpid());
-    fs::remove_all(partial);
-    fs::create_directories(partial);
-    try {
+    data::write_directory(dir, "a model directory", is_hf_dir, [&](const fs::path& partial) {
         nlohmann::json weight_map = nlohmann::json::object();
         for (std::size_t s = 0; s < shards.size(); ++s) {
             const std::string file = shards.size() == 1
@@ -194,12 +209,7 @@ void save_hf_model(const fs::path& dir, Llama& model, const HfSaveOptions& optio
             for (const std::string& name : tokenizer_files())
                 if (fs::is_regular_file(options.tokenizer_from / name))
                     fs::copy_file(options.tokenizer_from / name, partial / name);
-        if (fs::exists(dir)) fs::remove_all(dir);
-        fs::rename(partial, dir);
-    } catch (...) {
-        fs::remove_all(partial);
-        throw;
-    }
+    });
 }
 
 }  // namespace levers::models

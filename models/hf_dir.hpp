@@ -51,6 +51,14 @@ struct HfSaveOptions {
 // so a failure leaves nothing half-written.
 void save_hf_model(const std::filesystem::path& dir, Llama& model, const HfSaveOptions& options = {});
 
+// The directory's own tokenizer (tokenizer.json) for a model of `vocab` tokens: text encoded
+// with the tokens its template adds (BOS), decoded with special tokens
+// written out. Throws levers::Error naming the directory if it has no
+// tokenizer.json or one with more tokens than the model's vocabulary.
+TextCodec hf_codec(const std::filesystem::path& dir, std::int64_t vocab);
+// The same checks for a recipe's check step (the tokenizer is read, the model is not).
+void check_hf_tokenizer(const LlamaConfig& config, const std::filesystem::path& dir);
+
 // The files copied with a model: tokenizer.json, tokenizer_config.json, ...
 const std::vector<std::string>& tokenizer_files();
 

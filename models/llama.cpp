@@ -91,6 +91,35 @@ Tensor Llama::next_logits(const Tensor& tokens, LlamaCache& cache) {
     return ops::linear(h.narrow(1, time - 1, 1).squeeze(1), head_weight()());
 }
 
+std::string Llama::summary() const {
+    const LlamaConfig& c = config_;
+    return fmt::format("{}, {} layers x {}, {} heads ({} key-value) of {}, vocabulary {}", c.model_type,
+                       c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_size(),
+                       c.vocab_size);
+}
+
+namespace {
+class LlamaDecoder : public LanguageModel::Decoder {
+public:
+    LlamaDecoder(Llama& model, std::int64_t length) : model_(model), cache_(model.new_cache(length)) {}
+    Tensor next(const std::vector<std::int32_t>& tokens) override {
+        const auto t = static_cast<std::int64_t>(tokens.size());
+        return model_.next_logits(Tensor::from(tokens, {1, t}), cache_).to(Device::cpu(), DType::f32).reshape({-1});
+    }
+
+private:
+    Llama& model_;
+    LlamaCache cache_;
+};
+}  // namespace
+
+std::unique_ptr<LanguageModel::Decoder> Llama::decoder(std::int64_t length) {
+    LEVERS_CHECK(length >= 1 && length <= config_.max_position_embeddings,
+                 "{}: generation of {} positions; the model takes 1..{} (max_position_embeddings)", config_.model_type,
+                 length, config_.max_position_embeddings);
+    return std::make_unique<LlamaDecoder>(*this, length);
+}
+
 std::vector<std::pair<std::string, nn::Parameter*>> Llama::weights() {
     std::vector<std::pair<std::string, nn::Parameter*>> out;
     for (const auto& [name, p] : named_parameters())

@@ -14,6 +14,7 @@
 #include "framework/nn/containers.hpp"
 #include "framework/nn/gated_mlp.hpp"
 #include "framework/nn/layers.hpp"
+#include "models/language_model.hpp"
 #include "models/llama_config.hpp"
 
 #include <memory>
@@ -47,7 +48,7 @@ struct LlamaCache {
     std::int64_t length() const { return layers.empty() ? 0 : layers.front().length; }
 };
 
-class Llama : public nn::Module {
+class Llama : public LanguageModel {
 public:
     // Random weights (N(0, initializer_range), unit norms), as transformers
     // initialises a new model; loading a directory replaces them.
@@ -60,8 +61,13 @@ public:
     // [B, T, hidden], the logits [B, T, vocab], or the mean next-token loss
     // against targets [B, T] (ignoring -100) as a one-element tensor.
     Tensor features(const Tensor& tokens);
-    Tensor logits(const Tensor& tokens);
-    Tensor loss(const Tensor& tokens, const Tensor& targets);
+    Tensor logits(const Tensor& tokens) override;
+    Tensor loss(const Tensor& tokens, const Tensor& targets) override;
+    std::int64_t vocab_size() const override { return config_.vocab_size; }
+    std::int64_t context_length() const override { return config_.max_position_embeddings; }
+    std::string summary() const override;
+    // With the KV cache: the prompt runs once, then one position per step.
+    std::unique_ptr<Decoder> decoder(std::int64_t length) override;
     // Generation: the logits [B, vocab] of the last of `tokens` [B, T], which
     // follow the positions `cache` holds (made with room for `capacity`
     // positions by new_cache). Under InferenceMode.

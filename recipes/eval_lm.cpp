@@ -1,13 +1,16 @@
-// eval_lm: the mean loss of a GPT on a text, in nats per token over
-// non-overlapping windows of its context, so the number compares with other
-// implementations' (Hugging Face's perplexity with stride = context). Works
-// on any card count: each rank scores its share of the windows.
+// eval_lm: the mean loss of a language model on a text (or on token ids), in
+// nats per token over non-overlapping windows of its context, so the number
+// compares with other implementations' (Hugging Face's perplexity with
+// stride = context). The model is GPT-2's (--set weights=) or a Hugging Face
+// directory of the Llama family (--set model=DIR, read with its own
+// tokenizer). Works on any card count: each rank scores its share of the windows.
 #include "framework/core/read_file.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
-#include "models/gpt_files.hpp"
 #include "framework/train/window_loss.hpp"
+#include "models/gpt_files.hpp"
+#include "models/hf_dir.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -15,31 +18,74 @@
 namespace {
 
 using namespace levers;
+namespace fs = std::filesystem;
 
 void check(const Config& cfg) {
-    const std::string weights = cfg.get<std::string>("weights"), text_path = cfg.get<std::string>("text");
-    LEVERS_CHECK(!weights.empty() && !text_path.empty(), "eval_lm needs --set weights=PATH (GPT-2 weights in "
-                 "safetensors, or a model.ckpt from pretrain or fine_tune) and --set text=PATH (a text file)");
-    models::weights_format(weights, "--set weights=");
-    LEVERS_CHECK(std::filesystem::is_regular_file(text_path), "--set text={}: no such file; give a text file to score",
-                 text_path);
+    const std::string weights = cfg.get<std::string>("weights"), dir = cfg.get<std::string>("model");
+    const std::string text = cfg.get<std::string>("text"), ids = cfg.get<std::string>("tokens");
+    LEVERS_CHECK(weights.empty() != dir.empty(), "eval_lm needs one model: --set model=DIR (a Hugging Face "
+                 "directory of a Llama, Mistral or Qwen model) or --set weights=PATH (GPT-2 safetensors, or a "
+                 "model.ckpt from pretrain or fine_tune)");
+    LEVERS_CHECK(text.empty() != ids.empty(), "eval_lm needs one input: --set text=PATH (a text file) or --set "
+                 "tokens=PATH (token ids as a JSON array)");
+    if (!dir.empty()) {
+        const auto config = models::check_hf_dir(dir);
+        if (!text.empty()) models::check_hf_tokenizer(config, dir);
+    }
+    if (!weights.empty()) models::weights_format(weights, "--set weights=");
+    const std::string input = text.empty() ? ids : text;
+    LEVERS_CHECK(fs::is_regular_file(input), "--set {}={}: no such file; give {}", text.empty() ? "tokens" : "text",
+                 input, text.empty() ? "a JSON array of token ids" : "a text file to score");
+}
+
+std::unique_ptr<models::LanguageModel> load(const Config& cfg) {
+    const std::string dir = cfg.get<std::string>("model");
+    if (!dir.empty()) return models::load_hf_model(dir, dist::device(), compute_dtype());
+    auto gpt = models::load_any_gpt(cfg.get<std::string>("weights"), cfg.get<int>("n_head"));
+    gpt->to(dist::device(), compute_dtype());  // the card this rank computes on, if any
+    return gpt;
+}
+
+// The ids of a JSON array, each checked against the vocabulary.
+std::vector<std::int32_t> read_ids(const fs::path& path, std::int64_t vocab) {
+    const auto j = nlohmann::json::parse(read_file(path), nullptr, false);
+    LEVERS_CHECK(j.is_array(), "{}: not a JSON array of token ids", path.string());
+    std::vector<std::int32_t> ids;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        LEVERS_CHECK(j[i].is_number_integer() && j[i].get<std::int64_t>() >= 0 && j[i].get<std::int64_t>() < vocab,
+                     "{}: item {} is {}; token ids are whole numbers in [0, {})", path.string(), i, j[i].dump(), vocab);
+        ids.push_back(j[i].get<std::int32_t>());
+    }
+    return ids;
 }
 
 Result eval_lm(const Config& cfg) {
-    const std::string weights = cfg.get<std::string>("weights"), text_path = cfg.get<std::string>("text");
-    auto model = models::load_any_gpt(weights, cfg.get<int>("n_head"));
-    model->to(dist::device(), compute_dtype());  // the card this rank computes on, if any
-    const auto codec = models::codec_for(*model, weights);
-    auto tokens = codec.encode(read_file(text_path, "a text file to score"));
+    const std::string weights = cfg.get<std::string>("weights"), dir = cfg.get<std::string>("model");
+    const std::string source = dir.empty() ? weights : dir;
+    auto model = load(cfg);
+    std::vector<std::int32_t> tokens;
+    std::string how;
+    if (const std::string ids = cfg.get<std::string>("tokens"); !ids.empty()) {
+        tokens = read_ids(ids, model->vocab_size());
+        how = "token ids from " + ids;
+    } else {
+        const std::string text = cfg.get<std::string>("text");
+        const auto codec = dir.empty() ? models::codec_for_vocab(static_cast<int>(model->vocab_size()), weights)
+                                       : models::hf_codec(dir, model->vocab_size());
+        tokens = codec.encode(read_file(text, "a text file to score"));
+        how = text + " with " + codec.name;
+    }
     const long limit = cfg.get<long>("max_tokens");
     if (limit > 0 && static_cast<long>(tokens.size()) > limit) tokens.resize(static_cast<std::size_t>(limit));
-    const std::int64_t context = cfg.get<long>("context") > 0 ? cfg.get<long>("context") : model->config().block_size;
-    LEVERS_CHECK(context <= model->config().block_size, "context {} is longer than the model's {}", context,
-                 model->config().block_size);
+    // A Llama-family context can be 128K positions: windows default to at most 2048.
+    const std::int64_t longest = model->context_length();
+    const std::int64_t context = cfg.get<long>("context") > 0 ? cfg.get<long>("context") : std::min<std::int64_t>(longest, 2048);
+    LEVERS_CHECK(context <= longest, "context {} is longer than the model's {}", context, longest);
     const std::int64_t windows = (static_cast<std::int64_t>(tokens.size()) - 1) / context;
-    dist::print0("{}: {} layers x {}, vocabulary {}; {}: {} tokens with {}, {} windows of {}\n", weights,
-                 model->config().n_layer, model->config().n_embd, model->config().vocab_size, text_path, tokens.size(),
-                 codec.name, windows, context);
+    LEVERS_CHECK(windows >= 1, "{} tokens make no window of {} (+1 for the last target); give more text or a "
+                 "shorter --set context=", tokens.size(), context);
+    dist::print0("{}: {}; {} tokens ({}), {} windows of {}\n", source, model->summary(), tokens.size(), how, windows,
+                 context);
     const double loss =
         train::mean_window_loss(*model, data::TokenFile::from(tokens), cfg.get<long>("batch_size"), context, 0);
     dist::print0("mean loss {:.4f} nats/token, perplexity {:.2f}\n", loss, std::exp(loss));
@@ -54,11 +100,14 @@ Result eval_lm(const Config& cfg) {
 
 LEVERS_RECIPE(eval_lm) {
     return levers::recipe("eval_lm")
-        .describe("mean loss and perplexity of a GPT (GPT-2 safetensors or a levers model) on a text")
+        .describe("mean loss and perplexity of a language model (a HF directory, GPT-2 safetensors or a levers "
+                  "model) on a text or token ids")
+        .param("model", "", "a Hugging Face model directory (Llama, Mistral, Qwen): config.json, safetensors, tokenizer.json")
         .param("weights", "", "GPT-2 weights (.safetensors) or a model.ckpt from pretrain or fine_tune")
         .param("text", "", "the text to score")
+        .param("tokens", "", "token ids to score, a JSON array (instead of a text)")
         .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", at_least(0))
-        .param("context", 0, "window length in tokens (0: the model's context)", at_least(0))
+        .param("context", 0, "window length in tokens (0: the model's context, at most 2048)", at_least(0))
         .param("batch_size", 4, "windows per forward pass", at_least(1))
         .param("max_tokens", 0, "score only the first N tokens (0: all)", at_least(0))
         .check(check)

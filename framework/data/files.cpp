@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <unistd.h>
 
 namespace levers::data {
 
@@ -30,6 +31,23 @@ std::vector<fs::path> list_files(const fs::path& dir, const std::string& suffix)
     std::sort(out.begin(), out.end());
     LEVERS_CHECK(!out.empty(), "{}: holds no *{} file", dir.string(), suffix);
     return out;
+}
+
+void write_directory(const fs::path& dir, const std::string& what, const std::function<bool(const fs::path&)>& ours,
+                     const std::function<void(const fs::path&)>& fill) {
+    LEVERS_CHECK(!fs::exists(dir) || (fs::is_directory(dir) && (fs::is_empty(dir) || ours(dir))),
+                 "{}: exists and is not {}; give a new or empty directory", dir.string(), what);
+    const fs::path partial = dir.string() + ".partial-" + std::to_string(::getpid());
+    fs::remove_all(partial);
+    fs::create_directories(partial);
+    try {
+        fill(partial);
+        if (fs::exists(dir)) fs::remove_all(dir);
+        fs::rename(partial, dir);
+    } catch (...) {
+        fs::remove_all(partial);
+        throw;
+    }
 }
 
 }  // namespace levers::data

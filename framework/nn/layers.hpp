@@ -29,6 +29,10 @@ public:
     // LoRA: out += scale · (x · Aᵀ) · Bᵀ, A [rank, in] ~ U(±1/√in), B [out, rank] = 0.
     void attach_lora(int rank, double alpha);
     bool has_lora() const { return lora_a_ != nullptr; }
+    // The adapter's A [rank, in] and B [out, rank] and its scale (alpha / rank); null without one.
+    Parameter* lora_a() const { return lora_a_; }
+    Parameter* lora_b() const { return lora_b_; }
+    double lora_scale() const { return lora_scale_; }
     // W += scale · B · A, then B = 0: the same function without the adapter's part.
     void merge_lora();
 

@@ -91,8 +91,9 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
          "from pretrain or fine_tune) or GPT-2 weights in safetensors"},
         {"run eval_lm --set weights=/nonexistent.safetensors --set text=/etc/passwd",
          "--set weights=/nonexistent.safetensors: no such file"},
-        {"run eval_lm", "eval_lm needs --set weights=PATH"},
-        {"run sample", "sample needs --set checkpoint=PATH"},
+        {"run eval_lm", "eval_lm needs one model: --set model=DIR (a Hugging Face directory of a Llama, Mistral or Qwen model) or --set weights=PATH"},
+        {"run eval_lm --set model=/nonexistent --set tokens=/etc/passwd", "/nonexistent: no such directory; give a Hugging Face model directory"},
+        {"run sample", "sample needs one model: --set model=DIR (a Hugging Face directory) or --set checkpoint=PATH"},
         {"run convert --set from=/etc/passwd --set to=x.safetensors", "--set from=/etc/passwd: neither a levers"},
         {"run fine_tune --set base=/nonexistent.ckpt", "base checkpoint /nonexistent.ckpt not found"},
         {"sweep classify --grid steps=10,-1", "cell 1: parameter 'steps': -1 is out of range"},
@@ -277,7 +278,7 @@ TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoin
     CHECK(corrupted.output.find("corrupted") != std::string::npos);
     auto unset = recipe("run sample");
     CHECK(unset.code == 2);
-    CHECK(unset.output.find("sample needs --set checkpoint=PATH") != std::string::npos);
+    CHECK(unset.output.find("sample needs one model: --set model=DIR") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
 

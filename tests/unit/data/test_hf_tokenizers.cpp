@@ -8,6 +8,7 @@
 #include "framework/data/bpe_tokenizer.hpp"
 #include "framework/data/files.hpp"
 #include "tests/installed_data.hpp"
+#include "tests/source_tree.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -30,9 +31,7 @@ const BpeTokenizer& tokenizer(const std::string& name) {
 }
 
 nlohmann::json reference(const char* file) {
-    const char* root = std::getenv("LEVERS_SOURCE_ROOT");
-    REQUIRE_MESSAGE(root != nullptr, "LEVERS_SOURCE_ROOT must name the source tree (meson test sets it)");
-    return nlohmann::json::parse(read_file(std::filesystem::path(root) / "tests/reference/tokenizers" / file));
+    return nlohmann::json::parse(read_file(testing::source_path("tests/reference/tokenizers") / file));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "framework/core/error.hpp"
 #include "models/generate.hpp"
+#include "models/gpt.hpp"
 
 #include <doctest/doctest.h>
 
@@ -40,4 +41,27 @@ TEST_CASE("generate appends the requested tokens, deterministically for a seed")
     CHECK_THROWS_WITH_AS(models::generate(gpt, {}, opts, a), doctest::Contains("needs a prompt"), Error);
     opts.temperature = 0;
     CHECK_THROWS_WITH_AS(models::generate(gpt, {1}, opts, a), doctest::Contains("temperature must be > 0"), Error);
+}
+
+TEST_CASE("sampling: top-p keeps the fewest likeliest tokens whose probability reaches it") {
+    // p = 0.5, 0.3, 0.15, 0.05
+    const float logits[] = {std::log(0.3f), std::log(0.05f), std::log(0.5f), std::log(0.15f)};
+    Rng rng(3);
+    int counts[4] = {};
+    const int n = 20000;
+    for (int i = 0; i < n; ++i) counts[models::sample_token(logits, 4, {.temperature = 1.0, .top_p = 0.75}, rng)]++;
+    CHECK(counts[1] == 0);  // 0.5 + 0.3 reach 0.75: tokens 2 and 0 only
+    CHECK(counts[3] == 0);
+    CHECK(static_cast<double>(counts[2]) / n == doctest::Approx(0.5 / 0.8).epsilon(0.03));
+    for (int i = 0; i < 100; ++i) CHECK(models::sample_token(logits, 4, {.temperature = 1.0, .top_p = 0.4}, rng) == 2);
+    CHECK_THROWS_WITH_AS(models::sample_token(logits, 4, {.top_p = 0}, rng), doctest::Contains("top_p must be in (0, 1]"),
+                         Error);
+}
+
+TEST_CASE("generation stops at a stop token, which it keeps") {
+    models::Gpt gpt({.vocab_size = 5, .block_size = 8, .n_layer = 1, .n_head = 1, .n_embd = 8}, 3);
+    Rng rng(1);
+    // Every token stops: one is drawn, then generation ends.
+    const auto out = models::generate(gpt, {1, 2}, {.max_new_tokens = 6, .top_k = 0, .stop = {0, 1, 2, 3, 4}}, rng);
+    CHECK(out.size() == 3);
 }

@@ -8,7 +8,11 @@
 // written back and read again, tensor for tensor.
 #include "framework/core/autograd.hpp"
 #include "kernels/reduce.hpp"
+#include "models/generate.hpp"
 #include "models/hf_dir.hpp"
+#include "models/peft_adapter.hpp"
+#include "framework/nn/lora.hpp"
+#include "tests/source_tree.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -27,11 +31,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path reference_dir() {
-    const char* root = std::getenv("LEVERS_SOURCE_ROOT");
-    REQUIRE_MESSAGE(root != nullptr, "LEVERS_SOURCE_ROOT must name the source tree (meson test sets it)");
-    return fs::path(root) / "tests/reference/hf";
-}
+fs::path reference_dir() { return testing::source_path("tests/reference/hf"); }
 
 nlohmann::json reference(const std::string& model) {
     std::ifstream in(reference_dir() / (model + ".json"));
@@ -118,6 +118,11 @@ TEST_CASE("generation with the KV cache: the prompt once, then one position per 
         CHECK(cache.length() == static_cast<std::int64_t>(tokens.size() - 1));
         CHECK(tokens == ref["greedy"]["tokens"].get<std::vector<std::int32_t>>());
         CHECK(prompt == 4);
+        // generate() through the model's decoder: top-k 1 is greedy.
+        Rng rng(1);
+        const auto generated = models::generate(*model, ref["greedy"]["prompt"].get<std::vector<std::int32_t>>(),
+                                                {.max_new_tokens = 6, .top_k = 1}, rng);
+        CHECK(generated == ref["greedy"]["tokens"].get<std::vector<std::int32_t>>());
     }
 }
 
@@ -262,4 +267,52 @@ TEST_CASE("a broken HF directory is refused before anything is read, naming the 
     dir.write("notes.txt", "mine");
     CHECK_THROWS_WITH_AS(models::save_hf_model(dir.path(), *model), doctest::Contains("is not a model directory"), Error);
     CHECK(fs::exists(dir.path() / "notes.txt"));
+}
+
+TEST_CASE("PEFT adapters: written under PEFT's names, read back to the same function, merged; another base's refused") {
+    testing::TempDir dir;
+    auto model = models::load_hf_model(reference_dir() / "llama");
+    const models::LoraSettings settings{.rank = 2, .alpha = 4, .targets = {"q_proj", "v_proj", "down_proj"}};
+    CHECK(nn::attach_lora(*model, settings.rank, settings.alpha, 5, settings.targets) == 6);
+    // B starts at zero (the adapter adds nothing); give it values so the test can see them.
+    for (nn::Linear* l : nn::linear_layers(*model))
+        if (l->has_lora()) {
+            std::vector<double> v(static_cast<std::size_t>(l->lora_b()->shape().numel()));
+            for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.01 * std::sin(static_cast<double>(i) + 1);
+            l->lora_b()->value().copy_from(Tensor::from(v, l->lora_b()->shape()).to(DType::f32));
+        }
+    model->parameters_changed();
+    const Tensor tokens = Tensor::from(std::vector<std::int32_t>{3, 14, 15, 9, 26}, {1, 5});
+    autograd::InferenceMode inference;
+    const auto adapted = model->logits(tokens).values();
+    models::save_peft_adapter(dir.path() / "adapter", *model, settings, "tests/reference/hf/llama");
+    const auto config = nlohmann::json::parse(std::ifstream(dir.path() / "adapter" / "adapter_config.json"));
+    CHECK(config["peft_type"] == "LORA");
+    CHECK(config["r"] == 2);
+    const auto names = models::open_hf_weights(reference_dir() / "llama").tensors;  // (the base's, for contrast)
+    const auto file = data::SafeTensorsFile::open(dir.path() / "adapter" / "adapter_model.safetensors");
+    CHECK(file.tensors().size() == 12);
+    CHECK(file.tensors().count("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"));
+    CHECK(file.tensors().at("base_model.model.model.layers.1.mlp.down_proj.lora_B.weight").shape == Shape{32, 2});
+    CHECK(names.count("model.layers.0.self_attn.q_proj.weight"));
+
+    auto fresh = models::load_hf_model(reference_dir() / "llama");
+    const auto base = fresh->logits(tokens).values();
+    CHECK(models::load_peft_adapter(dir.path() / "adapter", *fresh).targets == settings.targets);
+    CHECK(fresh->logits(tokens).values() == adapted);  // the same function, bit for bit
+    CHECK(base != adapted);
+    nn::merge_lora(*fresh);
+    CHECK(relative_error(fresh->logits(tokens).values(), adapted) < 1e-6);
+
+    // Onto another base: shapes that differ are named.
+    auto qwen = models::load_hf_model(reference_dir() / "qwen3");
+    CHECK_THROWS_WITH_AS(models::load_peft_adapter(dir.path() / "adapter", *qwen),
+                         doctest::Contains("an adapter for another base"), Error);
+    CHECK_FALSE(nn::has_lora(*qwen));  // nothing attached
+    // Options levers does not read.
+    auto edited = config;
+    edited["use_dora"] = true;
+    std::ofstream(dir.path() / "adapter" / "adapter_config.json") << edited.dump();
+    CHECK_THROWS_WITH_AS(models::read_peft_settings(dir.path() / "adapter"), doctest::Contains("use_dora is true"),
+                         Error);
 }

@@ -5,6 +5,7 @@
 #include "examples/user_project/llama_block.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/train/optimizer.hpp"
+#include "tests/source_tree.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -18,9 +19,7 @@ using namespace levers;
 namespace {
 
 nlohmann::json reference() {
-    const char* root = std::getenv("LEVERS_SOURCE_ROOT");
-    REQUIRE_MESSAGE(root != nullptr, "LEVERS_SOURCE_ROOT must name the source tree (meson test sets it)");
-    std::ifstream in(std::filesystem::path(root) / "tests/reference/llama_block.json");
+    std::ifstream in(testing::source_path("tests/reference/llama_block.json"));
     REQUIRE(in.good());
     return nlohmann::json::parse(in);
 }

@@ -93,7 +93,8 @@ template <class T> LEVERS_HD T softplus(T x) { return x > T(0) ? x + std::log1p(
 // Binary ops on floats: X(name, y = f(a, b), dy/da, dy/db).
 #define LEVERS_BINARY_FLOAT_OPS(X)                                                          \
     X(div, a / b, T(1) / b, -y / b)                                                         \
-    X(pow, std::pow(a, b), b == T(0) ? T(0) : b * std::pow(a, b - T(1)), math::pow_exponent_grad(a, b, y))
+    X(pow, std::pow(a, b), b == T(0) ? T(0) : b * std::pow(a, b - T(1)), math::pow_exponent_grad(a, b, y))   \
+    X(swiglu, a * math::sigmoid(a) * b, math::silu_grad(a) * b, a * math::sigmoid(a))
 
 // Binary ops on floats and integers.
 #define LEVERS_BINARY_ANY_OPS(X)                                                            \

@@ -1,7 +1,7 @@
 #include "models/llama.hpp"
 
 #include "kernels/linear.hpp"
-#include "kernels/linear_cross_entropy.hpp"
+#include "kernels/chunked_cross_entropy.hpp"
 
 namespace levers::models {
 
@@ -72,7 +72,8 @@ Tensor Llama::logits(const Tensor& tokens) { return ops::linear(features(tokens)
 Tensor Llama::loss(const Tensor& tokens, const Tensor& targets) {
     LEVERS_CHECK(targets.shape() == tokens.shape(), "{} loss: targets {} do not match tokens {}", config_.model_type,
                  targets.shape().str(), tokens.shape().str());
-    return ops::linear_cross_entropy(features(tokens), head_weight()(), on_device(targets));
+    // In chunks of rows: a 128K-token vocabulary's logits are never held for every position at once.
+    return ops::chunked_linear_cross_entropy(features(tokens), head_weight()(), on_device(targets));
 }
 
 LlamaCache Llama::new_cache(std::int64_t capacity) const {

@@ -14,6 +14,7 @@ GatedMLP::GatedMLP(Module& parent, std::string name, std::int64_t dim, std::int6
     parent.register_module(std::move(name), *this);
 }
 
-Tensor GatedMLP::forward(const Tensor& x) { return down_proj(ops::silu(gate_proj(x)) * up_proj(x)); }
+// SwiGLU in one elementwise pass (ops::swiglu = silu(gate) · up), its reference the two ops it replaces.
+Tensor GatedMLP::forward(const Tensor& x) { return down_proj(ops::swiglu(gate_proj(x), up_proj(x))); }
 
 }  // namespace levers::nn

@@ -6,6 +6,7 @@
 #include "kernels/layernorm.hpp"
 #include "kernels/lora.hpp"
 #include "kernels/reduce.hpp"
+#include "kernels/rmsnorm.hpp"
 
 #include <functional>
 
@@ -79,9 +80,8 @@ RMSNorm::RMSNorm(Module& parent, std::string name, std::int64_t dim, double eps_
     parent.register_module(std::move(name), *this);
 }
 
-Tensor RMSNorm::forward(const Tensor& x) {
-    return x * ops::rsqrt(ops::mean(ops::square(x), {-1}, true) + eps) * weight();
-}
+// The fused kernel; its reference is x · rsqrt(mean(x², -1) + eps) · weight (tests/unit/kernels/test_fused_llama.cpp).
+Tensor RMSNorm::forward(const Tensor& x) { return ops::rmsnorm(x, weight(), eps); }
 
 Tensor GELU::forward(const Tensor& x) { return ops::gelu(x, form); }
 Tensor ReLU::forward(const Tensor& x) { return ops::relu(x); }

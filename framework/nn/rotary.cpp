@@ -2,6 +2,7 @@
 
 #include "kernels/elementwise.hpp"
 #include "kernels/indexing.hpp"
+#include "kernels/rope.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -83,8 +84,10 @@ Tensor RotaryEmbedding::apply(const Tensor& x, std::int64_t start) {
     LEVERS_CHECK(start >= 0, "RotaryEmbedding: the first position must be >= 0, got {}", start);
     const std::int64_t time = x.dim(-3);
     ensure(start + time, x);
+    const Tensor cos = cos_.narrow(0, start, time), sin = sin_.narrow(0, start, time);
+    if (x.ndim() == 4) return ops::rope(x, cos, sin);  // the fused kernel
     // [T, 1, D]: the same rotation for every head.
-    return rotate(x, cos_.narrow(0, start, time).unsqueeze(1), sin_.narrow(0, start, time).unsqueeze(1));
+    return rotate(x, cos.unsqueeze(1), sin.unsqueeze(1));
 }
 
 Tensor RotaryEmbedding::apply(const Tensor& x, const Tensor& positions) {
@@ -103,11 +106,12 @@ Tensor RotaryEmbedding::apply(const Tensor& x, const Tensor& positions) {
     }
     ensure(last + 1, x);
     const Tensor flat = positions.reshape({-1}).to(x.device());
-    // [T, D] or [B, T, D] rows of the tables, with a heads dimension of 1.
+    // [T, D] or [B, T, D] rows of the tables.
     Shape rows = positions.shape().appended(head_dim);
-    const Tensor cos = ops::index_select(cos_, 0, flat).view(rows).unsqueeze(-2);
-    const Tensor sin = ops::index_select(sin_, 0, flat).view(rows).unsqueeze(-2);
-    return rotate(x, cos, sin);
+    const Tensor cos = ops::index_select(cos_, 0, flat).view(rows);
+    const Tensor sin = ops::index_select(sin_, 0, flat).view(rows);
+    if (x.ndim() == 4) return ops::rope(x, cos, sin);  // the fused kernel
+    return rotate(x, cos.unsqueeze(-2), sin.unsqueeze(-2));  // a heads dimension of 1
 }
 
 }  // namespace levers::nn

@@ -47,6 +47,7 @@ public:
 
 private:
     void ensure(std::int64_t length, const Tensor& like);
+    // The general-op form (the fused kernel's reference), for x of other ranks than [B, T, H, D].
     Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) const;
     Tensor cos_, sin_;
 };

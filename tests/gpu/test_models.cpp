@@ -1,12 +1,14 @@
 // Whole models on the card against the same models on the CPU: the GPT (with
-// and without LoRA adapters) and the MLP in f32 to 1e-5, and in bf16 within
+// and without LoRA adapters), the MLP and the Llama family in f32 to 1e-5, and in bf16 within
 // what bf16 keeps (losses to 2%, each gradient tensor's direction to 5%).
 // Skipped, and counted as skipped, where no card is present.
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/train/optimizer.hpp"
 #include "framework/train/param_kernels.hpp"
+#include "models/generate.hpp"
 #include "models/gpt.hpp"
+#include "models/llama.hpp"
 #include "models/mlp.hpp"
 #include "tests/gpu/card_values.hpp"
 
@@ -236,4 +238,60 @@ TEST_CASE("the MLP classifier in bf16 on the card follows the CPU's f32: loss, l
     const auto [want, got] = both_gradients(cpu_model, gpu_model, loss, cpu_loss, gpu_loss);
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(2e-2));
     CHECK(relative_error(want, got) < 5e-2);
+}
+
+namespace {
+// Tiny models of each Llama-family type (their CPU forms match PyTorch's: tests/unit/models/test_hf_models.cpp).
+std::vector<models::LlamaConfig> llama_family() {
+    std::vector<models::LlamaConfig> out;
+    for (const char* type : {"llama", "mistral", "qwen2", "qwen3"}) {
+        models::LlamaConfig c;
+        c.model_type = type;
+        c.vocab_size = 67;
+        c.hidden_size = 32;
+        c.intermediate_size = 48;
+        c.num_hidden_layers = 2;
+        c.num_attention_heads = 4;
+        c.num_key_value_heads = 2;
+        c.max_position_embeddings = 64;
+        c.tie_word_embeddings = c.model_type == "llama" || c.model_type == "qwen2";
+        if (c.model_type == "llama") c.rope_scaling = nn::Llama3RopeScaling{.original_max_position_embeddings = 16};
+        if (c.model_type == "mistral") c.sliding_window = 5;
+        if (c.model_type == "qwen2") c.attention_bias = true;
+        if (c.model_type == "qwen3") {
+            c.qk_norm = true;
+            c.head_dim = 16;
+        }
+        out.push_back(c);
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("the Llama family on the card matches the CPU: loss and gradients in f32 and bf16, KV-cache generation" *
+          doctest::skip(kNoGpu)) {
+    use_gpu(0);
+    for (const models::LlamaConfig& c : llama_family()) {
+        CAPTURE(c.model_type);
+        for (const DType compute : {DType::f32, DType::bf16}) {
+            CAPTURE(name_of(compute));
+            models::Llama cpu_model(c, 11), gpu_model(c, 11);
+            gpu_model.to(Device::cuda(0), compute);
+            const Tokens t = tokens_for(2, 9, 67, 3);
+            auto loss = [&](models::Llama& m) { return m.loss(t.tokens, t.targets); };
+            double cpu_loss = 0, gpu_loss = 0;
+            const auto [want, got] = both_gradients(cpu_model, gpu_model, loss, cpu_loss, gpu_loss);
+            const bool bf16 = compute == DType::bf16;
+            CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(bf16 ? 2e-2 : kF32));
+            if (bf16)
+                CHECK(relative_error(want, got) < 5e-2);
+            else
+                check_close("Llama-family gradients", want, got, kF32);
+            if (bf16) continue;
+            // Greedy generation through the KV cache, the same tokens on both.
+            Rng a(1), b(1);
+            const models::SampleOptions greedy{.max_new_tokens = 8, .top_k = 1};
+            CHECK(models::generate(gpu_model, {5, 9, 2}, greedy, a) == models::generate(cpu_model, {5, 9, 2}, greedy, b));
+        }
+    }
 }

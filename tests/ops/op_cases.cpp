@@ -2,6 +2,8 @@
 
 #include "framework/core/rng.hpp"
 #include "framework/nn/nn.hpp"
+#include "kernels/rmsnorm.hpp"
+#include "kernels/rope.hpp"
 
 #include <cmath>
 
@@ -15,6 +17,13 @@ OpInput real(Shape s, double scale = 1.0) { return {s, Kind::real, 0, scale}; }
 OpInput positive(Shape s) { return {s, Kind::positive}; }
 OpInput unit(Shape s) { return {s, Kind::unit}; }
 OpInput ids(Shape s, std::int64_t limit) { return {s, Kind::ids, limit}; }
+// Rotation angles for x [B, T, H, D]: [T, D] (or [B, T, D] when per batch row), made of
+// constants, not inputs (the tables of a rotary embedding take no gradient).
+Tensor rope_angles(const Tensor& x, bool per_batch_row) {
+    const auto range = [&](std::int64_t n) { return ops::arange(0, static_cast<double>(n), 1, x.dtype(), x.device()); };
+    const Tensor angle = range(x.dim(1)).unsqueeze(1) * (range(x.dim(3)) * 0.1 + 0.3).unsqueeze(0);
+    return per_batch_row ? angle + range(x.dim(0)).view({-1, 1, 1}) * 0.7 : angle;
+}
 OpInput targets(Shape s, std::int64_t limit) { return {s, Kind::targets, limit}; }
 OpInput mask(Shape s) { return {s, Kind::mask}; }
 // The same input as a view: the transpose of a contiguous tensor, or every other element.
@@ -72,6 +81,20 @@ const std::vector<OpCase>& op_cases() {
             op("layernorm (strided)", {strided(real({6, 10})), real({10}), real({10})},
                {strided(real({N, C})), real({C}), real({C})},
                [](const In& in) { return ops::layernorm(in[0], in[1], in[2]); }),
+            op("rmsnorm", {real({6, 10}), real({10})}, {real({N, C}), real({C})},
+               [](const In& in) { return ops::rmsnorm(in[0], in[1], 1e-5); }),
+            op("rmsnorm (strided)", {strided(real({6, 10})), real({10})}, {strided(real({N, C})), real({C})},
+               [](const In& in) { return ops::rmsnorm(in[0], in[1], 1e-5); }),
+            op("rope", {real({2, 3, 2, 6})}, {real({B, T, 4, C / 4})},
+               [](const In& in) {
+                   const Tensor angle = rope_angles(in[0], false);
+                   return ops::rope(in[0], ops::cos(angle), ops::sin(angle));
+               }),
+            op("rope (a table per batch row)", {real({2, 3, 2, 6})}, {real({B, T, 4, C / 4})},
+               [](const In& in) {
+                   const Tensor angle = rope_angles(in[0], true);
+                   return ops::rope(in[0], ops::cos(angle), ops::sin(angle));
+               }),
             op("attention", {real({2, 5, 24})}, {real({B, T, 3 * C})},
                [](const In& in) { return ops::attention(in[0], 2); }),
             op("flash_attention", {real({1, 80, 3 * 128})}, {real({B, T, 3 * C})},

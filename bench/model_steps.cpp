@@ -2,16 +2,20 @@
 // bench/general_ops.sh to set against the same models in PyTorch: the
 // user's small CNN (examples/user_project/small_cnn.hpp: forward, backward and AdamW on a
 // batch of 28x28 images) and the user's Llama-style block
-// (examples/user_project/llama_block.hpp: forward and backward). One JSON
-// object: the median step.
+// (examples/user_project/llama_block.hpp: forward and backward); and
+// levers' own Llama-family decoder (models/llama.hpp, its fused kernels) for
+// bench/llama_step.sh: a whole training step (forward, loss over the
+// vocabulary, backward, AdamW). One JSON object: the median step.
 //
-//   bench_model_steps --model cnn|llama_block [--threads N] [--steps N]
+//   bench_model_steps --model cnn|llama_block|llama [--threads N] [--steps N]
 #include "examples/user_project/llama_block.hpp"
 #include "examples/user_project/small_cnn.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/core/storage_pool.hpp"
 #include "framework/core/threads.hpp"
 #include "framework/train/optimizer.hpp"
+#include "bench/llama_shape.hpp"
+#include "models/llama.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -51,10 +55,10 @@ int main(int argc, char** argv) {
     CLI::App app("Training steps of models written from the general ops", "bench_model_steps");
     std::string model = "cnn";
     int threads = 1, steps = 10, batch = 0;
-    app.add_option("--model", model, "cnn or llama_block")->check(CLI::IsMember({"cnn", "llama_block"}));
+    app.add_option("--model", model, "cnn, llama_block or llama")->check(CLI::IsMember({"cnn", "llama_block", "llama"}));
     app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
     app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
-    app.add_option("--batch", batch, "batch (default: 64 images; 4 sequences of 256 tokens)");
+    app.add_option("--batch", batch, "batch (default: 64 images; 4 sequences of 256 tokens; llama: 2 of 512)");
     CLI11_PARSE(app, argc, argv);
     set_threads(threads);
     nlohmann::json row = {{"impl", "levers"}, {"model", model}, {"threads", threads}};
@@ -75,6 +79,30 @@ int main(int argc, char** argv) {
             loss = l.item();
         });
         row.update({{"batch", n}, {"median_step_ms", ms}, {"per_second", static_cast<double>(n) / ms * 1000}, {"unit", "images"}, {"final_loss", loss}});
+    } else if (model == "llama") {
+        const models::LlamaConfig c = bench::llama_shape(512);
+        const std::int64_t b = batch > 0 ? batch : 2, t = 512;
+        models::Llama llama(c, 1);
+        train::AdamW adamw(llama.params(), {.lr = 1e-4});
+        std::vector<std::int32_t> ids(static_cast<std::size_t>(b * (t + 1)));
+        for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7919 + 13) % 32000);
+        std::vector<std::int32_t> in, out;
+        for (std::int64_t r = 0; r < b; ++r) {
+            in.insert(in.end(), ids.begin() + r * (t + 1), ids.begin() + r * (t + 1) + t);
+            out.insert(out.end(), ids.begin() + r * (t + 1) + 1, ids.begin() + (r + 1) * (t + 1));
+        }
+        const Tensor tokens = Tensor::from(in, {b, t}), targets = Tensor::from(out, {b, t});
+        double loss = 0;
+        const double ms = median_ms(2, steps, [&] {
+            llama.params().zero_grad();
+            const Tensor l = llama.loss(tokens, targets);
+            l.backward();
+            adamw.step(1e-4);
+            loss = l.item();
+        });
+        row.update({{"batch", b}, {"tokens", b * t}, {"median_step_ms", ms}, {"per_second", static_cast<double>(b * t) / ms * 1000},
+                    {"unit", "tokens"}, {"final_loss", loss}, {"parameters", llama.params().size()},
+                    {"activations_mb", static_cast<double>(cpu_pool().stats().peak) / (1 << 20)}});
     } else {
         // 8 query heads of 64 over 2 key-value heads, Llama's 8/3 MLP width (a multiple of 32).
         const user::LlamaBlockConfig c{.dim = 512, .heads = 8, .kv_heads = 2, .hidden = 1376};

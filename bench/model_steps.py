@@ -2,7 +2,11 @@
 backward, AdamW) and the same Llama-style block (forward and backward: RMSNorm,
 rotary embeddings, grouped-query causal attention, SwiGLU, as
 examples/user_project/llama_block.hpp and Hugging Face's LlamaDecoderLayer
-compute it), the same shapes and thread count. Prints one JSON object."""
+compute it), and a whole Llama-shaped model of those blocks (embeddings, 8
+blocks, final norm, its own output projection; forward, loss, backward,
+AdamW: as Hugging Face's LlamaForCausalLM computes it in PyTorch 1.13, which
+has no fused attention), the same shapes and thread count. Prints one JSON
+object."""
 import argparse
 import json
 import math
@@ -69,6 +73,25 @@ class LlamaBlock(nn.Module):
         return h + self.down_proj(F.silu(self.gate_proj(m)) * self.up_proj(m))
 
 
+class Llama(nn.Module):
+    def __init__(self, vocab, dim, layers, heads, kv_heads, hidden):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList(LlamaBlock(dim, heads, kv_heads, hidden) for _ in range(layers))
+        self.norm = RmsNorm(dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, tokens, targets):
+        h = self.embed_tokens(tokens)
+        for layer in self.layers:
+            h = layer(h)
+        logits = self.lm_head(self.norm(h))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
 def median_ms(warmup, steps, step):
     times = []
     for i in range(warmup + steps):
@@ -82,7 +105,7 @@ def median_ms(warmup, steps, step):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["cnn", "llama_block"], default="cnn")
+    p.add_argument("--model", choices=["cnn", "llama_block", "llama"], default="cnn")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=0)
@@ -107,6 +130,21 @@ def main():
             opt.step()
         ms = median_ms(3, a.steps, step)
         row.update({"batch": n, "median_step_ms": ms, "per_second": n / ms * 1e3, "unit": "images"})
+    elif a.model == "llama":
+        b, t = a.batch or 2, 512
+        model = Llama(32000, 512, 8, 8, 2, 1376)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        ids = (torch.arange(b * (t + 1)) * 7919 + 13) % 32000
+        ids = ids.view(b, t + 1)
+        tokens, targets = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            model(tokens, targets).backward()
+            opt.step()
+        ms = median_ms(2, a.steps, step)
+        row.update({"batch": b, "tokens": b * t, "median_step_ms": ms, "per_second": b * t / ms * 1e3, "unit": "tokens",
+                    "parameters": sum(p.numel() for p in model.parameters())})
     else:
         b, t = a.batch or 4, 256
         model = LlamaBlock(512, 8, 2, 1376)

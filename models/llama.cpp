@@ -30,9 +30,11 @@ LlamaLayer::LlamaLayer(const LlamaConfig& c)
       post_attention_layernorm(*this, "post_attention_layernorm", c.hidden_size, c.rms_norm_eps),
       mlp(*this, "mlp", c.hidden_size, c.intermediate_size, c.mlp_bias, nn::init::normal(c.initializer_range)) {}
 
-Tensor LlamaLayer::forward(const Tensor& x, nn::KvCache* cache) {
+Tensor LlamaLayer::forward(const Tensor& x, nn::KvCache* cache, const Tensor* documents) {
     const Tensor a = input_layernorm(x);
-    const Tensor h = x + (cache ? self_attn.forward(a, *cache) : self_attn.forward(a));
+    const Tensor h = x + (cache       ? self_attn.forward(a, *cache)
+                          : documents ? self_attn.forward_packed(a, *documents)
+                                      : self_attn.forward(a));
     return h + mlp(post_attention_layernorm(h));
 }
 
@@ -55,13 +57,13 @@ Llama::Llama(const LlamaConfig& config, std::uint64_t seed) : Llama(config) { in
 
 nn::Parameter& Llama::head_weight() { return lm_head ? lm_head->weight : model.embed_tokens.weight; }
 
-Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache) {
+Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* documents) {
     LEVERS_CHECK(tokens.ndim() == 2 && tokens.dim(0) >= 1 && tokens.dim(1) >= 1 && tokens.dtype() == DType::i32,
                  "{} forward needs i32 tokens [batch, time], got {} {}", config_.model_type, name_of(tokens.dtype()),
                  tokens.shape().str());
     Tensor x = model.embed_tokens(on_device(tokens));
     std::size_t i = 0;
-    for (LlamaLayer& layer : model.layers) x = layer.forward(x, cache ? &cache->layers[i++] : nullptr);
+    for (LlamaLayer& layer : model.layers) x = layer.forward(x, cache ? &cache->layers[i++] : nullptr, documents);
     return model.norm(x);
 }
 
@@ -74,6 +76,13 @@ Tensor Llama::loss(const Tensor& tokens, const Tensor& targets) {
                  targets.shape().str(), tokens.shape().str());
     // In chunks of rows: a 128K-token vocabulary's logits are never held for every position at once.
     return ops::chunked_linear_cross_entropy(features(tokens), head_weight()(), on_device(targets));
+}
+
+Tensor Llama::loss(const Tensor& tokens, const Tensor& targets, const Tensor& documents) {
+    LEVERS_CHECK(targets.shape() == tokens.shape() && documents.shape() == tokens.shape(),
+                 "{} loss: targets {} and documents {} must match tokens {}", config_.model_type, targets.shape().str(),
+                 documents.shape().str(), tokens.shape().str());
+    return ops::chunked_linear_cross_entropy(hidden(tokens, nullptr, &documents), head_weight()(), on_device(targets));
 }
 
 LlamaCache Llama::new_cache(std::int64_t capacity) const {

@@ -26,7 +26,8 @@ namespace levers::models {
 class LlamaLayer : public nn::Module {
 public:
     explicit LlamaLayer(const LlamaConfig& c);
-    Tensor forward(const Tensor& x, nn::KvCache* cache = nullptr);
+    // With a cache (generation) or documents (packed rows: attention.hpp's forward_packed), or neither.
+    Tensor forward(const Tensor& x, nn::KvCache* cache = nullptr, const Tensor* documents = nullptr);
     nn::RMSNorm input_layernorm;
     nn::Attention self_attn;
     nn::RMSNorm post_attention_layernorm;
@@ -63,6 +64,11 @@ public:
     Tensor features(const Tensor& tokens);
     Tensor logits(const Tensor& tokens) override;
     Tensor loss(const Tensor& tokens, const Tensor& targets) override;
+    // Packed rows: `documents` (i32 [B, T], non-decreasing along a row)
+    // numbers each position's document; attention stays within documents
+    // and positions restart at each, so the loss equals the documents' run
+    // one by one (weighted by their counted targets).
+    Tensor loss(const Tensor& tokens, const Tensor& targets, const Tensor& documents);
     std::int64_t vocab_size() const override { return config_.vocab_size; }
     std::int64_t context_length() const override { return config_.max_position_embeddings; }
     std::string summary() const override;
@@ -84,7 +90,7 @@ public:
     std::unique_ptr<nn::Linear> lm_head;  // absent when tied
 
 private:
-    Tensor hidden(const Tensor& tokens, LlamaCache* cache);
+    Tensor hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* documents = nullptr);
     LlamaConfig config_;
 };
 

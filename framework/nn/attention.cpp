@@ -7,6 +7,7 @@
 #include "kernels/softmax.hpp"
 
 #include <cmath>
+#include <vector>
 #include <limits>
 
 namespace levers::nn {
@@ -83,7 +84,29 @@ Tensor Attention::forward(const Tensor& x) { return attend(x, nullptr, nullptr);
 Tensor Attention::forward(const Tensor& x, const Tensor& mask) { return attend(x, &mask, nullptr); }
 Tensor Attention::forward(const Tensor& x, KvCache& cache) { return attend(x, nullptr, &cache); }
 
-Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache) {
+Tensor Attention::forward_packed(const Tensor& x, const Tensor& documents) {
+    LEVERS_CHECK(x.ndim() == 3 && documents.dtype() == DType::i32 && documents.ndim() == 2 &&
+                     documents.dim(0) == x.dim(0) && documents.dim(1) == x.dim(1),
+                 "Attention: documents are {} {}; x {} needs i32 [{}, {}]", name_of(documents.dtype()),
+                 documents.shape().str(), x.shape().str(), x.dim(0), x.dim(1));
+    // Positions from each document's start, on the host (a row's documents in order).
+    const Tensor docs = documents.to(Device::cpu()).contiguous();
+    const std::int32_t* d = docs.data<std::int32_t>();
+    std::vector<std::int32_t> positions(static_cast<std::size_t>(docs.numel()));
+    for (std::int64_t b = 0; b < docs.dim(0); ++b)
+        for (std::int64_t t = 0; t < docs.dim(1); ++t) {
+            const std::int64_t i = b * docs.dim(1) + t;
+            LEVERS_CHECK(t == 0 || d[i] >= d[i - 1], "Attention: documents must not decrease along a row; row {} "
+                         "goes from {} to {} at position {}", b, d[i - 1], d[i], t);
+            positions[static_cast<std::size_t>(i)] = t == 0 || d[i] != d[i - 1] ? 0 : positions[static_cast<std::size_t>(i) - 1] + 1;
+        }
+    const Tensor pos = Tensor::from(positions, docs.shape());
+    const Tensor on = documents.to(x.device());
+    const Tensor same = (on.unsqueeze(2) == on.unsqueeze(1)).unsqueeze(1);  // [B, 1, T, T]
+    return attend(x, &same, nullptr, &pos);
+}
+
+Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Tensor* positions) {
     LEVERS_CHECK(x.ndim() == 3, "Attention: x is {}, expected [batch, time, channels]", x.shape().str());
     const std::int64_t batch = x.dim(0), time = x.dim(1), width = heads * head_dim;
     const std::int64_t start = cache ? cache->length : 0;
@@ -96,8 +119,8 @@ Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache) {
         k = (*k_norm)(k);
     }
     if (rotary) {
-        q = rotary->apply(q, start);
-        k = rotary->apply(k, start);
+        q = positions ? rotary->apply(q, *positions) : rotary->apply(q, start);
+        k = positions ? rotary->apply(k, *positions) : rotary->apply(k, start);
     }
     if (cache) {
         LEVERS_CHECK(!autograd::grad_enabled(), "Attention: a KV cache is for generation, under autograd::InferenceMode");

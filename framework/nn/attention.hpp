@@ -62,6 +62,12 @@ public:
     // cache.length, cache.length + 1, ...; its keys and values are added to
     // the cache and the queries attend to every position held.
     Tensor forward(const Tensor& x, KvCache& cache);
+    // Packed sequences: `documents` (i32 [B, T], non-decreasing along each
+    // row) numbers the document of each position; a query attends only to
+    // keys of its own document, and rotary positions restart at each
+    // document's first token, so a row of packed documents computes what
+    // each document would alone.
+    Tensor forward_packed(const Tensor& x, const Tensor& documents);
 
     Linear q_proj, k_proj, v_proj, o_proj;
     std::unique_ptr<RMSNorm> q_norm, k_norm;  // when qk_norm_eps > 0
@@ -72,7 +78,7 @@ public:
 private:
     struct Checked {};  // the options have their defaults filled in and are valid
     Attention(std::int64_t dim, std::int64_t heads, Options options, Checked);
-    Tensor attend(const Tensor& x, const Tensor* mask, KvCache* cache);
+    Tensor attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Tensor* positions = nullptr);
     // softmax(q kᵀ / √D + the masks) v for q [B, T, heads, D] at positions
     // start.., keys and values [B, S, kv_heads, D] at positions 0..S-1.
     Tensor written_out(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t start, const Tensor* mask) const;

@@ -167,6 +167,13 @@ TEST_CASE("a directory written back holds the same tensors, bit for bit, in shar
         const auto config = nlohmann::json::parse(std::ifstream(dir.path() / "f32" / "config.json"));
         CHECK(config["torch_dtype"] == "float32");
         CHECK(models::open_hf_weights(dir.path() / "f32").tensors.at("model.norm.weight")->dtype == "F32");
+        // float16 too: written rounded, read back to the same function within what f16 keeps.
+        models::save_hf_model(dir.path() / "f16", *model, {.dtype = "float16"});
+        CHECK(models::open_hf_weights(dir.path() / "f16").tensors.at("model.embed_tokens.weight")->dtype == "F16");
+        auto halves = models::load_hf_model(dir.path() / "f16");
+        const Tensor probe = Tensor::from(std::vector<std::int32_t>{3, 1, 4, 1, 5}, {1, 5});
+        autograd::InferenceMode inference;
+        CHECK(relative_error(halves->logits(probe).values(), model->logits(probe).values()) < 5e-3);
     }
 }
 
@@ -315,4 +322,45 @@ TEST_CASE("PEFT adapters: written under PEFT's names, read back to the same func
     std::ofstream(dir.path() / "adapter" / "adapter_config.json") << edited.dump();
     CHECK_THROWS_WITH_AS(models::read_peft_settings(dir.path() / "adapter"), doctest::Contains("use_dora is true"),
                          Error);
+}
+
+TEST_CASE("packed rows: the loss and gradients of documents packed in one row equal theirs run one by one") {
+    for (const char* name : {"llama", "mistral", "qwen3"}) {
+        CAPTURE(name);
+        auto packed = models::load_hf_model(reference_dir() / name, Device::cpu(), DType::f64);
+        auto alone = models::load_hf_model(reference_dir() / name, Device::cpu(), DType::f64);
+        // Three documents of 4, 6 and 5 tokens in one row; no target crosses a document's end.
+        const std::vector<std::int64_t> lengths = {4, 6, 5};
+        std::vector<std::int32_t> tokens, targets, documents;
+        for (std::size_t d = 0; d < lengths.size(); ++d)
+            for (std::int64_t i = 0; i < lengths[d]; ++i) {
+                tokens.push_back(static_cast<std::int32_t>((d * 17 + static_cast<std::size_t>(i) * 5 + 3) % 64));
+                targets.push_back(i + 1 < lengths[d] ? static_cast<std::int32_t>((d * 13 + static_cast<std::size_t>(i) * 7 + 1) % 64) : -100);
+                documents.push_back(static_cast<std::int32_t>(d));
+            }
+        const std::int64_t t = static_cast<std::int64_t>(tokens.size());
+        packed->params().zero_grad();
+        const Tensor loss = packed->loss(Tensor::from(tokens, {1, t}), Tensor::from(targets, {1, t}),
+                                         Tensor::from(documents, {1, t}));
+        loss.backward();
+        // One by one: each document's mean, weighted by its counted targets.
+        alone->params().zero_grad();
+        double total = 0;
+        std::int64_t start = 0, counted = t - static_cast<std::int64_t>(lengths.size());
+        for (const std::int64_t n : lengths) {
+            const auto slice = [&](const std::vector<std::int32_t>& v) {
+                return Tensor::from(std::vector<std::int32_t>(v.begin() + start, v.begin() + start + n), {1, n});
+            };
+            const Tensor one = alone->loss(slice(tokens), slice(targets)) * (static_cast<double>(n - 1) / static_cast<double>(counted));
+            one.backward();
+            total += one.item();
+            start += n;
+        }
+        CHECK(std::abs(loss.item() - total) < 1e-12);
+        CHECK(relative_error(packed->params().grads().values(), alone->params().grads().values()) < 1e-10);
+    }
+    auto model = models::load_hf_model(reference_dir() / "llama");
+    const Tensor ids = Tensor::from(std::vector<std::int32_t>{1, 2, 3}, {1, 3});
+    CHECK_THROWS_WITH_AS(model->loss(ids, ids, Tensor::from(std::vector<std::int32_t>{1, 0, 0}, {1, 3})),
+                         doctest::Contains("documents must not decrease along a row"), Error);
 }

@@ -14,7 +14,7 @@ build=${LEVERS_BUILD:-$root/build}
 sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
 
 packages=(g++ meson ninja-build pkg-config cmake libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
-          libfmt-dev zlib1g-dev libpcre2-dev libicu-dev libboost-dev libboost-filesystem-dev libboost-context-dev
+          libfmt-dev zlib1g-dev libpcre2-dev libutf8proc-dev libboost-dev libboost-filesystem-dev libboost-context-dev
           libopenblas-openmp-dev libgloo-dev dataset-fashion-mnist gnuplot-nox)
 command -v npm >/dev/null || packages+=(npm)
 

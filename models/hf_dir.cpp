@@ -119,12 +119,19 @@ HfWeights open_hf_weights(const fs::path& dir) {
     return out;
 }
 
-LlamaConfig check_hf_dir(const fs::path& dir) {
+namespace {
+// The directory's config.json, read; a missing directory or file named.
+LlamaConfig dir_config(const fs::path& dir) {
     LEVERS_CHECK(fs::is_directory(dir), "{}: no such directory; give a Hugging Face model directory (config.json "
                  "and model.safetensors)", dir.string());
     LEVERS_CHECK(fs::is_regular_file(dir / "config.json"), "{}: no config.json; a Hugging Face model directory has "
                  "one beside its safetensors", dir.string());
-    const LlamaConfig config = read_llama_config(dir / "config.json");
+    return read_llama_config(dir / "config.json");
+}
+}  // namespace
+
+LlamaConfig check_hf_dir(const fs::path& dir) {
+    const LlamaConfig config = dir_config(dir);
     const HfWeights weights = open_hf_weights(dir);
     Llama shapes_only(config);
     check_tensors(dir, config, weights, expected_of(shapes_only));
@@ -132,9 +139,7 @@ LlamaConfig check_hf_dir(const fs::path& dir) {
 }
 
 std::unique_ptr<Llama> load_hf_model(const fs::path& dir, Device device, DType compute) {
-    LEVERS_CHECK(fs::is_regular_file(dir / "config.json"), "{}: no config.json; a Hugging Face model directory has "
-                 "one beside its safetensors", dir.string());
-    const LlamaConfig config = read_llama_config(dir / "config.json");
+    const LlamaConfig config = dir_config(dir);
     const HfWeights weights = open_hf_weights(dir);
     auto model = std::make_unique<Llama>(config);
     check_tensors(dir, config, weights, expected_of(*model));

@@ -1,6 +1,7 @@
 // Causal self-attention without the [T, T] matrices (flash-style: tiles in
 // shared memory, tensor cores), the fused kernel a card runs in bf16 with
-// head size 64; the same function as attention.hpp's. Forward saves each
+// head size 64 or 128 (the same kernels as causal_attention.hpp's); the same
+// function as attention.hpp's. Forward saves each
 // query row's log-sum-exp, lse [B·H·T] in f32; backward writes all of d_qkv.
 // Only the CUDA backend has it: CausalSelfAttention picks it where
 // flash_attention_applies(), and the unfused op elsewhere.
@@ -34,12 +35,13 @@ struct FlashAttentionBackwardCall : KernelCallBase {
 namespace levers::ops {
 
 // Whether the fused kernel runs for qkv of `channels` x `heads` in `dtype` on
-// `device`: a backend has it there, the head size is 64, and
+// `device`: a backend has it there, the head size is 64 or 128, and
 // LEVERS_FUSED_ATTENTION=0 does not ask for the unfused op.
 inline bool flash_attention_applies(Device device, DType dtype, std::int64_t channels, std::int64_t heads) {
     const char* fused = env::get("LEVERS_FUSED_ATTENTION");
     if (fused && std::string(fused) == "0") return false;
-    return heads > 0 && channels == 64 * heads && has_kernel("flash_attention", device.kind, dtype);
+    return heads > 0 && (channels == 64 * heads || channels == 128 * heads) &&
+           has_kernel("flash_attention", device.kind, dtype);
 }
 
 // attention(qkv, heads) through the fused kernel; differentiable.

@@ -1,14 +1,10 @@
 #include "framework/nn/attention.hpp"
 
-#include "kernels/elementwise.hpp"
+#include "kernels/causal_attention.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/indexing.hpp"
-#include "kernels/matmul.hpp"
-#include "kernels/softmax.hpp"
 
-#include <cmath>
 #include <vector>
-#include <limits>
 
 namespace levers::nn {
 
@@ -89,24 +85,25 @@ Tensor Attention::forward_packed(const Tensor& x, const Tensor& documents) {
                      documents.dim(0) == x.dim(0) && documents.dim(1) == x.dim(1),
                  "Attention: documents are {} {}; x {} needs i32 [{}, {}]", name_of(documents.dtype()),
                  documents.shape().str(), x.shape().str(), x.dim(0), x.dim(1));
-    // Positions from each document's start, on the host (a row's documents in order).
+    // Each position's place in its document and its document's first
+    // position, on the host (a row's documents in order).
     const Tensor docs = documents.to(Device::cpu()).contiguous();
     const std::int32_t* d = docs.data<std::int32_t>();
-    std::vector<std::int32_t> positions(static_cast<std::size_t>(docs.numel()));
+    std::vector<std::int32_t> positions(static_cast<std::size_t>(docs.numel())), starts(positions.size());
     for (std::int64_t b = 0; b < docs.dim(0); ++b)
         for (std::int64_t t = 0; t < docs.dim(1); ++t) {
-            const std::int64_t i = b * docs.dim(1) + t;
+            const auto i = static_cast<std::size_t>(b * docs.dim(1) + t);
             LEVERS_CHECK(t == 0 || d[i] >= d[i - 1], "Attention: documents must not decrease along a row; row {} "
                          "goes from {} to {} at position {}", b, d[i - 1], d[i], t);
-            positions[static_cast<std::size_t>(i)] = t == 0 || d[i] != d[i - 1] ? 0 : positions[static_cast<std::size_t>(i) - 1] + 1;
+            const bool first = t == 0 || d[i] != d[i - 1];
+            positions[i] = first ? 0 : positions[i - 1] + 1;
+            starts[i] = static_cast<std::int32_t>(t) - positions[i];
         }
-    const Tensor pos = Tensor::from(positions, docs.shape());
-    const Tensor on = documents.to(x.device());
-    const Tensor same = (on.unsqueeze(2) == on.unsqueeze(1)).unsqueeze(1);  // [B, 1, T, T]
-    return attend(x, &same, nullptr, &pos);
+    const Packed packed{Tensor::from(positions, docs.shape()), Tensor::from(starts, docs.shape()).to(x.device())};
+    return attend(x, nullptr, nullptr, &packed);
 }
 
-Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Tensor* positions) {
+Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed) {
     LEVERS_CHECK(x.ndim() == 3, "Attention: x is {}, expected [batch, time, channels]", x.shape().str());
     const std::int64_t batch = x.dim(0), time = x.dim(1), width = heads * head_dim;
     const std::int64_t start = cache ? cache->length : 0;
@@ -119,8 +116,8 @@ Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, co
         k = (*k_norm)(k);
     }
     if (rotary) {
-        q = positions ? rotary->apply(q, *positions) : rotary->apply(q, start);
-        k = positions ? rotary->apply(k, *positions) : rotary->apply(k, start);
+        q = packed ? rotary->apply(q, packed->positions) : rotary->apply(q, start);
+        k = packed ? rotary->apply(k, packed->positions) : rotary->apply(k, start);
     }
     if (cache) {
         LEVERS_CHECK(!autograd::grad_enabled(), "Attention: a KV cache is for generation, under autograd::InferenceMode");
@@ -138,8 +135,12 @@ Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, co
         k = cache->keys.narrow(1, 0, start + time);
         v = cache->values.narrow(1, 0, start + time);
     }
-    // The packed kernels where they apply: causal, no mask or window or cache, a key-value head per query head.
-    if (causal && !mask && !cache && sliding_window == 0 && kv_heads == heads) {
+    const ops::CausalMask reach{.starts = packed ? packed->starts : Tensor(), .window = sliding_window};
+    // The fused kernel where it applies (causal, no mask of the caller's).
+    if (causal && !mask && ops::causal_attention_applies(q.device(), q.dtype(), head_dim))
+        return o_proj(ops::causal_attention(q, k, v, reach).reshape({batch, time, width}));
+    // GPT-2's packed kernels where they apply: nothing but causality, a key-value head per query head.
+    if (causal && !mask && !cache && !packed && sliding_window == 0 && kv_heads == heads) {
         const Tensor qkv = ops::cat({q.reshape({batch, time, width}), k.reshape({batch, time, width}),
                                      v.reshape({batch, time, width})},
                                     -1);
@@ -148,31 +149,7 @@ Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, co
                              : ops::attention(qkv, heads);
         return o_proj(y);
     }
-    return o_proj(written_out(q, k, v, start, mask).reshape({batch, time, width}));
-}
-
-Tensor Attention::written_out(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t start,
-                              const Tensor* mask) const {
-    // [B, heads, T, D] each, the key-value heads repeated for their query heads.
-    const std::int64_t group = heads / kv_heads, time = q.dim(1), keys = k.dim(1);
-    const Tensor qh = q.transpose(1, 2);
-    const Tensor kh = ops::repeat_interleave(k.transpose(1, 2), group, 1);
-    const Tensor vh = ops::repeat_interleave(v.transpose(1, 2), group, 1);
-    Tensor scores = ops::matmul(qh, kh.mT()) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
-    const double blocked = -std::numeric_limits<double>::infinity();
-    if (causal) {
-        // Query i is at position start + i; key j after it is out of reach, and
-        // with a window so is key j at or before start + i - window.
-        const Tensor rows = (ops::arange(time, DType::i32, q.device()) + static_cast<double>(start)).unsqueeze(1);
-        const Tensor cols = ops::arange(keys, DType::i32, q.device()).unsqueeze(0);
-        Tensor out_of_reach = cols > rows;
-        if (sliding_window > 0)
-            out_of_reach = out_of_reach | (cols <= rows - static_cast<double>(sliding_window));
-        scores = ops::masked_fill(scores, out_of_reach, blocked);
-    }
-    if (mask) scores = ops::masked_fill(scores, ~*mask, blocked);
-    // [B, T, heads, D]
-    return ops::matmul(ops::softmax(scores, -1), vh).transpose(1, 2);
+    return o_proj(ops::attention_written_out(q, k, v, reach, causal, mask).reshape({batch, time, width}));
 }
 
 }  // namespace levers::nn

@@ -5,7 +5,8 @@
 // Attention is the general one (Llama's, Mistral's, Qwen's): separate q, k
 // and v projections, fewer key-value heads than query heads (grouped-query
 // attention), rotary embeddings, a mask, causal or not; written from matmul
-// and softmax, it takes the packed kernels where the shapes allow.
+// and softmax (ops::attention_written_out), it takes the fused kernel
+// (kernels/causal_attention.hpp) where it applies.
 #pragma once
 
 #include "framework/nn/layers.hpp"
@@ -78,10 +79,11 @@ public:
 private:
     struct Checked {};  // the options have their defaults filled in and are valid
     Attention(std::int64_t dim, std::int64_t heads, Options options, Checked);
-    Tensor attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Tensor* positions = nullptr);
-    // softmax(q kᵀ / √D + the masks) v for q [B, T, heads, D] at positions
-    // start.., keys and values [B, S, kv_heads, D] at positions 0..S-1.
-    Tensor written_out(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t start, const Tensor* mask) const;
+    // Packed rows: each position's rotary position (on the host) and its document's first position (on x's device).
+    struct Packed {
+        Tensor positions, starts;
+    };
+    Tensor attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed = nullptr);
 };
 
 }  // namespace levers::nn

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "kernels/adamw.hpp"
+#include "kernels/causal_attention.hpp"
 #include "kernels/common.hpp"
 
 #include <cuda_bf16.h>
@@ -76,14 +77,23 @@ void attention_backward(S* d_qkv, const S* d_y, const S* att, const S* qkv, inde
                         index_t channels, index_t heads, cudaStream_t stream);
 
 // Causal attention without the [T, T] matrices (flash-style, tensor cores;
-// flash_attention.cu) for bf16 with head size 64, what the GPT computes in
-// bf16 where attention_fused_supported(). Forward saves each query row's
-// log-sum-exp in lse [batch·heads·time]; backward writes all of d_qkv.
+// flash_attention.cu) for bf16 with head size 64 or 128: GPT-2's packed qkv
+// where attention_fused_supported() (forward saves each query row's
+// log-sum-exp in lse [batch·heads·time]; backward writes all of d_qkv), and
+// the grouped-query attention of kernels/causal_attention.hpp (any row
+// strides the problem names, every row 16-byte aligned; d_q, d_k and d_v
+// contiguous, written).
 bool attention_fused_supported(index_t channels, index_t heads);
 void attention_fused_forward(bf16* y, float* lse, const bf16* qkv, index_t batch, index_t time, index_t channels,
                              index_t heads, cudaStream_t stream);
 void attention_fused_backward(bf16* d_qkv, const bf16* d_y, const bf16* y, const float* lse, const bf16* qkv,
                               index_t batch, index_t time, index_t channels, index_t heads, cudaStream_t stream);
+bool causal_attention_supported(index_t head_dim);
+void causal_attention_forward(bf16* y, float* lse, const bf16* q, const bf16* k, const bf16* v,
+                              const CausalProblem& p, cudaStream_t stream);
+void causal_attention_backward(bf16* d_q, bf16* d_k, bf16* d_v, const bf16* d_y, const bf16* y, const float* lse,
+                               const bf16* q, const bf16* k, const bf16* v, const CausalProblem& p,
+                               cudaStream_t stream);
 
 // Token ids are not checked on the card: callers validate them on the host.
 template <class S>

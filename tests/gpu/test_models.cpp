@@ -256,11 +256,16 @@ std::vector<models::LlamaConfig> llama_family() {
         c.max_position_embeddings = 64;
         c.tie_word_embeddings = c.model_type == "llama" || c.model_type == "qwen2";
         if (c.model_type == "llama") c.rope_scaling = nn::Llama3RopeScaling{.original_max_position_embeddings = 16};
-        if (c.model_type == "mistral") c.sliding_window = 5;
+        if (c.model_type == "mistral") {  // heads of 64: the fused attention in bf16, with its window
+            c.sliding_window = 5;
+            c.hidden_size = 128;
+            c.num_attention_heads = 2;
+            c.num_key_value_heads = 1;
+        }
         if (c.model_type == "qwen2") c.attention_bias = true;
         if (c.model_type == "qwen3") {
             c.qk_norm = true;
-            c.head_dim = 16;
+            c.head_dim = 128;  // its own, wider than hidden / heads: the fused attention's other head size
         }
         out.push_back(c);
     }
@@ -278,16 +283,23 @@ TEST_CASE("the Llama family on the card matches the CPU: loss and gradients in f
             models::Llama cpu_model(c, 11), gpu_model(c, 11);
             gpu_model.to(Device::cuda(0), compute);
             const Tokens t = tokens_for(2, 9, 67, 3);
-            auto loss = [&](models::Llama& m) { return m.loss(t.tokens, t.targets); };
-            double cpu_loss = 0, gpu_loss = 0;
-            const auto [want, got] = both_gradients(cpu_model, gpu_model, loss, cpu_loss, gpu_loss);
-            const bool bf16 = compute == DType::bf16;
-            CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(bf16 ? 2e-2 : kF32));
-            if (bf16)
-                CHECK(relative_error(want, got) < 5e-2);
-            else
-                check_close("Llama-family gradients", want, got, kF32);
-            if (bf16) continue;
+            // Whole rows, then packed ones (three documents a row: attention within each).
+            const Tensor documents = Tensor::from(std::vector<std::int32_t>{0, 0, 0, 1, 1, 1, 1, 2, 2, 0, 1, 1, 1, 1, 1, 1, 1, 2},
+                                                  {2, 9});
+            for (const bool packed : {false, true}) {
+                CAPTURE(packed);
+                auto loss = [&](models::Llama& m) {
+                    return packed ? m.loss(t.tokens, t.targets, documents) : m.loss(t.tokens, t.targets);
+                };
+                double cpu_loss = 0, gpu_loss = 0;
+                const auto [want, got] = both_gradients(cpu_model, gpu_model, loss, cpu_loss, gpu_loss);
+                CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(compute == DType::bf16 ? 2e-2 : kF32));
+                if (compute == DType::bf16)
+                    CHECK(relative_error(want, got) < 5e-2);
+                else
+                    check_close("Llama-family gradients", want, got, kF32);
+            }
+            if (compute == DType::bf16) continue;
             // Greedy generation through the KV cache, the same tokens on both.
             Rng a(1), b(1);
             const models::SampleOptions greedy{.max_new_tokens = 8, .top_k = 1};

@@ -323,12 +323,12 @@ TEST_CASE("CUDA fused (flash-style) attention in bf16 matches the CPU's f32 atte
 }
 
 // Refused by name before any CUDA call, so this runs without a card too.
-TEST_CASE("CUDA fused attention refuses a head size other than 64 and misaligned arrays") {
+TEST_CASE("CUDA fused attention refuses a head size other than 64 or 128 and misaligned arrays") {
     auto* aligned = reinterpret_cast<gpu::bf16*>(std::uintptr_t{1} << 20);  // never dereferenced
     auto* lse = reinterpret_cast<float*>(std::uintptr_t{1} << 21);
     CHECK_FALSE(gpu::attention_fused_supported(96, 2));
     CHECK_THROWS_WITH_AS(gpu::attention_fused_forward(aligned, lse, aligned, 1, 8, 96, 2, nullptr),
-                         doctest::Contains("head size (channels / heads) of 64"), Error);
+                         doctest::Contains("head size (channels / heads) of 64 or 128"), Error);
     CHECK_THROWS_WITH_AS(gpu::attention_fused_forward(aligned, lse, aligned + 1, 1, 8, 128, 2, nullptr),
                          doctest::Contains("qkv and d_y 16-byte aligned"), Error);
     CHECK_THROWS_WITH_AS(

@@ -2,6 +2,7 @@
 
 #include "framework/core/rng.hpp"
 #include "framework/nn/nn.hpp"
+#include "kernels/causal_attention.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/rope.hpp"
 
@@ -23,6 +24,15 @@ Tensor rope_angles(const Tensor& x, bool per_batch_row) {
     const auto range = [&](std::int64_t n) { return ops::arange(0, static_cast<double>(n), 1, x.dtype(), x.device()); };
     const Tensor angle = range(x.dim(1)).unsqueeze(1) * (range(x.dim(3)) * 0.1 + 0.3).unsqueeze(0);
     return per_batch_row ? angle + range(x.dim(0)).view({-1, 1, 1}) * 0.7 : angle;
+}
+// Packed rows for q [B, T, H, D]: two documents per row, the second from
+// 5/12 of the way (the first key each query sees), as constants.
+Tensor two_documents(const Tensor& q) {
+    const std::int64_t split = q.dim(1) * 5 / 12;
+    std::vector<std::int32_t> starts;
+    for (std::int64_t b = 0; b < q.dim(0); ++b)
+        for (std::int64_t t = 0; t < q.dim(1); ++t) starts.push_back(static_cast<std::int32_t>(t < split ? 0 : split));
+    return Tensor::from(starts, {q.dim(0), q.dim(1)}).to(q.device());
 }
 OpInput targets(Shape s, std::int64_t limit) { return {s, Kind::targets, limit}; }
 OpInput mask(Shape s) { return {s, Kind::mask}; }
@@ -100,6 +110,16 @@ const std::vector<OpCase>& op_cases() {
             op("flash_attention", {real({1, 80, 3 * 128})}, {real({B, T, 3 * C})},
                [](const In& in) { return ops::flash_attention(in[0], in[0].dim(2) / 3 / 64); },
                [](const In& in) { return ops::attention(in[0], in[0].dim(2) / 3 / 64); }),
+            // Small for the finite differences, a head size the cards take; the
+            // cards' tiles are crossed in tests/gpu (test_ops.cpp).
+            op("causal_attention (grouped heads, packed documents)",
+               {real({1, 24, 2, 64}), real({1, 24, 1, 64}), real({1, 24, 1, 64})},
+               {real({B, T, 8, 64}), real({B, T, 2, 64}), real({B, T, 2, 64})},
+               [](const In& in) { return ops::causal_attention(in[0], in[1], in[2], {.starts = two_documents(in[0])}); }),
+            op("causal_attention (head size 128, a window)",
+               {real({1, 20, 1, 128}), real({1, 20, 1, 128}), real({1, 20, 1, 128})},
+               {real({B, T, 4, 128}), real({B, T, 4, 128}), real({B, T, 4, 128})},
+               [](const In& in) { return ops::causal_attention(in[0], in[1], in[2], {.window = 7}); }),
             op("embedding", {ids({3, 4}, 11), real({11, 6})}, {ids({B, T}, V), real({V, C}, 0.02)},
                [](const In& in) { return ops::embedding(in[0], in[1]); }),
             op("embedding (token + position)", {ids({2, 5}, 9), real({9, 6}), real({7, 6})},

@@ -2,6 +2,7 @@
 // written from general ops: values and every gradient, in f64 (to rounding)
 // and f32.
 #include "framework/core/rng.hpp"
+#include "kernels/causal_attention.hpp"
 #include "kernels/chunked_cross_entropy.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/linear_cross_entropy.hpp"
@@ -99,4 +100,71 @@ TEST_CASE("the chunked head-and-loss equals linear_cross_entropy: loss and gradi
     const Tensor none = Tensor::from(std::vector<std::int32_t>(4, -100), {4});
     CHECK_THROWS_WITH_AS(ops::chunked_linear_cross_entropy(random({4, 3}, DType::f32, 1), random({5, 3}, DType::f32, 2), none),
                          doctest::Contains("every target is ignore_index"), Error);
+}
+
+namespace {
+// i32 [rows, T] of each query's first reachable key, from document lengths per row.
+Tensor starts_of(const std::vector<std::vector<std::int32_t>>& lengths) {
+    std::vector<std::int32_t> s;
+    for (const auto& row : lengths) {
+        std::int32_t at = 0;
+        for (const std::int32_t n : row) {
+            for (std::int32_t i = 0; i < n; ++i) s.push_back(at);
+            at += n;
+        }
+    }
+    return Tensor::from(s, {static_cast<std::int64_t>(lengths.size()), static_cast<std::int64_t>(s.size() / lengths.size())});
+}
+}  // namespace
+
+TEST_CASE("fused causal attention equals the written-out form: grouped heads, packed documents, windows, a cache's prefix") {
+    struct Case {
+        const char* what;
+        std::int64_t batch, time, keys, heads, kv_heads, head_dim, window;
+        Tensor starts;
+    };
+    const std::vector<Case> cases = {
+        {"one head per key-value head, two tiles", 2, 70, 70, 2, 2, 8, 0, {}},
+        {"grouped-query heads, three tiles", 2, 130, 130, 4, 2, 16, 0, {}},
+        {"packed documents", 2, 130, 130, 4, 2, 16, 0, starts_of({{50, 40, 40}, {3, 127}})},
+        {"a sliding window", 1, 100, 100, 4, 1, 8, 17, {}},
+        {"a window over packed documents", 2, 130, 130, 2, 1, 8, 33, starts_of({{70, 60}, {1, 1, 128}})},
+        {"the last queries of a longer prefix (a KV cache)", 2, 5, 75, 4, 2, 8, 0, {}},
+        {"head size 64", 1, 40, 40, 2, 1, 64, 0, {}},
+        {"head size 128", 1, 40, 40, 2, 2, 128, 0, {}},
+    };
+    for (const auto& [dtype, tolerance] : {std::pair{DType::f64, 1e-12}, std::pair{DType::f32, 1e-5}}) {
+        for (const Case& c : cases) {
+            CAPTURE(name_of(dtype));
+            const std::string what = c.what;
+            CAPTURE(what);
+            const ops::CausalMask mask{.starts = c.starts, .window = c.window};
+            // k and v are the first `keys` positions of longer tensors, as a cache's are: rows lie apart.
+            const auto prefix = [&](const Tensor& t) { return t.narrow(1, 0, c.keys); };
+            check_same({random({c.batch, c.time, c.heads, c.head_dim}, dtype, 11),
+                        random({c.batch, c.keys + 3, c.kv_heads, c.head_dim}, dtype, 12),
+                        random({c.batch, c.keys + 3, c.kv_heads, c.head_dim}, dtype, 13)},
+                       [&](const auto& in) { return ops::causal_attention(in[0], prefix(in[1]), prefix(in[2]), mask); },
+                       [&](const auto& in) {
+                           return ops::attention_written_out(in[0], prefix(in[1]), prefix(in[2]), mask);
+                       },
+                       tolerance);
+        }
+    }
+}
+
+TEST_CASE("fused causal attention refuses what it cannot compute, naming it") {
+    const Tensor q = random({1, 4, 4, 8}, DType::f32, 1), k = random({1, 4, 2, 8}, DType::f32, 2);
+    CHECK_THROWS_WITH_AS(ops::causal_attention(q, random({1, 4, 3, 8}, DType::f32, 3), random({1, 4, 3, 8}, DType::f32, 3)),
+                         doctest::Contains("4 query heads do not share 3 key-value heads"), Error);
+    CHECK_THROWS_WITH_AS(ops::causal_attention(q, random({1, 3, 2, 8}, DType::f32, 3), random({1, 3, 2, 8}, DType::f32, 3)),
+                         doctest::Contains("S >= 4"), Error);
+    CHECK_THROWS_WITH_AS(ops::causal_attention(q, k, random({1, 4, 2, 4}, DType::f32, 3)),
+                         doctest::Contains("'v'"), Error);
+    const Tensor backwards = Tensor::from(std::vector<std::int32_t>{0, 1, 0, 0}, {1, 4});
+    CHECK_THROWS_WITH_AS(ops::causal_attention(q, k, k, {.starts = backwards}),
+                         doctest::Contains("must not decrease along a row"), Error);
+    const Tensor ahead = Tensor::from(std::vector<std::int32_t>{0, 2, 2, 2}, {1, 4});
+    CHECK_THROWS_WITH_AS(ops::causal_attention(q, k, k, {.starts = ahead}), doctest::Contains("within 0..1"), Error);
+    CHECK_THROWS_WITH_AS(ops::causal_attention(q, k, k, {.window = -1}), doctest::Contains("window -1"), Error);
 }

@@ -4,6 +4,7 @@
 #include "framework/app/plot.hpp"
 #include "framework/app/run_command.hpp"
 #include "framework/app/status_command.hpp"
+#include "framework/app/tokenize_command.hpp"
 #include "framework/app/submit.hpp"
 #include "framework/app/sweep_command.hpp"
 #include "framework/core/environment.hpp"
@@ -38,15 +39,16 @@ Examples:
   recipe bench scaling pretrain --gpus 1,2     throughput and speedup at each card count
   recipe submit pretrain --nodes 2 --gpus 8     hand the job to Slurm
   recipe status                                cards, who holds them, who waits
+  recipe tokenize --tokenizer DIR notes.txt    text to token ids with a model's tokenizer
   recipe workspace multi-gpu off               refuse jobs of more than one card
   recipe help env                              every environment variable levers reads)";
 
-constexpr const char* kCommands = "list, show, run, submit, sweep, plot, bench, status, workspace, help";
+constexpr const char* kCommands = "list, show, run, submit, sweep, plot, bench, status, workspace, tokenize, help";
 
 // The help's examples speak of `recipe` and its shipped recipes; a user's
 // binary gets them with its own name and, for recipes it lacks, its first one.
 std::string for_this_binary(std::string text, const std::string& program, const std::vector<std::string>& names) {
-    text = std::regex_replace(text, std::regex(R"(\brecipe (?=(list|show|run|submit|sweep|plot|bench|status|workspace|help)\b))"),
+    text = std::regex_replace(text, std::regex(R"(\brecipe (?=(list|show|run|submit|sweep|plot|bench|status|workspace|tokenize|help)\b))"),
                               program + " ");
     if (names.empty()) return text;
     for (const char* shipped : {"pretrain", "classify", "fine_tune"})
@@ -209,6 +211,27 @@ int main(int argc, char** argv) {
     workspace->add_option("setting", ws_words, "multi-gpu on|off, or max-gpus N");
     workspace->footer("\nExamples:\n  recipe workspace multi-gpu off\n  recipe workspace max-gpus 4");
 
+    TokenizeFlags tokenize_flags;
+    auto* tokenize = app.add_subcommand("tokenize", "Text to token ids with a model's tokenizer, ids to text, or a "
+                                                    "conversation through its chat template");
+    tokenize->add_option("--tokenizer", tokenize_flags.tokenizer,
+                         "a model's directory (tokenizer.json, or GPT-2's vocab.json and merges.txt) or a tokenizer.json")
+        ->required();
+    tokenize->add_option("input", tokenize_flags.input, "a file (default: stdin)");
+    tokenize->add_flag("--decode", tokenize_flags.decode, "the input is a JSON array of ids: print their text");
+    tokenize->add_flag("--chat", tokenize_flags.chat,
+                       "the input is a conversation (a JSON list of {role, content}, or {\"messages\": [...]}): "
+                       "render it through the directory's chat template, then tokenize");
+    tokenize->add_flag("--generation-prompt", tokenize_flags.generation_prompt,
+                       "with --chat: end with the assistant's turn opened");
+    tokenize->add_flag("--render", tokenize_flags.render_only, "with --chat: print the rendered text, not its ids");
+    tokenize->add_flag("--add-special", tokenize_flags.add_special,
+                       "add the tokenizer's own tokens around plain text (its BOS)");
+    tokenize->add_flag("--skip-special", tokenize_flags.skip_special, "with --decode: leave special tokens out");
+    tokenize->footer("\nExamples:\n  recipe tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct notes.txt\n"
+                     "  echo '[9906, 1917]' | recipe tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct --decode\n"
+                     "  recipe tokenize --tokenizer ~/models/Qwen3-0.6B --chat --render conversation.json");
+
     std::string help_topic;
     auto* help = app.add_subcommand("help", "Show this help, or a topic's: env (every environment variable levers reads)");
     help->add_option("topic", help_topic, "env")->check(CLI::IsMember({"env"}));
@@ -257,6 +280,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (workspace->parsed()) return workspace_command(ws_words);
+        if (tokenize->parsed()) return tokenize_command(tokenize_flags);
     } catch (const Error& e) {
         fmt::print(stderr, "error: {}\n", e.message());
         return 2;

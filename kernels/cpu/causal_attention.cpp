@@ -18,6 +18,11 @@ namespace {
 
 constexpr index_t kRows = 64;  // queries per tile
 
+// A tile's scores. Aligned as Eigen aligns its own: how a vectorised
+// reduction splits a row depends on where the row lies, so a scratch that
+// moved with each run's heap would make a resumed run differ in the last bit.
+template <class T> using Scratch = std::vector<T, Eigen::aligned_allocator<T>>;
+
 // One tile: query rows [r0, r0 + rows) of head h and the keys [lo, lo + n) they reach.
 struct Tile {
     index_t r0, rows, lo, n;
@@ -58,7 +63,7 @@ void forward(T* y, T* lse, const T* q, const T* k, const T* v, const CausalProbl
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (index_t b = 0; b < p.batch; ++b) {
         for (index_t h = 0; h < p.heads; ++h) {
-            thread_local std::vector<T> scratch;
+            thread_local Scratch<T> scratch;
             for (index_t r0 = 0; r0 < p.time; r0 += kRows) {
                 const Tile t = tile(p, b, r0);
                 const Operands<T> in = operands(p, q, k, v, b, h, t);
@@ -95,7 +100,7 @@ void backward(T* d_q, T* d_k, T* d_v, const T* d_y, const T* y, const T* lse, co
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (index_t b = 0; b < p.batch; ++b) {
         for (index_t kvh = 0; kvh < p.kv_heads; ++kvh) {
-            thread_local std::vector<T> probs, d_scores;
+            thread_local Scratch<T> probs, d_scores;
             const auto keys = [&](T* base, index_t from, index_t n) {
                 return StridedMap<T>(base + (b * p.keys + from) * kv_row + kvh * d, n, d,
                                      Eigen::OuterStride<>(kv_row));

@@ -153,8 +153,7 @@ std::unique_ptr<Llama> load_hf_model(const fs::path& dir, Device device, DType c
     return model;
 }
 
-namespace {
-std::shared_ptr<data::BpeTokenizer> tokenizer_for(const fs::path& dir, std::int64_t vocab) {
+std::shared_ptr<data::BpeTokenizer> hf_tokenizer(const fs::path& dir, std::int64_t vocab) {
     LEVERS_CHECK(fs::is_regular_file(dir / "tokenizer.json"), "{}: no tokenizer.json; the model's text goes through "
                  "its own tokenizer (or give token ids as JSON)", dir.string());
     auto tok = std::make_shared<data::BpeTokenizer>(data::BpeTokenizer::from_tokenizer_json(dir / "tokenizer.json"));
@@ -162,12 +161,11 @@ std::shared_ptr<data::BpeTokenizer> tokenizer_for(const fs::path& dir, std::int6
                  dir.string(), tok->vocab_size(), vocab);
     return tok;
 }
-}  // namespace
 
-void check_hf_tokenizer(const LlamaConfig& config, const fs::path& dir) { tokenizer_for(dir, config.vocab_size); }
+void check_hf_tokenizer(const LlamaConfig& config, const fs::path& dir) { hf_tokenizer(dir, config.vocab_size); }
 
 TextCodec hf_codec(const fs::path& dir, std::int64_t vocab) {
-    auto tok = tokenizer_for(dir, vocab);
+    auto tok = hf_tokenizer(dir, vocab);
     return {[tok](const std::string& t) { return tok->encode(t, true); },
             [tok](const std::vector<std::int32_t>& t) { return tok->decode(t); }, tok->name()};
 }

@@ -6,6 +6,7 @@
 // directory loads in transformers' from_pretrained unchanged.
 #pragma once
 
+#include "framework/data/bpe_tokenizer.hpp"
 #include "framework/data/safetensors.hpp"
 #include "models/llama.hpp"
 
@@ -56,6 +57,8 @@ void save_hf_model(const std::filesystem::path& dir, Llama& model, const HfSaveO
 // written out. Throws levers::Error naming the directory if it has no
 // tokenizer.json or one with more tokens than the model's vocabulary.
 TextCodec hf_codec(const std::filesystem::path& dir, std::int64_t vocab);
+// The tokenizer itself, under the same checks.
+std::shared_ptr<data::BpeTokenizer> hf_tokenizer(const std::filesystem::path& dir, std::int64_t vocab);
 // The same checks for a recipe's check step (the tokenizer is read, the model is not).
 void check_hf_tokenizer(const LlamaConfig& config, const std::filesystem::path& dir);
 

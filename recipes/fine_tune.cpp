@@ -22,10 +22,10 @@
 #include "models/gpt_io.hpp"
 #include "models/hf_dir.hpp"
 #include "models/peft_adapter.hpp"
+#include "recipes/hf_tuning.hpp"
 
 #include <filesystem>
 #include <optional>
-#include <sstream>
 
 namespace {
 
@@ -69,20 +69,11 @@ int gpt_vocabulary(const Config& cfg) {
                : 256;
 }
 
-std::vector<std::string> targets_of(const Config& cfg) {
-    std::vector<std::string> out;
-    std::stringstream list(cfg.get<std::string>("lora_targets"));
-    for (std::string t; std::getline(list, t, ',');)
-        if (!t.empty()) out.push_back(t);
-    return out;
-}
-
 void check(const Config& cfg) {
     if (hf(cfg)) {
         const fs::path dir = cfg.get<std::string>("model");
         models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
-        LEVERS_CHECK(cfg.get<long>("lora_r") == 0 || !targets_of(cfg).empty(),
-                     "--set lora_targets= names no layer; give e.g. q_proj,k_proj,v_proj,o_proj");
+        recipes::check_lora(cfg);
         return;
     }
     const fs::path base = cfg.get<std::string>("base");
@@ -106,16 +97,9 @@ std::unique_ptr<Model> load_base(const Config& cfg) {
                      from, gpt->config().vocab_size);
         model = std::move(gpt);
     }
-    const long r = cfg.get<long>("lora_r");
-    LEVERS_CHECK(r >= 0, "lora_r must be >= 0 (0: full fine-tuning), got {}", r);
-    const std::int64_t all = model->params().size();
-    if (r > 0) {
-        const auto targets = hf(cfg) ? targets_of(cfg) : std::vector<std::string>{"attn.c_attn", "attn.c_proj"};
-        nn::attach_lora(*model, static_cast<int>(r), cfg.get<double>("lora_alpha"),
-                        static_cast<std::uint64_t>(cfg.get<long>("seed")), targets);
-    }
-    dist::print0("base {}: {}; training {} of its {} parameters ({})\n", from, model->summary(),
-                 model->params().size(), all, r > 0 ? fmt::format("LoRA rank {}", r) : std::string("every weight"));
+    recipes::attach_adapters(*model, cfg,
+                             hf(cfg) ? recipes::lora_targets(cfg) : std::vector<std::string>{"attn.c_attn", "attn.c_proj"},
+                             from);
     return model;
 }
 
@@ -140,8 +124,7 @@ std::unique_ptr<Text> load_text(const Config& cfg) {
     text->seed = static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1;
     text->eval_batches = cfg.get<long>("eval_batches");
     text->model_dir = cfg.get<std::string>("model");
-    text->lora = {.rank = static_cast<int>(cfg.get<long>("lora_r")), .alpha = cfg.get<double>("lora_alpha"),
-                  .targets = targets_of(cfg)};
+    text->lora = recipes::lora_settings(cfg);
     dist::print0("corpus {:.2f} MB train, {:.2f} MB validation; batch {} per rank\n", text->corpus.train.size() / 1e6,
                  text->corpus.validation.size() / 1e6, text->batch);
     return text;
@@ -161,22 +144,9 @@ Metrics validate(Model& model, Text& d) {
 }
 
 Result save(Model& model, Text& d, const LoopResult& run) {
+    if (!d.model_dir.empty()) return recipes::save_hf_tuned(model, d.model_dir, d.lora);
     Result out = {{"trainable_parameters", model.params().size()}};
     const bool lora = nn::has_lora(model);
-    if (!d.model_dir.empty()) {
-        auto& llama = dynamic_cast<models::Llama&>(model);
-        const fs::path dir = d.model_dir;
-        if (dist::is_main() && !run_dir().empty() && lora) {
-            models::save_peft_adapter(run_dir() / "adapter", model, d.lora, dir.string());
-            out["adapter"] = (run_dir() / "adapter").string();
-        }
-        if (lora) nn::merge_lora(model);
-        if (dist::is_main() && !run_dir().empty()) {
-            models::save_hf_model(run_dir() / "model", llama, {.tokenizer_from = dir});
-            out["model"] = (run_dir() / "model").string();
-        }
-        return out;
-    }
     auto& gpt = dynamic_cast<models::Gpt&>(model);
     if (lora) nn::merge_lora(model);
     if (dist::is_main() && !run_dir().empty()) {
@@ -190,7 +160,7 @@ Result save(Model& model, Text& d, const LoopResult& run) {
 }  // namespace
 
 LEVERS_RECIPE(fine_tune) {
-    return levers::recipe("fine_tune")
+    return recipes::lora_params(levers::recipe("fine_tune")
         .describe("adapts a pretrained language model (a HF directory or a GPT) to another text with LoRA or every "
                   "weight; reports validation loss before and after")
         .training({.steps = 300, .lr = 2e-3, .warmup = 20, .log_every = 25})
@@ -198,11 +168,7 @@ LEVERS_RECIPE(fine_tune) {
         .param("base", "runs/pretrain/latest/model.ckpt",
                "the pretrained GPT: a pretrain run's model.ckpt, or GPT-2 weights (.safetensors)")
         .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", at_least(0))
-        .param("corpus", "", "the text to adapt to: a .txt file or directory (default: Newton's Opticks)")
-        .param("lora_r", 8, "adapter rank (0: fine-tune every weight)", at_least(0))
-        .param("lora_alpha", 16.0, "adapter scale numerator: updates are scaled by lora_alpha / lora_r", at_least(0))
-        .param("lora_targets", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
-               "the layers a HF model's adapters go on (names or their last parts, comma-separated)")
+        .param("corpus", "", "the text to adapt to: a .txt file or directory (default: Newton's Opticks)"))
         .param("context", 512, "a HF model's window length in tokens (at most its max_position_embeddings)", at_least(2))
         .param("batch_size", 16, "sequences per step and rank", at_least(1))
         .param("seed", 1337, "adapter initialisation and data-order seed")

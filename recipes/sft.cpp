@@ -1,0 +1,215 @@
+// sft: supervised fine-tuning of a Hugging Face model (Llama, Mistral, Qwen)
+// on examples in a JSON-lines file: conversations rendered through the
+// model's chat template, instructions, or plain text (framework/data/sft_data.hpp).
+// The loss counts the assistant's tokens only; examples are packed into rows
+// of the context, each attending within itself with positions restarting
+// (packing=false: one per row). A share of the examples is held out for the
+// validation loss. LoRA on the projections by default (lora_r=0: every
+// weight); the result goes to the run directory as a merged HF directory
+// (model/) and the PEFT adapter (adapter/). The framework owns the loop:
+// `--gpus 8`, resume and --restarts need nothing here.
+#include "framework/core/rng.hpp"
+#include "framework/data/sft_rows.hpp"
+#include "framework/dist/context.hpp"
+#include "framework/dist/sample_means.hpp"
+#include "framework/recipe/device_choice.hpp"
+#include "framework/recipe/recipe.hpp"
+#include "models/hf_dir.hpp"
+#include "recipes/hf_tuning.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+
+namespace {
+
+using namespace levers;
+namespace fs = std::filesystem;
+
+struct Examples {
+    data::SftRows train, validation;
+    std::int64_t batch = 0;
+    std::uint64_t seed = 0;
+    long eval_batches = 0;
+    bool packing = true;
+    std::int64_t conversations = 0, instructions = 0, texts = 0, held_out = 0;  // what the file held
+    std::string model_dir;
+    models::LoraSettings lora;
+    std::optional<data::SftBatches> batches;
+    nlohmann::json resumed;  // a saved position, for the batches when they are made
+
+    data::SftBatches& batches_of() {
+        if (!batches) {
+            batches.emplace(train, batch, seed, dist::world_size(), dist::rank());
+            if (!resumed.is_null()) batches->load_state(resumed);
+        }
+        return *batches;
+    }
+    nlohmann::json save_state() const { return batches ? batches->save_state() : resumed; }
+    void load_state(const nlohmann::json& j) {
+        resumed = j;
+        if (batches) batches->load_state(j);
+    }
+};
+
+data::TooLong too_long(const Config& cfg) {
+    const std::string v = cfg.get<std::string>("too_long");
+    LEVERS_CHECK(v == "drop" || v == "truncate", "--set too_long={}: examples longer than the context are either "
+                 "dropped (drop) or cut (truncate)", v);
+    return v == "drop" ? data::TooLong::drop : data::TooLong::truncate;
+}
+
+std::unique_ptr<Examples> prepare(const Config& cfg);
+
+fs::path model_dir(const Config& cfg) {
+    const fs::path dir = cfg.get<std::string>("model");
+    LEVERS_CHECK(!dir.empty(), "sft needs --set model=DIR: a Hugging Face model directory (Llama, Mistral, Qwen)");
+    return dir;
+}
+
+void check(const Config& cfg) {
+    const fs::path dir = model_dir(cfg);
+    models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
+    LEVERS_CHECK(!cfg.get<std::string>("data").empty(),
+                 "sft needs --set data=FILE.jsonl: one example per line, {{\"messages\": [...]}}, "
+                 "{{\"instruction\", \"input\", \"output\"}} or {{\"text\"}}");
+    const double held = cfg.get<double>("val_fraction");
+    LEVERS_CHECK(held >= 0 && held < 1, "--set val_fraction={} must be in [0, 1)", held);
+    too_long(cfg);
+    recipes::check_lora(cfg);
+    // The data read, rendered and laid out once here too, so a bad line stops the job before anything starts.
+    prepare(cfg);
+}
+
+std::unique_ptr<models::LanguageModel> load_model(const Config& cfg) {
+    const std::string from = model_dir(cfg).string();
+    auto model = models::load_hf_model(from, dist::device(), compute_dtype());
+    recipes::attach_adapters(*model, cfg, recipes::lora_targets(cfg), from);
+    return model;
+}
+
+std::unique_ptr<Examples> prepare(const Config& cfg) {
+    const fs::path dir = cfg.get<std::string>("model");
+    const models::LlamaConfig config = models::read_llama_config(dir / "config.json");
+    const auto tokenizer = models::hf_tokenizer(dir, config.vocab_size);
+    std::optional<data::ChatTemplate> chat;
+    if (fs::exists(dir / "chat_template.jinja") || fs::exists(dir / "tokenizer_config.json")) {
+        try {
+            chat.emplace(data::ChatTemplate::from_dir(dir));
+        } catch (const Error& e) {
+            if (e.message().find("has no chat template") == std::string::npos) throw;  // a template it cannot read
+        }
+    }
+    const data::SftFile file = data::read_sft_file(cfg.get<std::string>("data"), *tokenizer, chat ? &*chat : nullptr);
+    // The held-out examples: a seeded draw, the same on every rank.
+    const std::size_t n = file.examples.size();
+    const double held = cfg.get<double>("val_fraction");
+    const std::size_t validation = held > 0 ? std::max<std::size_t>(1, static_cast<std::size_t>(held * n + 0.5)) : 0;
+    LEVERS_CHECK(validation < n, "{} example(s) cannot spare {} for validation; add examples or --set val_fraction=0",
+                 n, validation);
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 7);
+    for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+    std::vector<data::SftExample> train, held_out;
+    for (std::size_t i = 0; i < n; ++i) (i < validation ? held_out : train).push_back(file.examples[order[i]]);
+
+    auto d = std::make_unique<Examples>();
+    const std::int64_t context = std::min<std::int64_t>(cfg.get<long>("context"), config.max_position_embeddings);
+    d->packing = cfg.get<bool>("packing");
+    d->train = data::make_rows(train, context, d->packing, too_long(cfg));
+    d->validation = data::make_rows(held_out, context, d->packing, too_long(cfg));
+    d->batch = dist::per_rank_batch(cfg.get<long>("batch_size"), 0);
+    d->seed = static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1;
+    d->eval_batches = cfg.get<long>("eval_batches");
+    d->model_dir = dir.string();
+    d->lora = recipes::lora_settings(cfg);
+    d->conversations = file.conversations;
+    d->instructions = file.instructions;
+    d->texts = file.texts;
+    d->held_out = static_cast<std::int64_t>(held_out.size());
+    LEVERS_CHECK(d->train.rows() > 0, "{}: no example fits the context of {} (--set too_long=truncate cuts them)",
+                 cfg.get<std::string>("data"), context);
+    return d;
+}
+
+std::unique_ptr<Examples> load_examples(const Config& cfg) {
+    auto d = prepare(cfg);
+    const std::int64_t dropped = d->train.dropped + d->validation.dropped;
+    const std::int64_t truncated = d->train.truncated + d->validation.truncated;
+    dist::print0("data {}: {} conversations, {} instructions, {} texts; {} held out; {} rows of {} ({}), {} tokens "
+                 "learned{}{}\n",
+                 cfg.get<std::string>("data"), d->conversations, d->instructions, d->texts, d->held_out,
+                 d->train.rows(), d->train.context, d->packing ? "packed" : "one example each", d->train.learned(),
+                 dropped ? fmt::format("; {} dropped (longer than the context, or nothing to learn)", dropped) : "",
+                 truncated ? fmt::format("; {} cut to the context", truncated) : "");
+    return d;
+}
+
+Tensor loss_of(models::LanguageModel& model, const data::SftBatch& b, bool packing) {
+    auto& llama = dynamic_cast<models::Llama&>(model);
+    return packing ? llama.loss(b.tokens, b.targets, b.documents) : llama.loss(b.tokens, b.targets);
+}
+
+MicroResult train_step(models::LanguageModel& model, Examples& d, const StepInfo&) {
+    const data::SftBatch b = d.batches_of().next();
+    const Tensor loss = loss_of(model, b, d.packing);
+    loss.backward();
+    return {loss.item(), static_cast<long>(b.real_tokens)};
+}
+
+// The mean loss per learned token over the held-out rows (all, or eval_batches x batch), shared by the ranks.
+Metrics validate(models::LanguageModel& model, Examples& d) {
+    if (d.validation.rows() == 0) return {};
+    const std::int64_t rows = std::min<std::int64_t>(d.validation.rows(), d.eval_batches * d.batch);
+    const auto [lo, hi] = dist::Backend::chunk(rows, dist::world_size(), dist::rank());
+    dist::SampleMeans loss({"loss"});
+    autograd::InferenceMode inference;
+    const bool was_training = model.training();
+    model.eval();
+    for (std::int64_t first = lo; first < hi; first += d.batch) {
+        std::vector<std::int64_t> which;
+        for (std::int64_t r = first; r < std::min(hi, first + d.batch); ++r) which.push_back(r);
+        const data::SftBatch b = data::rows_at(d.validation, which);
+        std::int64_t learned = 0;
+        for (std::int64_t i = 0; i < b.targets.numel(); ++i) learned += b.targets.data<std::int32_t>()[i] != data::kIgnoredTarget;
+        if (learned > 0) loss.add("loss", loss_of(model, b, d.packing).item() * static_cast<double>(learned),
+                                  static_cast<double>(learned));
+    }
+    model.train(was_training);
+    return {{"val_loss", loss.means().at("loss")}};
+}
+
+Result save(models::LanguageModel& model, Examples& d, const LoopResult&) {
+    return recipes::save_hf_tuned(model, d.model_dir, d.lora);
+}
+
+}  // namespace
+
+LEVERS_RECIPE(sft) {
+    return recipes::lora_params(levers::recipe("sft")
+        .describe("supervised fine-tuning of a HF model on conversations, instructions or text (JSON lines): the "
+                  "loss on the assistant's tokens, examples packed; saves a HF directory and the PEFT adapter")
+        .training({.steps = 200, .lr = 1e-3, .warmup = 10, .log_every = 10})
+        .param("model", "", "a Hugging Face model directory (Llama, Mistral, Qwen) with its tokenizer")
+        .param("data", "", "the examples: FILE.jsonl, one {\"messages\": [...]}, {\"instruction\", \"input\", "
+                           "\"output\"} or {\"text\"} per line")
+        .param("context", 1024, "row length in tokens (at most the model's max_position_embeddings)", at_least(2))
+        .param("packing", true, "several examples per row, each attending within itself (false: one per row)")
+        .param("too_long", "drop", "examples longer than the context: drop or truncate")
+        .param("val_fraction", 0.05, "share of the examples held out for the validation loss (at least one)"))
+        .param("batch_size", 8, "rows per step and rank", at_least(1))
+        .param("seed", 1337, "adapter initialisation, held-out draw and data-order seed")
+        .param("eval_every", 50, "steps between validation passes", at_least(0))
+        .param("eval_batches", 8, "batches per validation pass", at_least(1))
+        .param("checkpoint_every", 100, "steps between training checkpoints in the run directory (0: none)", at_least(0))
+        .check(check)
+        .model(load_model)
+        .data(load_examples)
+        .step(train_step)
+        .adjust_loop([](const Config&, train::LoopOptions& o) { o.unit = "tok"; })
+        .evaluate_every("eval_every", validate)
+        .evaluate_at_start()
+        .checkpoint_every("checkpoint_every")
+        .finish(save);
+}

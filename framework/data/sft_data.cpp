@@ -18,8 +18,8 @@ namespace levers::data {
 
 namespace {
 using Json = nlohmann::ordered_json;
+}  // namespace
 
-// What the template writes right after an assistant's text to end the turn.
 std::string end_of_turn(const BpeTokenizer& tokenizer, const ChatTemplate& chat) {
     const std::string probe = "\x01probe\x01";
     const Json user = {{"role", "user"}, {"content", "Hi"}}, answer = {{"role", "assistant"}, {"content", probe}};
@@ -39,6 +39,7 @@ std::string end_of_turn(const BpeTokenizer& tokenizer, const ChatTemplate& chat)
     return last.substr(0, same);
 }
 
+namespace {
 Json instruction_messages(const Json& r, const std::string& where) {
     const auto text = [&](const char* key, bool required) -> std::string {
         if (!r.contains(key)) {

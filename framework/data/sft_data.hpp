@@ -37,6 +37,11 @@ struct SftFile {
 // unknown role, a conversation without an assistant turn, an empty file.
 SftFile read_sft_file(const std::filesystem::path& path, const BpeTokenizer& tokenizer, const ChatTemplate* chat);
 
+// What the template writes right after an assistant's text to end its turn
+// (e.g. "<|im_end|>"): up to its first special token. Throws levers::Error
+// if the template drops the assistant's text.
+std::string end_of_turn(const BpeTokenizer& tokenizer, const ChatTemplate& chat);
+
 // One conversation's ids and learned tokens (the assistant's turns).
 SftExample encode_conversation(const nlohmann::ordered_json& messages, const BpeTokenizer& tokenizer,
                                const ChatTemplate& chat, const std::string& where);

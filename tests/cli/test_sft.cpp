@@ -1,9 +1,13 @@
-// `recipe run sft` through the real binary: a Qwen 3-tokenized model of a
-// few thousand weights trains on conversations, instructions and text, on 1
-// and 2 ranks, saves a HF directory and the PEFT adapter, resumes exactly,
-// and refuses bad data with one line before anything starts.
+// `recipe run sft` and `recipe run chat` through the real binary: a Qwen
+// 3-tokenized model of a few thousand weights trains on conversations,
+// instructions and text, on 1 and 2 ranks, saves a HF directory and the PEFT
+// adapter, resumes exactly, and refuses bad data with one line before
+// anything starts; chat answers as the library generates.
 #include "framework/core/checkpoint.hpp"
+#include "framework/core/rng.hpp"
+#include "framework/data/chat_template.hpp"
 #include "framework/data/files.hpp"
+#include "models/generate.hpp"
 #include "models/hf_dir.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/process.hpp"
@@ -116,4 +120,47 @@ TEST_CASE("recipe run sft refuses bad data and settings with one line, exit 2, n
     refused({"--set", "data=" + data.string(), "--set", "val_fraction=1.5"}, "--set val_fraction=1.5 must be in [0, 1)");
     refused({"--set", "data=" + data.string(), "--set", "context=4", "--set", "too_long=drop"},
             data.string() + ": no example fits the context of 4");
+}
+
+TEST_CASE("recipe run chat answers through the chat template as the library generates, a prompt or turns from stdin" *
+          needs({Data::hf_tokenizers})) {
+    TempDir tmp;
+    const fs::path model = tiny_model(tmp);
+    // What the library makes, greedily, for the first turn: the rendered conversation's continuation.
+    auto llama = models::load_hf_model(model);
+    const auto tokenizer = models::hf_tokenizer(model, llama->vocab_size());
+    const auto chat = data::ChatTemplate::from_dir(model);
+    const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", "What is 2 plus 3?"}}};
+    const auto ids = tokenizer->encode(chat.render(messages, true));
+    models::SampleOptions greedy{.max_new_tokens = 6, .top_k = 1};
+    greedy.stop = {*tokenizer->token_id("<|im_end|>")};
+    Rng rng(1);
+    const auto out = models::generate(*llama, ids, greedy, rng);
+    const std::string want = tokenizer->decode({out.begin() + static_cast<long>(ids.size()), out.end()}, true);
+
+    const std::vector<std::string> args = {"run", "chat", "--threads", "1", "--set", "model=" + model.string(),
+                                           "--set", "tokens=6", "--set", "top_k=1"};
+    Ran r = run_recipe(concat(args, {"--set", "prompt=What is 2 plus 3?", "--out", (tmp.path() / "one").string()}));
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    auto result = nlohmann::json::parse(r.last_line());
+    CHECK(result["answer"] == want);
+    CHECK(result["turns"] == 1);
+    // Two turns from a pipe: the first answer as before, the second after it in the conversation.
+    std::string line = std::string(std::getenv("LEVERS_RECIPE_BIN"));
+    for (const std::string& a : concat(args, {"--out", (tmp.path() / "two").string()})) line += " '" + a + "'";
+    r = run_program("/bin/sh", {"-c", "printf 'What is 2 plus 3?\\nAnd 4 plus 4?\\n' | " + line});
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    result = nlohmann::json::parse(r.last_line());
+    CHECK(result["turns"] == 2);
+    CHECK(r.output.find(want + "\n") != std::string::npos);
+    // A base model's tokenizer has no template: refused before anything starts.
+    const fs::path base = tmp.path() / "base";
+    fs::create_directories(base);
+    for (const auto& f : fs::directory_iterator(model))
+        if (f.path().filename() != "tokenizer_config.json") fs::copy(f.path(), base / f.path().filename());
+    r = run_recipe({"run", "chat", "--set", "model=" + base.string(), "--set", "prompt=Hi"});
+    CHECK(r.code == 2);
+    CHECK(r.output.find("has no chat template") != std::string::npos);
 }

@@ -1,0 +1,93 @@
+// chat: talk to a Hugging Face chat model (Llama, Mistral, Qwen, or what sft
+// saved): each user turn (--set prompt=, else one per line of stdin, the
+// terminal's or a pipe's) goes into the conversation, which the model's chat
+// template renders with the generation prompt; the answer is generated
+// through the KV cache until the template's end of turn (or the config's end
+// tokens), printed, and kept in the conversation for the next turn.
+#include "framework/core/rng.hpp"
+#include "framework/data/sft_data.hpp"
+#include "framework/dist/context.hpp"
+#include "framework/recipe/device_choice.hpp"
+#include "framework/recipe/recipe.hpp"
+#include "models/generate.hpp"
+#include "models/hf_dir.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+
+namespace {
+
+using namespace levers;
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+void check(const Config& cfg) {
+    const fs::path dir = cfg.get<std::string>("model");
+    LEVERS_CHECK(!dir.empty(), "chat needs --set model=DIR: a Hugging Face chat model's directory");
+    models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
+    data::ChatTemplate::from_dir(dir);  // one it has, and can render
+}
+
+Result chat(const Config& cfg) {
+    const fs::path dir = cfg.get<std::string>("model");
+    auto model = models::load_hf_model(dir, dist::device(), compute_dtype());
+    const auto tokenizer = models::hf_tokenizer(dir, model->vocab_size());
+    const data::ChatTemplate chat = data::ChatTemplate::from_dir(dir);
+    models::SampleOptions options{.max_new_tokens = cfg.get<int>("tokens"),
+                                  .temperature = cfg.get<double>("temperature"),
+                                  .top_k = cfg.get<int>("top_k"),
+                                  .top_p = cfg.get<double>("top_p")};
+    options.stop.assign(model->config().eos_token_ids.begin(), model->config().eos_token_ids.end());
+    if (const auto end = tokenizer->token_id(data::end_of_turn(*tokenizer, chat))) options.stop.push_back(*end);
+    const Json extra = cfg.get<bool>("thinking") ? Json::object() : Json{{"enable_thinking", false}};
+    Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")));
+
+    Json messages = Json::array();
+    if (!cfg.get<std::string>("system").empty())
+        messages.push_back({{"role", "system"}, {"content", cfg.get<std::string>("system")}});
+    const std::string prompt = cfg.get<std::string>("prompt");
+    const bool terminal = prompt.empty() && isatty(STDIN_FILENO);
+    std::string answer;
+    int turns = 0;
+    for (;;) {
+        std::string user = prompt;
+        if (prompt.empty()) {
+            if (terminal) fmt::print("> "), std::fflush(stdout);
+            if (!std::getline(std::cin, user)) break;
+            if (user.empty()) continue;
+        } else if (turns == 1) {
+            break;
+        }
+        messages.push_back({{"role", "user"}, {"content", user}});
+        const auto ids = tokenizer->encode(chat.render(messages, true, extra));
+        const auto out = models::generate(*model, ids, options, rng);
+        const std::vector<std::int32_t> fresh(out.begin() + static_cast<long>(ids.size()), out.end());
+        answer = tokenizer->decode(fresh, true);
+        fmt::print("{}\n", answer);
+        std::fflush(stdout);
+        messages.push_back({{"role", "assistant"}, {"content", answer}});
+        ++turns;
+    }
+    return Result{{"turns", turns}, {"answer", answer}};
+}
+
+}  // namespace
+
+LEVERS_RECIPE(chat) {
+    return levers::recipe("chat")
+        .describe("a conversation with a Hugging Face chat model through its chat template: --set prompt=, or one "
+                  "user turn per line of stdin")
+        .param("model", "", "a Hugging Face chat model's directory (its tokenizer has a chat template)")
+        .param("prompt", "", "one user turn, answered once (empty: read turns from stdin)")
+        .param("system", "", "a system message first (empty: none)")
+        .param("thinking", true, "let reasoning models think first (Qwen 3's enable_thinking)")
+        .param("tokens", 512, "most tokens per answer (fewer when the end of turn comes)", at_least(1))
+        .param("temperature", 0.7, "sampling temperature", at_least(0))
+        .param("top_k", 0, "sample among the k likeliest tokens (0: all)", at_least(0))
+        .param("top_p", 0.9, "sample among the likeliest tokens whose probability reaches p (1: all)", at_least(0))
+        .param("seed", 1, "sampling seed")
+        .check(check)
+        .run(chat);
+}

@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
     models::Llama llama(bench::llama_shape(1024), 1);
     llama.eval();
     autograd::InferenceMode inference;
+    {  // warm-up: the storage pool's first blocks and the threads' start, which the first prompt would pay
+        Rng rng(1);
+        models::generate(llama, std::vector<std::int32_t>(8, 1), {.max_new_tokens = 2, .top_k = 1}, rng);
+    }
     for (const int length : prompts) {
         std::vector<std::int32_t> prompt(static_cast<std::size_t>(length));
         for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<std::int32_t>((i * 7919 + 13) % 32000);

@@ -60,9 +60,13 @@ void check_starts(const Tensor& starts, const Tensor& q, std::int64_t keys) {
 
 }  // namespace
 
-bool causal_attention_applies(Device device, DType dtype, std::int64_t head_dim) {
+bool fused_attention_turned_off() {
     const char* fused = env::get("LEVERS_FUSED_ATTENTION");
-    if (fused && std::string(fused) == "0") return false;
+    return fused && std::string(fused) == "0";
+}
+
+bool causal_attention_applies(Device device, DType dtype, std::int64_t head_dim) {
+    if (fused_attention_turned_off()) return false;
     if (!has_kernel("causal_attention", device.kind, dtype)) return false;
     return device.is_cpu() || head_dim == 64 || head_dim == 128;
 }

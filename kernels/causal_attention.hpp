@@ -91,6 +91,10 @@ struct CausalMask {
     std::int64_t window = 0;  // > 0: at most this many keys back, the query's own included
 };
 
+// Whether LEVERS_FUSED_ATTENTION=0 asks for the written-out attention
+// (this op's and GPT-2's flash_attention alike).
+bool fused_attention_turned_off();
+
 // Whether the fused kernel runs for this dtype and head size where `device`
 // is: a backend has it (cards: head sizes 64 and 128), and
 // LEVERS_FUSED_ATTENTION=0 does not ask for the written-out form.

@@ -27,10 +27,7 @@ struct FlashAttentionBackwardCall : KernelCallBase {
 }  // namespace levers
 
 #if !defined(__CUDACC__)
-#include "framework/core/environment.hpp"
-
-#include <cstdlib>
-#include <string>
+#include "kernels/causal_attention.hpp"
 
 namespace levers::ops {
 
@@ -38,8 +35,7 @@ namespace levers::ops {
 // `device`: a backend has it there, the head size is 64 or 128, and
 // LEVERS_FUSED_ATTENTION=0 does not ask for the unfused op.
 inline bool flash_attention_applies(Device device, DType dtype, std::int64_t channels, std::int64_t heads) {
-    const char* fused = env::get("LEVERS_FUSED_ATTENTION");
-    if (fused && std::string(fused) == "0") return false;
+    if (fused_attention_turned_off()) return false;
     return heads > 0 && (channels == 64 * heads || channels == 128 * heads) &&
            has_kernel("flash_attention", device.kind, dtype);
 }

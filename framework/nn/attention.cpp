@@ -1,5 +1,6 @@
 #include "framework/nn/attention.hpp"
 
+#include "kernels/attention.hpp"
 #include "kernels/causal_attention.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/indexing.hpp"
@@ -139,15 +140,13 @@ Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, co
     // The fused kernel where it applies (causal, no mask of the caller's).
     if (causal && !mask && ops::causal_attention_applies(q.device(), q.dtype(), head_dim))
         return o_proj(ops::causal_attention(q, k, v, reach).reshape({batch, time, width}));
-    // GPT-2's packed kernels where they apply: nothing but causality, a key-value head per query head.
+    // Else GPT-2's packed op where it applies (nothing but causality, a key-value head per query head): cards
+    // in f32, or other head sizes (GPT-2's flash kernel applies only where the fused one above already did).
     if (causal && !mask && !cache && !packed && sliding_window == 0 && kv_heads == heads) {
         const Tensor qkv = ops::cat({q.reshape({batch, time, width}), k.reshape({batch, time, width}),
                                      v.reshape({batch, time, width})},
                                     -1);
-        const Tensor y = ops::flash_attention_applies(qkv.device(), qkv.dtype(), width, heads)
-                             ? ops::flash_attention(qkv, heads)
-                             : ops::attention(qkv, heads);
-        return o_proj(y);
+        return o_proj(ops::attention(qkv, heads));
     }
     return o_proj(ops::attention_written_out(q, k, v, reach, causal, mask).reshape({batch, time, width}));
 }

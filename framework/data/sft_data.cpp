@@ -62,10 +62,9 @@ std::int64_t SftExample::learned_count() const {
 }
 
 SftExample encode_conversation(const Json& messages, const BpeTokenizer& tokenizer, const ChatTemplate& chat,
-                               const std::string& where) {
+                               const std::string& end, const std::string& where) {
     check_messages(messages, where);
     const std::string whole = chat.render(messages, false);
-    const std::string end = end_of_turn(tokenizer, chat);
     std::vector<std::pair<std::size_t, std::size_t>> spans;  // [begin, end) of each assistant turn in `whole`
     for (std::size_t i = 0; i < messages.size(); ++i) {
         if (messages[i]["role"] != "assistant") continue;
@@ -105,6 +104,7 @@ SftFile read_sft_file(const std::filesystem::path& path, const BpeTokenizer& tok
     const auto eos = chat ? chat->special_tokens().value("eos_token", Json()) : Json();
     const std::optional<std::int32_t> eos_id =
         eos.is_string() ? tokenizer.token_id(eos.get<std::string>()) : std::optional<std::int32_t>();
+    const std::string end = chat ? end_of_turn(tokenizer, *chat) : std::string();
     for (long number = 1; std::getline(in, line); ++number) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         const std::string where = fmt::format("{} line {}", path.string(), number);
@@ -131,7 +131,7 @@ SftFile read_sft_file(const std::filesystem::path& path, const BpeTokenizer& tok
                      "its tokenizer has none (plain {{\"text\"}} examples need none)", where);
         const bool conversation = r.contains("messages");
         out.examples.push_back(encode_conversation(conversation ? r["messages"] : instruction_messages(r, where),
-                                                   tokenizer, *chat, where));
+                                                   tokenizer, *chat, end, where));
         ++(conversation ? out.conversations : out.instructions);
     }
     LEVERS_CHECK(!out.examples.empty(), "{} has no examples (one JSON object per line)", path.string());

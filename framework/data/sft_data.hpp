@@ -42,8 +42,9 @@ SftFile read_sft_file(const std::filesystem::path& path, const BpeTokenizer& tok
 // if the template drops the assistant's text.
 std::string end_of_turn(const BpeTokenizer& tokenizer, const ChatTemplate& chat);
 
-// One conversation's ids and learned tokens (the assistant's turns).
+// One conversation's ids and learned tokens (the assistant's turns, each
+// ending at `end`: the template's end_of_turn, found once for a whole file).
 SftExample encode_conversation(const nlohmann::ordered_json& messages, const BpeTokenizer& tokenizer,
-                               const ChatTemplate& chat, const std::string& where);
+                               const ChatTemplate& chat, const std::string& end, const std::string& where);
 
 }  // namespace levers::data

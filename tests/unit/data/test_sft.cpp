@@ -56,7 +56,8 @@ TEST_CASE("sft learns the assistant's turns and their end of turn, as the chat t
         CAPTURE(w.tokenizer);
         const auto tok = data::BpeTokenizer::from_tokenizer_json(tokenizer_dir(w.tokenizer) / "tokenizer.json");
         const auto chat = data::ChatTemplate::from_dir(tokenizer_dir(w.tokenizer));
-        const data::SftExample e = data::encode_conversation(kConversation, tok, chat, "test");
+        const data::SftExample e =
+            data::encode_conversation(kConversation, tok, chat, data::end_of_turn(tok, chat), "test");
         CHECK(learned_runs(e, tok) == w.runs);
         // Tokenized piece by piece, the same ids as the whole text at once.
         CHECK(e.ids == tok.encode(chat.render(kConversation, false)));

@@ -5,11 +5,13 @@
 // gradient in place. Memory for logits: one chunk (about 2^26 values by
 // default) instead of all rows; time: the head's product once more. Made of
 // the linear and cross-entropy kernels, as linear_cross_entropy.hpp, whose
-// result it equals (the same loss, to the order of sums).
+// result it equals (the same loss, to the order of sums). Rows whose target
+// is ignored (sft's prompts) are left out before the product.
 #pragma once
 
 #include "kernels/cross_entropy.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/indexing.hpp"
 #include "kernels/linear.hpp"
 
 #include <algorithm>
@@ -48,6 +50,17 @@ inline Tensor chunked_linear_cross_entropy(const Tensor& x_in, const Tensor& wei
         total += n;
     }
     LEVERS_CHECK(total > 0, "chunked_linear_cross_entropy: every target is ignore_index ({})", ignore_index);
+    if (total < rows) {
+        // Only the counted rows reach the head (a prompt the loss skips, padding): the same loss and
+        // gradients, without a vocabulary-wide product for rows that would contribute nothing.
+        std::vector<std::int32_t> keep;
+        keep.reserve(static_cast<std::size_t>(total));
+        for (std::int64_t r = 0; r < rows; ++r)
+            if (host.data<std::int32_t>()[r] != ignore_index) keep.push_back(static_cast<std::int32_t>(r));
+        const Tensor index = Tensor::from(keep, {total}).to(x.device());
+        return chunked_linear_cross_entropy(index_select(x, 0, index), weight, index_select(t, 0, index),
+                                            ignore_index, chunk);
+    }
     Tensor logits = Tensor::empty({std::min(rows, step), width}, x.dtype(), x.device());
     Tensor lse = Tensor::empty({rows}, accumulator(x.dtype()), x.device());
     Tensor loss = Tensor::zeros({1}, accumulator(x.dtype()), x.device());

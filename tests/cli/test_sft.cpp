@@ -2,7 +2,8 @@
 // 3-tokenized model of a few thousand weights trains on conversations,
 // instructions and text, on 1 and 2 ranks, saves a HF directory and the PEFT
 // adapter, resumes exactly, and refuses bad data with one line before
-// anything starts; chat answers as the library generates.
+// anything starts; chat answers as the library generates, turn by turn or a
+// file of questions each on its own.
 #include "framework/core/checkpoint.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/data/chat_template.hpp"
@@ -155,6 +156,33 @@ TEST_CASE("recipe run chat answers through the chat template as the library gene
     result = nlohmann::json::parse(r.last_line());
     CHECK(result["turns"] == 2);
     CHECK(r.output.find(want + "\n") != std::string::npos);
+    // A questions file: each conversation answered on its own (a reference answer left out), one JSON line each.
+    const fs::path questions = tmp.write("questions.jsonl",
+        R"({"messages": [{"role": "user", "content": "What is 2 plus 3?"}, {"role": "assistant", "content": "5."}]})"
+        "\n\n" R"({"messages": [{"role": "user", "content": "What is 2 plus 3?"}]})" "\n");
+    r = run_recipe(concat(args, {"--set", "questions=" + questions.string(), "--out", (tmp.path() / "q").string()}));
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    const std::string answer_line = nlohmann::json{{"answer", want}}.dump() + "\n";
+    const auto first = r.output.find(answer_line);
+    REQUIRE(first != std::string::npos);
+    CHECK(r.output.find(answer_line, first + 1) != std::string::npos);
+    CHECK(nlohmann::json::parse(r.last_line())["answered"] == 2);
+    for (const auto& [lines, error] : std::vector<std::pair<std::string, std::string>>{
+             {"{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}\nnot json\n", "bad.jsonl line 2: not JSON"},
+             {R"({"messages": [{"role": "assistant", "content": "Hi"}]})", "bad.jsonl line 1: the conversation must end "
+                                                                           "with a user turn"},
+             {R"({"messages": [{"role": "pirate", "content": "Hi"}]})", "bad.jsonl line 1: "},
+             {"\n", "no conversations in it"}}) {
+        CAPTURE(lines);
+        tmp.write("bad.jsonl", lines);
+        r = run_recipe(concat(args, {"--set", "questions=" + (tmp.path() / "bad.jsonl").string(), "--out",
+                                     (tmp.path() / "bad").string()}));
+        CHECK(r.code == 2);
+        CHECK(r.output.find("error: ") != std::string::npos);
+        CHECK(r.output.find(error) != std::string::npos);
+        CHECK_FALSE(fs::exists(tmp.path() / "bad"));
+    }
     // A base model's tokenizer has no template: refused before anything starts.
     const fs::path base = tmp.path() / "base";
     fs::create_directories(base);

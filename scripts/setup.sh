@@ -4,6 +4,9 @@
 #   bash scripts/setup.sh demo   install what is missing, fetch data, build, run the default job
 #   bash scripts/setup.sh test   the same set-up, then the whole test suite
 #   bash scripts/setup.sh build  set-up and build only
+#   bash scripts/setup.sh chat   the chat demonstration: a small Llama pretrained on the books,
+#                                fine-tuned (sft) on questions about their passages, then asked
+#                                about passages it never saw
 #
 # Every step checks before it acts, so a second run only rebuilds what changed.
 set -euo pipefail
@@ -103,6 +106,28 @@ SUMS
     touch "$data/tokenizers/.complete"
 }
 
+# Conversations about passages of the books (which book is it from, who wrote
+# it), made from the books: sft's demonstration data.
+make_books_chat() {
+    [ -f "$data/chat/books_chat_test.jsonl" ] && return
+    say "writing questions about the books' passages into $data/chat"
+    python3 "$root/scripts/books_chat.py" make "$data/books" "$data/chat" >/dev/null
+}
+
+# pretrain_llama, then sft on the books' conversations, then the held-out
+# questions answered (greedily) and scored.
+chat_demo() {
+    local recipe="$build/recipe"
+    "$recipe" run pretrain_llama
+    "$recipe" run sft --set model=runs/pretrain_llama/latest/model --set data="$data/chat/books_chat.jsonl" \
+        --set lora_r=0 --set context=256 --set batch_size=4 --set steps=300 --set lr=1e-3 --set eval_every=100
+    say "the held-out passages' questions, answered by runs/sft/latest/model:"
+    "$recipe" run chat --set model=runs/sft/latest/model --set questions="$data/chat/books_chat_test.jsonl" \
+        --set top_k=1 --set tokens=48 --quiet >runs/sft/latest/answers.jsonl
+    head -n 3 runs/sft/latest/answers.jsonl
+    python3 "$root/scripts/books_chat.py" score "$data/chat/books_chat_test.jsonl" runs/sft/latest/answers.jsonl
+}
+
 build_levers() {
     if [ ! -f "$build/build.ninja" ]; then
         local log; log=$(mktemp)
@@ -131,6 +156,7 @@ install_packages
 fetch_books
 fetch_gpt2_tokenizer
 fetch_hf_tokenizers
+make_books_chat
 export LEVERS_DATA="$data"
 build_levers
 
@@ -138,5 +164,6 @@ case "${1:-demo}" in
     demo) "$build/recipe" run pretrain ;;
     test) packages=(slurm-wlm munge iproute2); install_packages; run_tests ;;  # for the tests' Slurm and nodes
     build) ;;
-    *) echo "usage: bash scripts/setup.sh [demo|test|build]" >&2; exit 2 ;;
+    chat) chat_demo ;;
+    *) echo "usage: bash scripts/setup.sh [demo|test|build|chat]" >&2; exit 2 ;;
 esac

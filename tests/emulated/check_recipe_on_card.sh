@@ -5,7 +5,10 @@
 # emulated card, gradients averaged through the emulated NCCL while backward
 # runs) and, for pretrain, on two "nodes" started by hand: in f32 a card run must end at the CPU's loss and validation loss
 # (1e-5 relative; pretrain also samples the same text); in bf16 (pretrain's
-# attention fused: head size 64) within 2% of them. Whole runs: data,
+# attention fused: head size 64) within 2% of them. Then sft (a Llama with
+# Llama 3's tokenizer, made by pretrain_llama on the CPU, fine-tuned on
+# conversations packed into rows: documents, positions restarting, the loss
+# on the answers only) likewise, on one card and two. Whole runs: data,
 # training loop, AdamW and clipping on the card, evaluation, checkpoints,
 # sampling. Then a user's own models (examples/user_project: a residual MLP
 # with layernorm written as modules, a small CNN, a classifier with an op of
@@ -20,7 +23,7 @@
 # never sees it)
 set -euo pipefail
 source "$(dirname "$0")/../needs_data.sh"
-needs_data fashion_mnist  # the user's model; pretrain and fine_tune read CORPUS
+needs_data fashion_mnist hf_tokenizers  # the user's model, sft's tokenizer; pretrain and fine_tune read CORPUS
 cpu=$1 corpus=$3 backend=$6
 card=(env LEVERS_CUDA_BACKEND="$backend" "$2")
 user=(env LEVERS_CUDA_BACKEND="$backend" "$4")
@@ -64,6 +67,21 @@ run f32_tune "${card[@]}" "${tune[@]}" --device cuda
 run bf16_tune "${card[@]}" "${tune[@]}" --device cuda --precision bf16
 run cpu_tune_x2 "$cpu" "${tune[@]}" --gpus 2
 LEVERS_EMULATED_CARDS=2 run f32_tune_x2 "${card[@]}" "${tune[@]}" --gpus 2 --device cuda
+# sft on a Llama of head size 64 (bf16's attention fused) over Llama 3's vocabulary, made on the CPU.
+run llama_base "$cpu" run pretrain_llama --set steps=1 --set hidden=64 --set intermediate=96 --set layers=1 --set heads=1 \
+    --set kv_heads=1 --set context=64 --set batch_size=1 --set eval_every=0 --set eval_batches=1 --set sample_tokens=0 \
+    --set corpus="$corpus"
+for i in $(seq 12); do
+    printf '{"messages": [{"role": "user", "content": "What is %d plus %d?"}, {"role": "assistant", "content": "%d."}]}\n' \
+        "$i" "$((2 * i))" "$((3 * i))"
+done >chat.jsonl
+sft=(run sft --set model="$work/runs/pretrain_llama/latest/model" --set data="$work/chat.jsonl" --set context=64
+     --set batch_size=2 --set steps=3 --set eval_every=3 --set eval_batches=1 --set checkpoint_every=0 --set val_fraction=0.25)
+run cpu_sft "$cpu" "${sft[@]}"
+run f32_sft "${card[@]}" "${sft[@]}" --device cuda
+run bf16_sft "${card[@]}" "${sft[@]}" --device cuda --precision bf16
+run cpu_sft_x2 "$cpu" "${sft[@]}" --gpus 2
+LEVERS_EMULATED_CARDS=2 run f32_sft_x2 "${card[@]}" "${sft[@]}" --gpus 2 --device cuda
 # The user's own model, on the card against the CPU (the same binary with --device cpu).
 fashion=(run fashion --set steps=6 --set width=32 --set depth=1 --set eval_every=6)
 run user_cpu "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cpu
@@ -84,10 +102,10 @@ run logistic_f32 "${user[@]}" "${logistic[@]}" --device cuda
 run fallback "${tests[@]}" run cpu_op
 grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
     { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
-for run in f32 bf16 f32_tune bf16_tune user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
+for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
     grep -q 'on card 0 (levers emulated card' "$run.log" || { echo "the $run run did not use the emulated card:"; cat "$run.log"; exit 1; }
 done
-for run in f32_x2 bf16_x2 f32_tune_x2 user_f32_x2 cnn_f32_x2; do
+for run in f32_x2 bf16_x2 f32_tune_x2 f32_sft_x2 user_f32_x2 cnn_f32_x2; do
     grep -q '2 ranks on cards 0,1 (levers emulated card' "$run.log" ||
         { echo "the $run run did not use two emulated cards:"; cat "$run.log"; exit 1; }
 done
@@ -104,7 +122,8 @@ def result(name):
 failed = False
 for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32', 'bf16'), 'cpu_x2'),
                                     ('_nodes', ('f32',), 'cpu_x2'), ('_tune', ('f32', 'bf16'), 'cpu_tune'),
-                                    ('_tune_x2', ('f32',), 'cpu_tune_x2')):
+                                    ('_tune_x2', ('f32',), 'cpu_tune_x2'), ('_sft', ('f32', 'bf16'), 'cpu_sft'),
+                                    ('_sft_x2', ('f32',), 'cpu_sft_x2')):
     cpu = result(cpu_run)
     for precision in precisions:
         run, tolerance = precision + suffix, 1e-5 if precision == 'f32' else 0.02

@@ -7,11 +7,11 @@
 # conversation and padding. Throughput counts the real (non-padding) tokens
 # a step trains on; the runs alternate, and the median is reported.
 #
-#   bash bench/sft_packing.sh [rounds] [steps]     (default 2 rounds of 20 steps each)
+#   bash bench/sft_packing.sh [rounds] [steps]     (default 3 rounds of 40 steps each)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rounds=${1:-2}
-steps=${2:-20}
+rounds=${1:-3}
+steps=${2:-40}
 bash "$root/scripts/setup.sh" build
 build=${LEVERS_BUILD:-$root/build}
 data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
@@ -40,7 +40,7 @@ print("| packing | real tokens/s (median) | runs |")
 print("|---|---|---|")
 rate = {}
 for packing in ("true", "false"):
-    runs = [json.loads(l)["tokens_per_second"] for l in (out / f"{packing}.jsonl").read_text().splitlines()]
+    runs = [json.loads(l)["items_per_second"] for l in (out / f"{packing}.jsonl").read_text().splitlines()]
     rate[packing] = statistics.median(runs)
     print(f"| {packing} | {rate[packing]:.0f} | {', '.join(f'{r:.0f}' for r in runs)} |")
 print()

@@ -120,11 +120,11 @@ chat_demo() {
     local recipe="$build/recipe"
     "$recipe" run pretrain_llama
     "$recipe" run sft --set model=runs/pretrain_llama/latest/model --set data="$data/chat/books_chat.jsonl" \
-        --set lora_r=0 --set context=256 --set batch_size=4 --set steps=300 --set lr=1e-3 --set eval_every=100
+        --set lora_r=0 --set context=256 --set batch_size=4 --set steps=600 --set lr=1e-3 --set eval_every=200
     say "the held-out passages' questions, answered by runs/sft/latest/model:"
     "$recipe" run chat --set model=runs/sft/latest/model --set questions="$data/chat/books_chat_test.jsonl" \
-        --set top_k=1 --set tokens=48 --quiet >runs/sft/latest/answers.jsonl
-    head -n 3 runs/sft/latest/answers.jsonl
+        --set top_k=1 --set tokens=48 >runs/sft/latest/answers.jsonl
+    grep -m 4 '^{"answer"' runs/sft/latest/answers.jsonl
     python3 "$root/scripts/books_chat.py" score "$data/chat/books_chat_test.jsonl" runs/sft/latest/answers.jsonl
 }
 

@@ -81,7 +81,8 @@ struct Books {
     data::TextCorpus corpus;
     std::optional<data::TokenWindows> windows;
     long eval_batches = 0;
-    fs::path tokenizer;
+    fs::path tokenizer_dir;                          // copied beside the saved model
+    std::shared_ptr<data::BpeTokenizer> tokenizer;  // read once: the corpus's and the sample's
 
     nlohmann::json save_state() const { return windows->save_state(); }
     void load_state(const nlohmann::json& j) { windows->load_state(j); }
@@ -89,8 +90,9 @@ struct Books {
 
 std::unique_ptr<Books> load_books(const Config& cfg) {
     auto books = std::make_unique<Books>();
-    books->tokenizer = tokenizer_dir(cfg);
-    const auto tokenizer = read_tokenizer(books->tokenizer);
+    books->tokenizer_dir = tokenizer_dir(cfg);
+    books->tokenizer = read_tokenizer(books->tokenizer_dir);
+    const auto tokenizer = books->tokenizer;
     const std::string corpus = cfg.get<std::string>("corpus");
     books->corpus = data::load_text_corpus(
         corpus.empty() ? data::data_dir() / "books" : fs::path(corpus), 0.05,
@@ -128,13 +130,13 @@ Result finish(models::Llama& model, Books& d, const LoopResult& run, const Confi
     if (!dist::is_main()) return out;
     if (!run_dir().empty()) {
         const fs::path dir = run_dir() / "model";
-        models::save_hf_model(dir, model, {.dtype = "float32", .tokenizer_from = d.tokenizer});
+        models::save_hf_model(dir, model, {.dtype = "float32", .tokenizer_from = d.tokenizer_dir});
         fmt::print("saved {} (a Hugging Face directory with the tokenizer and its chat template)\n", dir.string());
         out["model"] = dir.string();
     }
     const int tokens = cfg.get<int>("sample_tokens");
     if (tokens > 0) {
-        const auto tokenizer = read_tokenizer(d.tokenizer);
+        const auto& tokenizer = d.tokenizer;
         Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 2);
         const auto ids = models::generate(model, tokenizer->encode(cfg.get<std::string>("prompt"), true),
                                           {.max_new_tokens = tokens, .temperature = 0.8, .top_k = 40}, rng);

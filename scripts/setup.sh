@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # levers set-up for a Debian 12 machine (run as root, or with sudo available).
 #
-#   bash scripts/setup.sh demo   install what is missing, fetch data, build, run the default job
-#   bash scripts/setup.sh test   the same set-up, then the whole test suite
-#   bash scripts/setup.sh build  set-up and build only
+#   bash scripts/setup.sh demo   install what is missing, fetch the books, build the recipe command
+#                                (first: it is what the demo runs), run the default job
+#   bash scripts/setup.sh test   the whole set-up (every data set, every target), then the test suites
+#   bash scripts/setup.sh build  the whole set-up only
 #   bash scripts/setup.sh chat   the chat demonstration: a small Llama pretrained on the books,
 #                                fine-tuned (sft) on questions about their passages, then asked
 #                                about passages it never saw
@@ -128,13 +129,46 @@ chat_demo() {
     python3 "$root/scripts/books_chat.py" score "$data/chat/books_chat_test.jsonl" runs/sft/latest/answers.jsonl
 }
 
+configure_build() {
+    [ -f "$build/build.ninja" ] && return
+    say "configuring the build in $build"
+    local log; log=$(mktemp)
+    meson setup "$build" "$root" --buildtype=release >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
+    rm -f "$log"
+}
+
+# Reads ninja's "[done/total] ..." lines and says each tenth of the way.
+show_progress() {
+    local line shown=0 tenth
+    while IFS= read -r line; do
+        [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]] || continue
+        tenth=$(( BASH_REMATCH[1] * 10 / BASH_REMATCH[2] ))
+        (( tenth > shown )) || continue
+        shown=$tenth
+        say "built ${BASH_REMATCH[1]} of ${BASH_REMATCH[2]} steps"
+    done
+}
+
+# Builds the given targets (every one when none is given). On a terminal
+# ninja shows its own status line; otherwise a line per tenth of the work, so
+# a log shows the build moving. Errors are shown by building again, plainly.
 build_levers() {
-    if [ ! -f "$build/build.ninja" ]; then
-        local log; log=$(mktemp)
-        meson setup "$build" "$root" --buildtype=release >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
-        rm -f "$log"
+    configure_build
+    say "building ${*:-everything} (ninja -C $build $*)"
+    if [ -t 1 ]; then ninja -C "$build" "$@"; return; fi
+    ninja -C "$build" "$@" | show_progress \
+        || ninja -C "$build" "$@"
+}
+
+# What the demonstrations run: the recipe command, and the card backend when
+# this machine has an NVIDIA card (without it, --device auto trains on the CPU).
+demo_targets() {
+    local targets=(recipe)
+    if [ -n "$(ls -A /proc/driver/nvidia/gpus 2>/dev/null)" ] &&
+       ninja -C "$build" -t targets all 2>/dev/null | grep -q '^liblevers_cuda\.so:'; then
+        targets+=(liblevers_cuda.so)
     fi
-    ninja -C "$build" >/dev/null || ninja -C "$build"
+    echo "${targets[@]}"
 }
 
 # Runs every test binary through meson and ends with one summary line
@@ -152,18 +186,29 @@ run_tests() {
     return $rc
 }
 
-install_packages
-fetch_books
-fetch_gpt2_tokenizer
-fetch_hf_tokenizers
-make_books_chat
-export LEVERS_DATA="$data"
-build_levers
+mode=${1:-demo}
+case "$mode" in demo|test|build|chat) ;; *) echo "usage: bash scripts/setup.sh [demo|test|build|chat]" >&2; exit 2 ;; esac
 
-case "${1:-demo}" in
-    demo) "$build/recipe" run pretrain ;;
-    test) packages=(slurm-wlm munge iproute2); install_packages; run_tests ;;  # for the tests' Slurm and nodes
-    build) ;;
-    chat) chat_demo ;;
-    *) echo "usage: bash scripts/setup.sh [demo|test|build|chat]" >&2; exit 2 ;;
+install_packages
+export LEVERS_DATA="$data"
+# The demonstrations fetch and build what they run first; the test command
+# (and `build`) everything.
+case "$mode" in
+    demo)
+        fetch_books
+        configure_build
+        build_levers $(demo_targets)
+        "$build/recipe" run pretrain ;;
+    chat)
+        fetch_books; fetch_hf_tokenizers; make_books_chat
+        configure_build
+        build_levers $(demo_targets)
+        chat_demo ;;
+    build|test)
+        fetch_books; fetch_gpt2_tokenizer; fetch_hf_tokenizers; make_books_chat
+        build_levers
+        if [ "$mode" = test ]; then
+            packages=(slurm-wlm munge iproute2); install_packages  # for the tests' Slurm and nodes
+            run_tests
+        fi ;;
 esac

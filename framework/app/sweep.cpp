@@ -4,6 +4,7 @@
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/read_file.hpp"
+#include "framework/core/split.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/launch/child_setup.hpp"
@@ -37,15 +38,10 @@ std::vector<Cell> grid_cells(const std::vector<std::string>& grids, std::vector<
         const auto eq = grid.find('=');
         LEVERS_CHECK(eq != std::string::npos && eq > 0, "--grid expects name=v1,v2,..., got '{}'", grid);
         const std::string name = grid.substr(0, eq), values = grid.substr(eq + 1);
-        std::vector<std::string> items;
-        for (std::size_t start = 0; start <= values.size();) {
-            const auto comma = std::min(values.find(',', start), values.size());
-            const std::string v = values.substr(start, comma - start);
+        const std::vector<std::string> items = split(values);
+        for (const auto& v : items)
             LEVERS_CHECK(!v.empty(), "--grid {}: {} (give {}=v1,v2,...)", grid,
                          values.empty() ? "no values" : "an empty value", name);
-            items.push_back(v);
-            start = comma + 1;
-        }
         std::vector<Cell> crossed;
         for (const auto& cell : base) {
             LEVERS_CHECK(!cell.count(name), "--grid {}: '{}' is already set by another --grid or the cells file",

@@ -1,5 +1,7 @@
 #include "framework/dist/collective_queue.hpp"
 
+#include "framework/core/clock.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -10,8 +12,6 @@
 namespace levers::dist {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 class ThreadQueue final : public CollectiveQueue {
 public:

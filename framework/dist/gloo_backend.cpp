@@ -5,6 +5,7 @@
 // (or the InfiniBand and Redis libraries Debian's build links).
 #include "framework/dist/gloo_group.hpp"
 
+#include "framework/core/clock.hpp"
 #include "framework/core/error.hpp"
 #include "framework/dist/store.hpp"
 
@@ -25,9 +26,6 @@
 namespace levers::dist {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Gloo's message without the "[gloo/source.cc:123] " it starts with: its source lines are not for users.
 std::string what_happened(const gloo::Exception& e) {

@@ -3,6 +3,7 @@
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "framework/core/environment.hpp"
+#include "framework/core/clock.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/dist/card_quirks.hpp"
@@ -37,9 +38,6 @@ ncclDataType_t nccl_type(DType t) {
 
 std::size_t width(DType t) { return size_of(t); }
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 }  // namespace
 
 struct NcclBackend::State {
@@ -73,19 +71,8 @@ NcclBackend::NcclBackend(int rank, int world, int device, Store& store, std::chr
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     LEVERS_NCCL_CHECK(ncclCommInitRankConfig(&state_->comm, world, id, rank, &config));
-    const auto start = Clock::now();
-    for (ncclResult_t async = ncclInProgress; async == ncclInProgress;) {
-        LEVERS_NCCL_CHECK(ncclCommGetAsyncError(state_->comm, &async));
-        LEVERS_CHECK(async == ncclSuccess || async == ncclInProgress, "rank {}: joining the NCCL communicator "
-                     "failed: {}", rank, ncclGetErrorString(async));
-        if (async == ncclInProgress && Clock::now() - start > timeout_) {
-            ncclCommAbort(state_->comm);
-            state_->comm = nullptr;
-            LEVERS_FAIL("rank {}: the NCCL communicator of {} ranks did not form within {} ms", rank, world,
-                        timeout_.count());
-        }
-        std::this_thread::yield();
-    }
+    poll(fmt::format("joining the NCCL communicator of {} ranks", world),
+         [](bool in_progress) { return !in_progress; });
 }
 
 NcclBackend::~NcclBackend() {
@@ -94,46 +81,38 @@ NcclBackend::~NcclBackend() {
     if (state_->stream) cudaStreamDestroy(state_->stream);
 }
 
-void NcclBackend::wait(const char* what) {
+double NcclBackend::poll(std::string_view what, const std::function<bool(bool in_progress)>& done) {
     const auto start = Clock::now();
     for (;;) {
-        const cudaError_t done = cudaStreamQuery(state_->stream);
-        if (done == cudaSuccess) break;
-        LEVERS_CHECK(done == cudaErrorNotReady, "rank {}: {} failed on the card: {}", rank_, what,
-                     cudaGetErrorString(done));
         ncclResult_t async = ncclSuccess;
         LEVERS_NCCL_CHECK(ncclCommGetAsyncError(state_->comm, &async));
         if (async != ncclSuccess && async != ncclInProgress) {
-            abort(what);
-            LEVERS_FAIL("rank {}: NCCL {} failed: {}", rank_, what, ncclGetErrorString(async));
+            abort(std::string(what));
+            LEVERS_FAIL("rank {}: {} failed: {}", rank_, what, ncclGetErrorString(async));
         }
+        if (done(async == ncclInProgress)) return seconds_since(start);
         if (Clock::now() - start > timeout_) {
-            abort(what);
-            LEVERS_FAIL("rank {}: NCCL {} did not finish within {} ms (a rank is missing or stuck); the communicator "
-                        "was aborted", rank_, what, timeout_.count());
+            abort(std::string(what));
+            LEVERS_FAIL("rank {}: {} did not finish within {} ms (a rank is missing or stuck); the communicator was "
+                        "aborted", rank_, what, timeout_.count());
         }
         std::this_thread::yield();
     }
-    timing_.in_collectives += seconds_since(start);
+}
+
+void NcclBackend::wait(const char* what) {
+    timing_.in_collectives += poll(what, [&](bool) {
+        const cudaError_t stream = cudaStreamQuery(state_->stream);
+        LEVERS_CHECK(stream == cudaSuccess || stream == cudaErrorNotReady, "rank {}: {} failed on the card: {}", rank_,
+                     what, cudaGetErrorString(stream));
+        return stream == cudaSuccess;
+    });
 }
 
 void NcclBackend::enqueued(int result, const char* call) {
     const auto r = static_cast<ncclResult_t>(result);
     nccl_check(r, call, rank_);
-    const auto start = Clock::now();
-    for (ncclResult_t state = r; state == ncclInProgress;) {
-        LEVERS_NCCL_CHECK(ncclCommGetAsyncError(state_->comm, &state));
-        if (state != ncclSuccess && state != ncclInProgress) {
-            abort(call);
-            LEVERS_FAIL("rank {}: {} failed: {}", rank_, call, ncclGetErrorString(state));
-        }
-        if (state == ncclInProgress && Clock::now() - start > timeout_) {
-            abort(call);
-            LEVERS_FAIL("rank {}: {} was not queued within {} ms; the communicator was aborted", rank_, call,
-                        timeout_.count());
-        }
-        std::this_thread::yield();
-    }
+    if (r == ncclInProgress) poll(call, [](bool in_progress) { return !in_progress; });
 }
 
 void NcclBackend::barrier() {
@@ -142,24 +121,24 @@ void NcclBackend::barrier() {
     LEVERS_CUDA_CHECK(cudaMemsetAsync(one, 0, sizeof(float), state_->stream));
     LEVERS_NCCL_ENQUEUE(ncclAllReduce(one, one, 1, ncclFloat32, ncclSum, state_->comm, state_->stream));
     LEVERS_CUDA_CHECK(cudaFreeAsync(one, state_->stream));
-    wait("barrier");
+    wait("NCCL barrier");
 }
 
 void NcclBackend::all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) {
     LEVERS_NCCL_ENQUEUE(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
                                     op == ReduceOp::mean ? ncclAvg : ncclSum, state_->comm, state_->stream));
-    wait("all_reduce");
+    wait("NCCL all_reduce");
 }
 
 void NcclBackend::broadcast(void* data, std::size_t bytes, int root) {
     LEVERS_NCCL_ENQUEUE(ncclBroadcast(data, data, bytes, ncclUint8, root, state_->comm, state_->stream));
-    wait("broadcast");
+    wait("NCCL broadcast");
 }
 
 void NcclBackend::all_gather(void* out, const void* in, std::int64_t n, DType dtype) {
     LEVERS_NCCL_ENQUEUE(ncclAllGather(in, out, static_cast<std::size_t>(n), nccl_type(dtype), state_->comm,
                                     state_->stream));
-    wait("all_gather");
+    wait("NCCL all_gather");
 }
 
 void NcclBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) {
@@ -174,7 +153,7 @@ void NcclBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DTyp
     LEVERS_CUDA_CHECK(cudaMemcpyAsync(out, static_cast<char*>(scratch) + static_cast<std::size_t>(lo) * w,
                                       static_cast<std::size_t>(hi - lo) * w, cudaMemcpyDeviceToDevice, state_->stream));
     LEVERS_CUDA_CHECK(cudaFreeAsync(scratch, state_->stream));
-    wait("reduce_scatter");
+    wait("NCCL reduce_scatter");
 }
 
 class NcclBackend::StreamQueue final : public CollectiveQueue {
@@ -195,7 +174,7 @@ public:
 
     void wait(Work w) override {
         if (w.ticket <= done_) return;
-        group_.wait("gradient all-reduce");  // the stream runs them in order: all queued so far are done
+        group_.wait("NCCL gradient all-reduce");  // the stream runs them in order: all queued so far are done
         done_ = queued_;
     }
 

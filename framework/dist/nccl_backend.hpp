@@ -10,7 +10,9 @@
 #include "framework/dist/nccl_id.hpp"
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <string_view>
 
 namespace levers::dist {
 
@@ -45,7 +47,12 @@ public:
 private:
     struct State;
     class StreamQueue;
-    void wait(const char* what);  // for the stream, within the timeout
+    // Polls until `done(in_progress)` says the work is over (in_progress: the
+    // communicator is still busy), within the timeout: an error the
+    // communicator reports, or the deadline, aborts it and fails naming
+    // `what`. Returns the seconds it took.
+    double poll(std::string_view what, const std::function<bool(bool in_progress)>& done);
+    void wait(const char* what);  // for the stream, within the timeout; `what` names the collective
     // Checks a collective's call; where NCCL answered ncclInProgress (the
     // communicator is non-blocking), waits within the timeout until the
     // collective is on the stream, so that stream queries and events see it.

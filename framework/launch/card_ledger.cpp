@@ -2,6 +2,7 @@
 
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/split.hpp"
 #include "framework/core/threads.hpp"
 
 #include <fmt/format.h>
@@ -258,11 +259,8 @@ std::vector<int> visible_cuda_cards(int count, const char* cuda_visible_devices)
         for (int i = 0; i < count; ++i) ids.push_back(i);
         return ids;
     }
-    std::string list = cuda_visible_devices;
-    std::size_t start = 0;
-    while (start <= list.size() && !list.empty()) {
-        const auto comma = list.find(',', start);
-        const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (*cuda_visible_devices == '\0') return ids;  // set but empty: no card
+    for (const auto& item : split(cuda_visible_devices)) {
         char* end = nullptr;
         const long v = std::strtol(item.c_str(), &end, 10);
         LEVERS_CHECK(!item.empty() && *end == '\0' && v >= 0 && v < count,
@@ -270,8 +268,6 @@ std::vector<int> visible_cuda_cards(int count, const char* cuda_visible_devices)
                      "not UUIDs",
                      item, count - 1);
         if (std::find(ids.begin(), ids.end(), static_cast<int>(v)) == ids.end()) ids.push_back(static_cast<int>(v));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
     }
     return ids;
 }

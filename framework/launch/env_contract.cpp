@@ -2,6 +2,7 @@
 
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/split.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -41,17 +42,15 @@ bool read_family(RankEnv& env, const char* rank, const char* world, const char* 
 // Slurm says how many tasks each node runs as "2(x3),1" (three nodes of 2,
 // then one of 1): the count of node `node`, or 0 if the list does not say.
 int tasks_on_node(const char* name, const std::string& list, int node) {
-    std::size_t at = 0;
-    for (int first = 0; at < list.size();) {
-        const std::size_t end = std::min(list.find(',', at), list.size());
-        const std::string item = list.substr(at, end - at);
+    if (list.empty()) return 0;
+    int first = 0;
+    for (const auto& item : split(list)) {
         const std::size_t paren = item.find("(x");
         const long count = parse_number(name, item.substr(0, paren).c_str(), 1);
         const std::string times = paren == std::string::npos ? "1" : item.substr(paren + 2, item.size() - paren - 3);
         const long repeat = parse_number(name, times.c_str(), 1);
         if (node < first + repeat) return static_cast<int>(count);
         first += static_cast<int>(repeat);
-        at = end + 1;
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 #include "framework/recipe/config.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/core/split.hpp"
 
 #include <fmt/ranges.h>
 
@@ -31,13 +32,10 @@ bool parse_double(const std::string& s, double& out) {
 
 // Splits "a,b,c" and parses each item; false if any item is bad.
 template <class T, class Parse> bool parse_list(const std::string& text, std::vector<T>& xs, Parse parse) {
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        auto comma = std::min(text.find(',', start), text.size());
+    for (const auto& item : split(text)) {
         T x;
-        if (!parse(text.substr(start, comma - start), x)) return false;
+        if (!parse(item, x)) return false;
         xs.push_back(x);
-        start = comma + 1;
     }
     return true;
 }
@@ -123,15 +121,12 @@ void check_bounds(const ParamSpec& spec, const ParamValue& v) {
 
 std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int min) {
     std::vector<int> xs;
-    for (std::size_t start = 0; start <= text.size();) {
-        const auto comma = std::min(text.find(',', start), text.size());
-        const std::string item = text.substr(start, comma - start);
+    for (const auto& item : split(text)) {
         long x = 0;
         LEVERS_CHECK(parse_long(item, x) && x >= min && x <= (1 << 20),
                      "{} '{}': item {} ({}) is not an integer >= {}; give them separated by commas (e.g. 1,2,4)",
                      flag, text, xs.size() + 1, item.empty() ? "empty" : "'" + item + "'", min);
         xs.push_back(static_cast<int>(x));
-        start = comma + 1;
     }
     return xs;
 }

@@ -1,5 +1,6 @@
 #include "framework/train/loop.hpp"
 
+#include "framework/core/clock.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/dist/data_parallel.hpp"
 #include "framework/train/metrics_log.hpp"
@@ -13,11 +14,6 @@
 #include <cmath>
 
 namespace levers::train {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-}  // namespace
 
 void LoopOptions::validate() const {
     LEVERS_CHECK(steps >= 1, "steps must be >= 1, got {}", steps);

@@ -1,5 +1,6 @@
 #include "framework/train/progress_console.hpp"
 
+#include "framework/core/clock.hpp"
 #include "framework/dist/context.hpp"
 
 #include <fmt/format.h>
@@ -8,8 +9,6 @@
 #include <cstdio>
 
 namespace levers::train {
-
-using Clock = std::chrono::steady_clock;
 
 ProgressConsole::ProgressConsole(LiveProgress mode) : mode_(dist::is_main() ? mode : LiveProgress::off) {}
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Fails the build when a file includes a header of a layer its own may not use.
+"""Fails the build when a file includes a header of a layer its own may not use,
+or defines a member of a class another layer declares.
 
 The layers and their arrows are those of the Meson libraries (meson.build):
-a layer may include its own headers and those of the layers listed for it.
+a layer may include its own headers and those of the layers listed for it,
+and defines what its own headers declare (a member defined in a layer above
+its class would let the class's users reach up, past the arrows, at link time).
 Usage: check_layers.py SOURCE_ROOT STAMP
 """
 import pathlib
@@ -44,25 +47,66 @@ def layer_of(path: str) -> str | None:
     return None
 
 
+# The layer whose headers a backend file implements: NCCL's and Gloo's groups
+# are dist's Backend, the CUDA kernels are kernels'.
+def home_layer(path: str) -> str | None:
+    layer = layer_of(path)
+    if layer == "cuda_backend":
+        return "kernels" if path.startswith("kernels/") else "dist"
+    return "dist" if layer == "gloo_backend" else layer
+
+
+CLASS = re.compile(r'^\s*(?:template\s*<[^>]*>\s*)?(?:class|struct)\s+(\w+)(?:\s+final)?\s*(?::[^;{]*)?\{', re.M)
+# A member defined out of its class, at the start of a line (namespaces are not indented).
+MEMBER = re.compile(r'^(?![ \t#/]|return\b|using\b)[^;{}()=]*?\b(\w+)::~?(\w+)\s*\(', re.M)
+
+
+def files(root: pathlib.Path):
+    for top in ("framework", "kernels", "models", "recipes"):
+        for f in sorted((root / top).rglob("*")):
+            if f.suffix in (".cpp", ".hpp", ".cu", ".cuh"):
+                yield f.relative_to(root).as_posix(), f.read_text(errors="replace")
+
+
+def misplaced_definitions(sources: dict[str, str]) -> list[str]:
+    declared: dict[str, set[str]] = {}  # class name -> layers whose headers declare it
+    for path, text in sources.items():
+        if path.endswith((".hpp", ".cuh")):
+            for name in CLASS.findall(text):
+                declared.setdefault(name, set()).add(home_layer(path))
+    wrong = []
+    for path, text in sources.items():
+        if not path.endswith((".cpp", ".cu")):
+            continue
+        mine, local = home_layer(path), set(CLASS.findall(text))
+        for cls, member in MEMBER.findall(text):
+            layers = declared.get(cls)
+            if layers and mine not in layers and cls not in local:
+                wrong.append(f"{path}: defines {cls}::{member}, which layer {'/'.join(sorted(layers))} declares; "
+                             f"define it there")
+    return wrong
+
+
 def main() -> int:
     root = pathlib.Path(sys.argv[1])
     include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+    sources = dict(files(root))
     wrong = []
-    for top in ("framework", "kernels", "models", "recipes"):
-        for f in sorted((root / top).rglob("*")):
-            if f.suffix not in (".cpp", ".hpp", ".cu", ".cuh"):
+    for path, text in sources.items():
+        mine = layer_of(path)
+        for header in include.findall(text):
+            theirs = layer_of(header)
+            if theirs is None or theirs == mine:
                 continue
-            path = f.relative_to(root).as_posix()
-            mine = layer_of(path)
-            for header in include.findall(f.read_text(errors="replace")):
-                theirs = layer_of(header)
-                if theirs is None or theirs == mine:
-                    continue
-                if theirs not in MAY_USE[mine]:
-                    wrong.append(f"{path}: includes {header}, but layer {mine} may use only "
-                                 f"{', '.join(MAY_USE[mine]) or 'nothing'}")
+            if theirs not in MAY_USE[mine]:
+                wrong.append(f"{path}: includes {header}, but layer {mine} may use only "
+                             f"{', '.join(MAY_USE[mine]) or 'nothing'}")
     if wrong:
         print("layers: includes against the arrows (scripts/check_layers.py):", *wrong, sep="\n  ")
+        return 1
+    wrong = misplaced_definitions(sources)
+    if wrong:
+        print("layers: definitions outside their declaring layer (scripts/check_layers.py):", *wrong, sep="\n  ")
         return 1
     pathlib.Path(sys.argv[2]).write_text("ok\n")
     return 0

@@ -6,6 +6,7 @@
 #include "framework/app/status_command.hpp"
 #include "framework/app/tokenize_command.hpp"
 #include "framework/app/submit.hpp"
+#include "framework/app/sweep.hpp"
 #include "framework/app/sweep_command.hpp"
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
@@ -107,7 +108,6 @@ int show_recipe(const std::string& name) {
     return 0;
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
     // Set before any CUDA call, inherited by ranks and sweep cells; a value
     // the user set wins.
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+    set_map_runner(&run_map_cells);  // Plan::map's cells run as this command's sweeps
     const std::string program = std::filesystem::path(argv[0]).filename().string();
     CLI::App app("levers: train neural networks on 1 to 8 cards from C++, with recipes written in C++.", program);
     app.set_version_flag("--version", kVersion);

@@ -1,15 +1,11 @@
 #include "framework/app/sweep.hpp"
 
-#include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
 #include "framework/core/read_file.hpp"
 #include "framework/core/split.hpp"
-#include "framework/dist/context.hpp"
 #include "framework/launch/card_ledger.hpp"
 #include "framework/launch/child_setup.hpp"
-#include "framework/recipe/device_choice.hpp"
-#include "framework/recipe/run_dir.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/process.hpp>
@@ -263,39 +259,15 @@ std::vector<CellOutcome> run_sweep(const SweepOptions& options) {
     return outcomes;
 }
 
-}  // namespace levers
-
-// Plan::map lives here, beside the sweep it runs.
-namespace levers {
-
-std::vector<Result> Plan::map(const std::vector<Cell>& cells, const Cell& every_cell) const {
-    LEVERS_CHECK(is_registered(name()), "map(): recipe '{}' must be registered with LEVERS_RECIPE in this binary, "
-                 "which runs its cells", name());
-    LEVERS_CHECK(env::get("LEVERS_SEGMENT") == nullptr && env::get("WORLD_SIZE") == nullptr,
-                 "map(): a sweep starts from a one-card job, not from a rank of a multi-card one");
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-        Config c = defaults();
-        try {
-            for (const auto& [k, v] : every_cell) c.set(k, v);
-            for (const auto& [k, v] : cells[i]) c.set(k, v);
-            check(c);
-        } catch (const Error& e) {
-            LEVERS_FAIL("map(): cell {}: {}", i, e.message());
-        }
-    }
-    static int calls = 0;
+std::vector<Result> run_map_cells(const MapCells& job) {
     SweepOptions o;
-    o.recipe = name();
-    o.cells = cells;
-    for (const auto& [k, v] : every_cell) o.sets.push_back(k + "=" + v);
+    o.recipe = job.recipe;
+    o.cells = job.cells;
+    o.sets = job.sets;
     o.program = fs::read_symlink("/proc/self/exe").string();
-    o.device = dist::device().is_cpu() ? "cpu" : "cuda";  // the cells compute where this job does
-    o.precision = std::string(name_of(compute_dtype()));
-    const fs::path here = run_dir();
-    o.dir = here.empty() ? make_run_dir(name(), "", "map-")
-                         : here / fmt::format("map-{}{}", name(), ++calls == 1 ? "" : fmt::format("-{}", calls));
-    fs::create_directories(o.dir);
-    launch::job_lease().release();  // this job's card is idle while its cells run: they need it
+    o.device = job.device;
+    o.precision = job.precision;
+    o.dir = job.dir;
     auto outcomes = run_sweep(o);
     print_sweep_table(outcomes);
     write_sweep_report(o.dir, outcomes);

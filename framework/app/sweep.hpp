@@ -7,6 +7,7 @@
 // does not stop the others.
 #pragma once
 
+#include "framework/recipe/map_cells.hpp"
 #include "framework/recipe/recipe.hpp"
 
 #include <filesystem>
@@ -16,7 +17,6 @@
 
 namespace levers {
 
-using Cell = std::map<std::string, std::string>;  // parameter overrides, as text
 
 // The cartesian product of grid flags "name=v1,v2,..." (in the order given),
 // each crossed with `base` cells (one empty cell when base is empty). Throws
@@ -60,5 +60,9 @@ std::vector<CellOutcome> run_sweep(const SweepOptions& options);
 // The console table and sweep.csv / sweep.json in `dir`.
 void print_sweep_table(const std::vector<CellOutcome>& cells);
 void write_sweep_report(const std::filesystem::path& dir, const std::vector<CellOutcome>& cells);
+
+// Plan::map's cells run as a sweep (registered by levers::main; see map_cells.hpp):
+// the table printed, the report written, one result per cell.
+std::vector<Result> run_map_cells(const MapCells& job);
 
 }  // namespace levers

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""scripts/check_layers.py passes the tree as it is and fails an include against the arrows, naming it."""
+"""scripts/check_layers.py passes the tree as it is, and fails an include against the arrows or a member
+defined outside the layer that declares its class, naming it."""
 import pathlib
 import shutil
 import subprocess
@@ -28,4 +29,18 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write_text(original)
         assert bad.returncode == 1, (path, bad.stdout)
         assert f"{path}: includes {header}, but {said}" in bad.stdout, bad.stdout
-print("layers: the tree passes; 4 includes against the arrows are refused")
+    # Members defined in another layer than their class's header (as Plan::map once was, in the app).
+    definitions = [
+        ("framework/app/sweep.cpp", "namespace levers {\nvoid Plan::extra() const {}\n}\n", "Plan::extra", "recipe"),
+        ("framework/train/loop.cpp", "namespace levers {\nint ParamSet::extra() { return 0; }\n}\n",
+         "ParamSet::extra", "core"),
+    ]
+    for path, code, member, layer in definitions:
+        f = copy / path
+        original = f.read_text()
+        f.write_text(original + "\n" + code)
+        bad = subprocess.run([sys.executable, check, copy, copy / "ok"], capture_output=True, text=True)
+        f.write_text(original)
+        assert bad.returncode == 1, (path, bad.stdout)
+        assert f"{path}: defines {member}, which layer {layer} declares" in bad.stdout, bad.stdout
+print("layers: the tree passes; 4 includes against the arrows and 2 misplaced definitions are refused")

@@ -227,7 +227,7 @@ const Tensor& Tape::one_like(const Tensor& root) {
 void Tape::mark_leaves_final(std::int32_t node, std::int64_t& cursor) {
     for (; cursor >= 0 && leaves_[static_cast<std::size_t>(cursor)]->first_use >= node; --cursor) {
         Leaf* l = leaves_[static_cast<std::size_t>(cursor)];
-        if (l->set && l->set->has_final_hook()) l->set->mark_final(l->entry);
+        if (GradHooks* hooks = l->set ? l->set->grad_hooks() : nullptr) hooks->grad_final(l->entry);
     }
 }
 
@@ -261,16 +261,16 @@ void Tape::backward(const Tensor& root, const Tensor* gradient) {
     }
     InferenceMode no_recording;  // backward functions call kernels, never ops; views of gradients record nothing
 
-    // Parameters DDP listens to: final now unless this graph uses them.
+    // Sets with listeners (DDP's) hear which of their gradients this graph computes.
     sets_.clear();
     for (Leaf* l : leaves_)
-        if (l->set && l->set->has_final_hook() && std::find(sets_.begin(), sets_.end(), l->set) == sets_.end()) {
+        if (l->set && l->set->grad_hooks() && std::find(sets_.begin(), sets_.end(), l->set) == sets_.end()) {
             sets_.push_back(l->set);
-            l->set->begin_final();
+            l->set->grad_hooks()->backward_begins();
         }
     for (Leaf* l : leaves_)
-        if (l->set && l->set->has_final_hook()) l->set->expect_grad(l->entry);
-    for (ParamSet* s : sets_) s->publish_final();
+        if (GradHooks* hooks = l->set ? l->set->grad_hooks() : nullptr) hooks->will_compute(l->entry);
+    for (ParamSet* s : sets_) s->grad_hooks()->planned();
 
     std::int64_t cursor = static_cast<std::int64_t>(leaves_.size()) - 1;
     for (std::int32_t i = v.node; i >= 0; --i) {

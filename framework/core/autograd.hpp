@@ -15,9 +15,9 @@
 // memory only while its outputs live.
 //
 // Parameters are leaves that belong to a ParamSet: as backward passes the
-// first node that used a parameter, its gradient is final, and the set hears
-// it (ParamSet::mark_final), so data parallelism averages gradient buckets
-// while backward goes on without the model doing anything.
+// first node that used a parameter, its gradient is final, and the set's
+// listener hears it (GradHooks, params.hpp), so data parallelism averages
+// gradient buckets while backward goes on without the model doing anything.
 #pragma once
 
 #include "framework/core/tensor.hpp"

@@ -17,7 +17,6 @@ void ParamSet::allocate(DType dtype, bool with_grads) {
     LEVERS_CHECK(dtype == DType::f32 || dtype == DType::f64, "parameters are f32 or f64, not {}", name_of(dtype));
     params_ = Tensor::persistent({size_}, dtype);
     grads_ = with_grads ? Tensor::persistent({size_}, dtype) : Tensor();
-    final_.assign(entries_.size(), 0);
     ++version_;
 }
 
@@ -62,24 +61,6 @@ int ParamSet::find(const std::string& name) const {
     for (std::size_t i = 0; i < entries_.size(); ++i)
         if (entries_[i].name == name) return static_cast<int>(i);
     return -1;
-}
-
-void ParamSet::begin_final() {
-    final_.assign(entries_.size(), 1);
-    frontier_ = entries_.size();
-}
-
-void ParamSet::expect_grad(int id) { final_[static_cast<std::size_t>(id)] = 0; }
-
-void ParamSet::publish_final() {
-    const std::size_t before = frontier_;
-    while (frontier_ > 0 && final_[frontier_ - 1]) --frontier_;
-    if (frontier_ < before && on_final_) on_final_(entries_[frontier_].offset);
-}
-
-void ParamSet::mark_final(int id) {
-    final_[static_cast<std::size_t>(id)] = 1;
-    publish_final();
 }
 
 }  // namespace levers

@@ -16,6 +16,22 @@
 
 namespace levers {
 
+// What the autograd engine tells whoever listens to a ParamSet's gradients
+// during a backward pass (data parallelism registers one: dist/grad_sync.hpp),
+// as PyTorch's post-accumulate-grad hooks do per parameter. In order:
+// backward_begins(); will_compute(entry) for each entry whose gradient this
+// pass computes; planned() (every other entry's gradient is final already);
+// then grad_final(entry) for each of those once backward has passed the last
+// node that adds to it.
+class GradHooks {
+public:
+    virtual ~GradHooks() = default;
+    virtual void backward_begins() = 0;
+    virtual void will_compute(int entry) = 0;
+    virtual void planned() = 0;
+    virtual void grad_final(int entry) = 0;
+};
+
 class ParamSet {
 public:
     struct Entry {
@@ -62,27 +78,17 @@ public:
     std::uint64_t version() const { return version_; }
     void changed() { ++version_; }
 
-    // --- when gradients are final (data parallelism listens) ----------------
-    // `hook(offset)`: the gradients from `offset` to the end of the flat
-    // buffer will not change again in this backward pass (empty: nobody listens).
-    void set_final_hook(std::function<void(std::int64_t)> hook) { on_final_ = std::move(hook); }
-    bool has_final_hook() const { return static_cast<bool>(on_final_); }
-    // The autograd engine, at the start of a backward pass: every entry is
-    // final unless expect_grad() says this pass computes its gradient; then
-    // mark_final() as backward passes each one's first use.
-    void begin_final();
-    void expect_grad(int id);
-    void publish_final();
-    void mark_final(int id);
+    // Who hears the autograd engine's calls on these gradients (null: nobody;
+    // not owned: the listener unsets itself before it goes).
+    void set_grad_hooks(GradHooks* hooks) { hooks_ = hooks; }
+    GradHooks* grad_hooks() const { return hooks_; }
 
 private:
     std::vector<Entry> entries_;
     std::int64_t size_ = 0;
     Tensor params_, grads_;
     std::uint64_t version_ = 0;
-    std::function<void(std::int64_t)> on_final_;
-    std::vector<char> final_;  // per entry, during a backward pass
-    std::size_t frontier_ = 0;  // entries [frontier_, n) are final and announced
+    GradHooks* hooks_ = nullptr;
 };
 
 }  // namespace levers

@@ -19,16 +19,21 @@ ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes) : params_(para
     sync_ = std::make_unique<GradientSync>(*group, params.grads().raw(), params.grad_dtype(), params.size(),
                                            std::max<std::int64_t>(1, bucket_bytes / elem),
                                            on_card ? compute_stream() : nullptr);
+    frontier_ = std::make_unique<FinalFrontier>(params, [this](std::int64_t from) { sync_->ready_from(from); });
 }
 
-ParamSync::~ParamSync() { params_.set_final_hook({}); }
+ParamSync::~ParamSync() { disarm(); }
+
+void ParamSync::disarm() {
+    if (params_.grad_hooks() == frontier_.get()) params_.set_grad_hooks(nullptr);
+}
 
 void ParamSync::arm() {
-    if (sync_) params_.set_final_hook([this](std::int64_t from) { sync_->ready_from(from); });
+    if (sync_) params_.set_grad_hooks(frontier_.get());
 }
 
 void ParamSync::finish() {
-    params_.set_final_hook({});
+    disarm();
     if (sync_) sync_->finish();
 }
 

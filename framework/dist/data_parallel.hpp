@@ -43,8 +43,10 @@ public:
     const GradientSync* buckets() const { return sync_.get(); }
 
 private:
+    void disarm();
     ParamSet& params_;
     std::unique_ptr<GradientSync> sync_;
+    std::unique_ptr<FinalFrontier> frontier_;  // what the autograd engine calls during backward
 };
 
 template <class Model> class DataParallel {

@@ -7,6 +7,29 @@
 
 namespace levers::dist {
 
+FinalFrontier::FinalFrontier(const ParamSet& params, std::function<void(std::int64_t)> ready)
+    : params_(params), ready_(std::move(ready)) {}
+
+void FinalFrontier::backward_begins() {
+    final_.assign(params_.entries().size(), 1);  // capacity kept: steady steps allocate nothing
+    frontier_ = final_.size();
+}
+
+void FinalFrontier::will_compute(int entry) { final_[static_cast<std::size_t>(entry)] = 0; }
+
+void FinalFrontier::planned() { advance(); }
+
+void FinalFrontier::grad_final(int entry) {
+    final_[static_cast<std::size_t>(entry)] = 1;
+    advance();
+}
+
+void FinalFrontier::advance() {
+    const std::size_t before = frontier_;
+    while (frontier_ > 0 && final_[frontier_ - 1]) --frontier_;
+    if (frontier_ < before) ready_(params_.entries()[frontier_].offset);
+}
+
 GradientSync::GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
                            void* card_stream)
     : grads_(static_cast<std::byte*>(grads)),

@@ -8,17 +8,41 @@
 // communication thread, on cards the backend's stream behind the compute
 // stream's work) while backward goes on; finish() queues the rest and waits.
 // Every rank reports the same offsets in the same order, so the collectives
-// match.
+// match. The offsets come from the autograd engine through FinalFrontier, the
+// listener data parallelism sets on the model's ParamSet.
 #pragma once
 
+#include "framework/core/params.hpp"
 #include "framework/dist/backend.hpp"
 #include "framework/dist/collective_queue.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 namespace levers::dist {
+
+// Turns the autograd engine's per-parameter calls (GradHooks) into DDP's
+// frontier: `ready(offset)` each time every gradient from `offset` to the end
+// of the flat buffer has become final in this backward pass. Parameters the
+// pass does not use are final from its start.
+class FinalFrontier final : public GradHooks {
+public:
+    FinalFrontier(const ParamSet& params, std::function<void(std::int64_t offset)> ready);
+    void backward_begins() override;
+    void will_compute(int entry) override;
+    void planned() override;
+    void grad_final(int entry) override;
+
+private:
+    void advance();
+    const ParamSet& params_;
+    std::function<void(std::int64_t)> ready_;
+    std::vector<char> final_;   // per entry, during a backward pass
+    std::size_t frontier_ = 0;  // entries [frontier_, n) are final and announced
+};
 
 class GradientSync {
 public:

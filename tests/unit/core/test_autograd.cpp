@@ -7,6 +7,7 @@
 #include "framework/nn/nn.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 using namespace levers;
 
@@ -99,7 +100,8 @@ TEST_CASE("autograd: an op used wrongly names the op, the argument and both shap
     CHECK_THROWS_AS(ops::gelu(Tensor::zeros({2}, DType::i32)), Error);
 }
 
-TEST_CASE("autograd: a parameter set hears each gradient final as backward passes its first use") {
+TEST_CASE("autograd: a parameter set's listener hears the plan, then each gradient final as backward passes its "
+          "first use") {
     // Three layers; the set lists them in forward order, so finality comes from the end.
     nn::Sequential net;
     net.add<nn::Linear>(4, 4);
@@ -108,14 +110,27 @@ TEST_CASE("autograd: a parameter set hears each gradient final as backward passe
     net.add<nn::Linear>(4, 3, /*bias=*/false);
     net.initialize(1);
     ParamSet& params = net.parameters();
-    std::vector<std::int64_t> heard;
-    params.set_final_hook([&](std::int64_t from) { heard.push_back(from); });
+    struct Heard final : GradHooks {
+        std::vector<std::string> calls;
+        void backward_begins() override { calls.push_back("begins"); }
+        void will_compute(int entry) override { calls.push_back(fmt::format("computes {}", entry)); }
+        void planned() override { calls.push_back("planned"); }
+        void grad_final(int entry) override { calls.push_back(fmt::format("final {}", entry)); }
+    } heard;
+    params.set_grad_hooks(&heard);
     const Tensor x = Tensor::from(std::vector<float>(8, 0.5f), {2, 4});
     const Tensor loss = ops::cross_entropy(net(x), Tensor::from(std::vector<std::int32_t>{0, 2}, {2}));
     loss.backward();
-    params.set_final_hook({});
-    REQUIRE(!heard.empty());
-    CHECK(std::is_sorted(heard.rbegin(), heard.rend()));  // offsets only go down
-    CHECK(heard.back() == 0);                              // at the end, everything
-    CHECK(heard.front() == params.entries().back().offset);  // the last layer first
+    params.set_grad_hooks(nullptr);
+    // Entries: 0, 1 (first linear), 2, 3 (second), 4 (third, no bias): all used, then final from the end.
+    const std::vector<std::string> expected = {"begins",  "computes 0", "computes 1", "computes 2", "computes 3",
+                                               "computes 4", "planned", "final 4",    "final 3",    "final 2",
+                                               "final 1",   "final 0"};
+    REQUIRE(params.entries().size() == 5);
+    std::vector<std::string> sorted_plan(heard.calls.begin() + 1, heard.calls.begin() + 6);
+    std::sort(sorted_plan.begin(), sorted_plan.end());  // the plan's order is the tape's leaves', any
+    CHECK(heard.calls.front() == "begins");
+    CHECK(sorted_plan == std::vector<std::string>(expected.begin() + 1, expected.begin() + 6));
+    CHECK(std::vector<std::string>(heard.calls.begin() + 6, heard.calls.end()) ==
+          std::vector<std::string>(expected.begin() + 6, expected.end()));
 }

@@ -1,7 +1,10 @@
 // The collectives a process group offers, whatever carries them: shared
-// memory between the processes of one node (ShmBackend) or, with CUDA, NCCL
-// between cards. The training loop, gradient averaging and the rank helpers
-// see only this interface.
+// memory between the processes of one node (ShmBackend), NCCL between cards
+// (NcclBackend, in the card backend), Gloo between nodes (gloo_group.hpp, in
+// liblevers_gloo), shared memory within each node and Gloo between their
+// leaders (HierarchicalBackend), or host buffers staged through a card group
+// (CardStagedBackend). The training loop, gradient averaging and the rank
+// helpers see only this interface.
 //
 // Every collective is collective: every rank calls the same ones in the same
 // order. Buffers live where the backend computes (host memory for the

@@ -111,7 +111,7 @@ int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv
         fmt::print(stderr, "error: rank {}: cannot join the job: {}\n", env.rank, user_line(e));
         return 1;
     }
-    const Device device = env.device == "cuda" ? Device::cuda(env.local_rank) : Device::cpu();
+    const Device device = env.device == Device::Kind::cuda ? Device::cuda(env.local_rank) : Device::cpu();
     return run_in_group(r, cfg, env, std::move(group), nullptr, device, collective_timeout(env, timeout_s),
                         rank_threads(env),
                         [&](const Result& result) {
@@ -121,10 +121,10 @@ int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv
 
 int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv& env, const RunFlags& flags,
                          int argc, char** argv) {
-    const std::string device_kind = resolve_device(flags.device, env.local_world_size);
-    set_compute_dtype(resolve_precision(flags.precision, device_kind));
+    const Device::Kind kind = resolve_device(flags.device, env.local_world_size);
+    set_compute_dtype(resolve_precision(flags.precision, kind));
     // Each rank computes on the card of its local rank, as under torchrun.
-    const Device device = device_kind == "cuda" ? Device::cuda(env.local_rank) : Device::cpu();
+    const Device device = kind == Device::Kind::cuda ? Device::cuda(env.local_rank) : Device::cpu();
     std::optional<launch::JoinedGroup> joined;
     try {
         if (!device.is_cpu()) use_gpu(device.index);  // before the NCCL group a job across nodes makes

@@ -1,6 +1,6 @@
 #include "framework/app/run_command.hpp"
 
-#include "framework/app/job_cards.hpp"
+#include "framework/app/job_slots.hpp"
 #include "framework/app/rank_join.hpp"
 #include "framework/app/restarts.hpp"
 #include "framework/app/run_config.hpp"
@@ -31,15 +31,15 @@ void publish_to(const fs::path& dir, const Result& result) {
 
 // Starts one process per rank on `cards` and supervises them to the end;
 // after a failing rank, again from the latest checkpoint, --restarts times.
-int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, const std::string& device,
-                 const std::vector<int>& cards, const fs::path& dir, int argc, char** argv) {
+int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, Device::Kind device,
+                 const std::vector<int>& slots, const fs::path& dir, int argc, char** argv) {
     launch::LaunchOptions options;
     options.program = fs::read_symlink("/proc/self/exe").string();
     options.args.assign(argv + 1, argv + argc);
     options.ranks = ranks;
     options.threads_per_rank = threads;
     options.device = device;
-    if (device == "cuda") options.cuda_cards = cards;
+    if (device == Device::Kind::cuda) options.cuda_cards = slots;
     options.timeout = std::chrono::milliseconds(static_cast<long>(flags.timeout_s * 1000));
     options.all_output = flags.output == "all";
     options.log_dir = dir;
@@ -77,16 +77,15 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
 
     const int gpus = flags.gpus.value_or(r.default_gpus());
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
-    const std::string device = resolve_device(flags.device, gpus);
+    const Device::Kind device = resolve_device(flags.device, gpus);
     set_compute_dtype(resolve_precision(flags.precision, device));
-    const bool cuda = device == "cuda";
-    check_job_fits(gpus, cuda);
+    check_job_fits(gpus, device);
     if (!flags.out.empty())  // refused before anything waits or runs
         LEVERS_CHECK(!fs::exists(flags.out) || (fs::is_directory(flags.out) && fs::is_empty(flags.out)),
                      "--out {}: exists and is not an empty directory; give a new or empty one", flags.out);
-    std::vector<int> cards;
+    std::vector<int> slots;
     try {
-        cards = take_cards(r, gpus, flags.threads, flags.wait, cuda);
+        slots = take_slots(r, gpus, flags.threads, flags.wait, device);
     } catch (const Error& e) {
         fmt::print(stderr, "error: {}\n", e.message());
         return 1;
@@ -94,13 +93,14 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     const fs::path dir = make_run_dir(r.name(), flags.out);
     set_run_dir(dir);
     write_config(dir, r, cfg, gpus, argc, argv);
-    const int slots = static_cast<int>(cards.size());
-    const int threads = flags.threads > 0 ? flags.threads : std::max(1, (cuda ? available_cores() : slots) / gpus);
-    announce_placement(r, gpus, threads, cards, cuda, dir);
+    const bool cuda = device == Device::Kind::cuda;
+    const int cores = cuda ? available_cores() : static_cast<int>(slots.size());
+    const int threads = flags.threads > 0 ? flags.threads : std::max(1, cores / gpus);
+    announce_placement(r, gpus, threads, slots, device, dir);
     // With restarts, even one rank runs as a process of its own: the launcher outlives its failure.
-    if (gpus > 1 || flags.restarts > 0) return launch_ranks(r, flags, gpus, threads, device, cards, dir, argc, argv);
+    if (gpus > 1 || flags.restarts > 0) return launch_ranks(r, flags, gpus, threads, device, slots, dir, argc, argv);
     OutputTee tee(dir / "rank0.log");
-    const Device in_place = cuda ? Device::cuda(runtime_index(cards[0])) : Device::cpu();
+    const Device in_place = cuda ? Device::cuda(runtime_index(slots[0])) : Device::cpu();
     return run_in_place(r, cfg, env, in_place, threads, [&](const Result& result) { publish_to(dir, result); });
 }
 

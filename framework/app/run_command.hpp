@@ -1,6 +1,6 @@
 // `recipe run`: one job of a recipe, in place on one card or as one process
 // per card, in its own run directory, on cards taken from the node's ledger.
-// The pieces: run_config (config and resume), job_cards (the ledger, where it
+// The pieces: run_config (config and resume), job_slots (the ledger, where it
 // runs), rank_join (in place, or joining as a launched or external rank).
 #pragma once
 

@@ -3,7 +3,7 @@
 #include "framework/app/submit.hpp"
 #include "framework/app/workspace.hpp"
 #include "framework/core/error.hpp"
-#include "framework/launch/card_ledger.hpp"
+#include "framework/launch/slot_ledger.hpp"
 
 #include <fmt/format.h>
 
@@ -12,21 +12,21 @@
 namespace levers {
 
 int show_status() {
-    auto ledger = launch::CardLedger::for_node();
-    const char* unit = ledger.kind() == "cpu" ? "slot" : "card";
+    auto ledger = launch::SlotLedger::for_node();
+    const bool cpu = ledger.kind() == Device::Kind::cpu;
+    const char* unit = cpu ? "slot" : "card";
     const auto holders = ledger.holders();
-    fmt::print("{} {}s (ledger {}):\n", ledger.cards().size(), ledger.kind() == "cpu" ? "CPU slot" : "CUDA card",
-               ledger.dir().string());
-    for (int card : ledger.cards()) {
-        auto h = std::find_if(holders.begin(), holders.end(), [&](const launch::CardHolder& x) { return x.card == card; });
+    fmt::print("{} {}s (ledger {}):\n", ledger.slots().size(), cpu ? "CPU slot" : "CUDA card", ledger.dir().string());
+    for (int slot : ledger.slots()) {
+        auto h = std::find_if(holders.begin(), holders.end(), [&](const launch::SlotHolder& x) { return x.slot == slot; });
         if (h == holders.end())
-            fmt::print("  {} {}: free\n", unit, card);
+            fmt::print("  {} {}: free\n", unit, slot);
         else
-            fmt::print("  {} {}: job '{}' (pid {})\n", unit, card, h->job, h->pid);
+            fmt::print("  {} {}: job '{}' (pid {})\n", unit, slot, h->job, h->pid);
     }
     const auto waiting = ledger.waiters();
     fmt::print("waiting jobs: {}\n", waiting.empty() ? "none" : "");
-    for (const auto& w : waiting) fmt::print("  job '{}' (pid {}) needs {} {}s\n", w.job, w.pid, w.cards, unit);
+    for (const auto& w : waiting) fmt::print("  job '{}' (pid {}) needs {} {}s\n", w.job, w.pid, w.slots, unit);
     const Workspace ws = load_workspace();
     fmt::print("workspace: multi-gpu {} ({}), max-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from,
                ws.max_gpus, ws.max_gpus_from);

@@ -4,7 +4,7 @@
 #include "framework/core/gpu.hpp"
 #include "framework/core/read_file.hpp"
 #include "framework/core/split.hpp"
-#include "framework/launch/card_ledger.hpp"
+#include "framework/launch/slot_ledger.hpp"
 #include "framework/launch/child_setup.hpp"
 
 #include <boost/asio.hpp>
@@ -95,7 +95,7 @@ public:
     explicit SweepRunner(const SweepOptions& o)
         // Cells take cards where they compute on cards, else CPU slots.
         : o_(o),
-          ledger_(launch::CardLedger::for_node(o.device == "cuda" ? node_gpu_count() : 0)),
+          ledger_(launch::SlotLedger::for_node(o.device == Device::Kind::cuda ? node_gpu_count() : 0)),
           timer_(io_), signals_(io_, SIGINT, SIGTERM) {
         outcomes_.resize(o.cells.size());
         for (std::size_t i = 0; i < o.cells.size(); ++i) {
@@ -106,10 +106,10 @@ public:
             outcomes_[i].error = "not started";
         }
         // A cell of N CPU ranks takes min(N, slots) slots, like `recipe run`.
-        need_ = ledger_.kind() == "cpu" ? std::min<int>(o.gpus_per_cell, static_cast<int>(ledger_.cards().size()))
+        need_ = ledger_.kind() == Device::Kind::cpu ? std::min<int>(o.gpus_per_cell, static_cast<int>(ledger_.slots().size()))
                                         : o.gpus_per_cell;
-        LEVERS_CHECK(need_ <= static_cast<int>(ledger_.cards().size()), "--gpus-per-cell {}: this node has {} cards",
-                     o.gpus_per_cell, ledger_.cards().size());
+        LEVERS_CHECK(need_ <= static_cast<int>(ledger_.slots().size()), "--gpus-per-cell {}: this node has {} cards",
+                     o.gpus_per_cell, ledger_.slots().size());
     }
 
     std::vector<CellOutcome> run() {
@@ -130,7 +130,7 @@ public:
 private:
     struct Running {
         bp::child child;
-        launch::CardLease lease;
+        launch::SlotLease lease;
         std::chrono::steady_clock::time_point start;
     };
 
@@ -146,14 +146,13 @@ private:
             queue_.pop_front();
         }
         if (!queue_.empty() && running_.empty() && !said_waiting_) {
-            LEVERS_CHECK(o_.wait, "no {} free to start a cell (--no-wait: not waiting)",
-                         ledger_.kind() == "cpu" ? "CPU slot" : "card");
-            fmt::print("sweep: waiting for cards; see `recipe status` for who holds them\n");
+            LEVERS_CHECK(o_.wait, "no {} free to start a cell (--no-wait: not waiting)", ledger_.unit());
+            fmt::print("sweep: waiting for {}s; see `recipe status` for who holds them\n", ledger_.unit());
             std::fflush(stdout);
             said_waiting_ = true;
         }
         if (!queue_.empty()) {
-            // Cards held by other jobs free up without telling us: look again shortly.
+            // Slots held by other jobs free up without telling us: look again shortly.
             timer_.expires_after(std::chrono::milliseconds(200));
             timer_.async_wait([this](const boost::system::error_code& ec) {
                 if (!ec) start_ready();
@@ -164,24 +163,24 @@ private:
         }
     }
 
-    void start(std::size_t i, launch::CardLease lease) {
+    void start(std::size_t i, launch::SlotLease lease) {
         CellOutcome& out = outcomes_[i];
         std::vector<std::string> args = {"run",      o_.recipe,        "--gpus",      std::to_string(o_.gpus_per_cell),
                                          "--out",    out.dir.string(), "--timeout",   fmt::format("{}", o_.timeout_s),
-                                         "--device", o_.device,        "--precision", o_.precision};
-        const int threads = std::max<int>(1, static_cast<int>(lease.cards().size()) / o_.gpus_per_cell);
-        if (ledger_.kind() == "cpu") args.insert(args.end(), {"--threads", std::to_string(threads)});
+                                         "--device", name_of(o_.device), "--precision", o_.precision};
+        const int threads = std::max<int>(1, static_cast<int>(lease.slots().size()) / o_.gpus_per_cell);
+        if (ledger_.kind() == Device::Kind::cpu) args.insert(args.end(), {"--threads", std::to_string(threads)});
         for (const auto& s : o_.sets) args.insert(args.end(), {"--set", s});
         for (const auto& [k, v] : out.params) args.insert(args.end(), {"--set", k + "=" + v});
 
         // set(), not env[...]: Boost 1.74's lookup behind operator[] reads past shorter entries.
         bp::environment env = boost::this_process::environment();
-        env.set("LEVERS_CARDS", fmt::format("{}", fmt::join(lease.cards(), ",")));  // the cell does not queue again
-        if (ledger_.kind() == "cuda") env.set("CUDA_VISIBLE_DEVICES", env.get("LEVERS_CARDS"));
+        env.set("LEVERS_CARDS", fmt::format("{}", fmt::join(lease.slots(), ",")));  // the cell does not queue again
+        if (ledger_.kind() == Device::Kind::cuda) env.set("CUDA_VISIBLE_DEVICES", env.get("LEVERS_CARDS"));
         for (const char* v : {"LEVERS_RUN_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "LEVERS_SEGMENT"})
             if (env.find(v) != env.end()) env.erase(v);
         fmt::print("sweep: cell {:02} started ({}) on {} {}\n", i, describe_cell(out.params),
-                   ledger_.kind() == "cpu" ? "slot" : "card", fmt::join(lease.cards(), ","));
+                   ledger_.kind() == Device::Kind::cpu ? "slot" : "card", fmt::join(lease.slots(), ","));
         std::fflush(stdout);
 
         auto cell = std::make_unique<Running>();
@@ -222,7 +221,7 @@ private:
     }
 
     const SweepOptions& o_;
-    launch::CardLedger ledger_;
+    launch::SlotLedger ledger_;
     int need_ = 1;
     asio::io_context io_;
     asio::steady_timer timer_;

@@ -1,8 +1,7 @@
 // Sweeps: many independent trainings of one recipe, one job per cell.
 //
-// Cells that fit on free cards start at once; the rest queue and start as
-// cards free up (the node's card ledger decides; on CPU the cards are core
-// slots). Each cell runs `<program> run RECIPE --out <sweep>/cell-NN ...` and
+// Cells that fit on free slots start at once; the rest queue and start as
+// slots free up (the node's slot ledger decides: cards, or CPU cores). Each cell runs `<program> run RECIPE --out <sweep>/cell-NN ...` and
 // writes its console to <sweep>/cell-NN.log. A failing cell is reported and
 // does not stop the others.
 #pragma once
@@ -34,7 +33,7 @@ struct SweepOptions {
     std::filesystem::path dir;     // the sweep's run directory
     std::string program;           // the binary that runs a cell (this one)
     double timeout_s = 120;        // each cell's collective timeout
-    std::string device = "cpu";    // resolved: cpu or cuda, for every cell
+    Device::Kind device = Device::Kind::cpu;  // resolved, for every cell
     std::string precision = "f32";
     bool wait = true;              // false: fail when no card is free to start
 };

@@ -33,8 +33,8 @@ int sweep_recipe(const SweepFlags& f) {
             LEVERS_FAIL("cell {}: {}", i, e.message());
         }
     }
-    const std::string device = resolve_device(f.device, f.gpus_per_cell);
-    const NodeCards node = node_cards(device);
+    const Device::Kind device = resolve_device(f.device, f.gpus_per_cell);
+    const NodeSlots node = node_slots(device);
     load_workspace().check(f.gpus_per_cell, node.count, node.unit);
     resolve_precision(f.precision, device);  // refused here, not once per cell
 

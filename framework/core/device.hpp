@@ -2,7 +2,9 @@
 // files include this through framework/core/kernel.hpp.)
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace levers {
 
@@ -20,5 +22,11 @@ struct Device {
 };
 
 inline const char* name_of(Device::Kind k) { return k == Device::Kind::cpu ? "cpu" : "cuda"; }
+// The kind `name` names ("cpu" or "cuda"), or none.
+inline std::optional<Device::Kind> kind_named(std::string_view name) {
+    if (name == "cpu") return Device::Kind::cpu;
+    if (name == "cuda") return Device::Kind::cuda;
+    return std::nullopt;
+}
 
 }  // namespace levers

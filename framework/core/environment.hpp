@@ -51,7 +51,7 @@ inline constexpr Variable kOtherLaunchers[] = {
 
 inline constexpr Variable kLeversJob[] = {
     {"LEVERS_SEGMENT", "the job's shared-memory segment; set, the process is a rank of levers' launcher"},
-    {"LEVERS_JOB_ID", "the job's id, for logs and the card ledger"},
+    {"LEVERS_JOB_ID", "the job's id, for logs and the slot ledger"},
     {"LEVERS_DEVICE", "where the rank computes: cpu or cuda"},
     {"LEVERS_THREADS", "CPU threads of the rank"},
     {"LEVERS_TIMEOUT_MS", "how long a rank waits in a collective before naming the ranks it waits for"},
@@ -82,7 +82,7 @@ inline constexpr Variable kCards[] = {
 };
 
 inline constexpr Variable kWorkspace[] = {
-    {"LEVERS_LEDGER_DIR", "the card ledger's lock files (default /run/lock/levers-cards, else /tmp/levers-cards)"},
+    {"LEVERS_LEDGER_DIR", "the slot ledger's lock files (default /run/lock/levers-cards, else /tmp/levers-cards)"},
     {"LEVERS_CPU_SLOTS", "CPU slots without CUDA (default: the cores this process may use)"},
     {"LEVERS_MULTI_GPU", "on or off: whether jobs of several cards may run (over the workspace file)"},
     {"LEVERS_MAX_GPUS", "the most cards a job may ask for (over the workspace file)"},
@@ -105,7 +105,7 @@ inline constexpr Section kSections[] = {
     {"Between nodes", kNodes},
     {"Slurm", kSlurm},
     {"Cards", kCards},
-    {"The workspace and the card ledger", kWorkspace},
+    {"The workspace and the slot ledger", kWorkspace},
     {"Data", kData},
 };
 

@@ -14,7 +14,7 @@ namespace levers {
 int gpu_count();
 // Cards on this node whatever CUDA_VISIBLE_DEVICES says (the driver's
 // /proc/driver/nvidia/gpus entries; gpu_count() where that is missing): the
-// card ledger's ids are these physical indices.
+// slot ledger's ids are these physical indices.
 int node_gpu_count();
 // Their names ("NVIDIA H200"), in index order.
 std::vector<std::string> gpu_names();

@@ -89,8 +89,9 @@ RankEnv read_rank_env() {
     }
     if (const char* j = get("LEVERS_JOB_ID")) env.job_id = j;
     if (const char* d = get("LEVERS_DEVICE")) {
-        env.device = d;
-        LEVERS_CHECK(env.device == "cpu" || env.device == "cuda", "LEVERS_DEVICE='{}' must be cpu or cuda", d);
+        const auto kind = kind_named(d);
+        LEVERS_CHECK(kind, "LEVERS_DEVICE='{}' must be cpu or cuda", d);
+        env.device = *kind;
     }
     if (const char* t = get("LEVERS_THREADS")) env.threads = static_cast<int>(parse_number("LEVERS_THREADS", t, 1));
     if (const char* t = get("LEVERS_TIMEOUT_MS")) env.timeout_ms = parse_number("LEVERS_TIMEOUT_MS", t, 1);

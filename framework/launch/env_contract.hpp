@@ -4,6 +4,8 @@
 // framework/core/environment.hpp (`recipe help env`).
 #pragma once
 
+#include "framework/core/device.hpp"
+
 #include <string>
 
 namespace levers::launch {
@@ -17,7 +19,7 @@ struct RankEnv {
     int master_port = 0;
     std::string segment;  // empty unless started by levers' launcher
     std::string job_id;
-    std::string device = "cpu";
+    Device::Kind device = Device::Kind::cpu;
     int threads = 0;          // 0: not set
     long timeout_ms = 0;      // 0: not set
     std::string source = "none";  // which variables were found: none, levers, torchrun, slurm, openmpi

@@ -97,7 +97,7 @@ private:
         env.set("LOCAL_WORLD_SIZE", std::to_string(options_.ranks));
         env.set("LEVERS_SEGMENT", segment_.name());
         env.set("LEVERS_JOB_ID", segment_.name());
-        env.set("LEVERS_DEVICE", options_.device);
+        env.set("LEVERS_DEVICE", name_of(options_.device));
         if (!options_.cuda_cards.empty())
             env.set("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(options_.cuda_cards, ",")));
         env.set("LEVERS_THREADS", std::to_string(options_.threads_per_rank));

@@ -10,6 +10,8 @@
 // however the job ends.
 #pragma once
 
+#include "framework/core/device.hpp"
+
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -23,7 +25,7 @@ struct LaunchOptions {
     std::vector<std::string> args;   // its arguments
     int ranks = 2;
     int threads_per_rank = 1;
-    std::string device = "cpu";
+    Device::Kind device = Device::Kind::cpu;
     std::vector<int> cuda_cards;     // cuda: the node's cards the job holds; rank r computes on the r-th
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // for every collective
     std::chrono::milliseconds grace{1000};  // between SIGTERM and SIGKILL when stopping

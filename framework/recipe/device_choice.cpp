@@ -3,7 +3,7 @@
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/gpu.hpp"
-#include "framework/launch/card_ledger.hpp"
+#include "framework/launch/slot_ledger.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -17,26 +17,26 @@ std::string visible_devices_note() {
 }
 }  // namespace
 
-std::string resolve_device(const std::string& flag, int ranks) {
-    LEVERS_CHECK(flag == "auto" || flag == "cpu" || flag == "cuda", "--device must be auto, cpu or cuda, got '{}'",
-                 flag);
-    if (flag == "cpu") return "cpu";
+Device::Kind resolve_device(const std::string& flag, int ranks) {
+    const auto named = kind_named(flag);
+    LEVERS_CHECK(flag == "auto" || named, "--device must be auto, cpu or cuda, got '{}'", flag);
+    if (named == Device::Kind::cpu) return Device::Kind::cpu;
     const int cards = gpu_count();
-    if (flag == "auto" && cards == 0) return "cpu";
+    if (flag == "auto" && cards == 0) return Device::Kind::cpu;
     LEVERS_CHECK(built_with_cuda(), "--device cuda: this build of levers has no CUDA backend (nvcc was not found when "
                  "it was configured); rebuild where the CUDA toolkit is installed, or use --device cpu");
     LEVERS_CHECK(cards > 0, "--device cuda: no CUDA card is visible to this process{}; use --device cpu",
                  visible_devices_note());
     LEVERS_CHECK(ranks <= cards, "--gpus {} asks for more cards than this node shows: {}{}", ranks, cards,
                  visible_devices_note());
-    return "cuda";
+    return Device::Kind::cuda;
 }
 
-DType resolve_precision(const std::string& flag, const std::string& device) {
+DType resolve_precision(const std::string& flag, Device::Kind device) {
     LEVERS_CHECK(flag == "f32" || flag == "bf16", "--precision must be f32 or bf16, got '{}'", flag);
     if (flag == "f32") return DType::f32;
-    LEVERS_CHECK(device == "cuda", "--precision bf16 computes on cards only, and this run's device is {}; use "
-                 "--precision f32 or --device cuda", device);
+    LEVERS_CHECK(device == Device::Kind::cuda, "--precision bf16 computes on cards only, and this run's device is {}; "
+                 "use --precision f32 or --device cuda", name_of(device));
     return DType::bf16;
 }
 
@@ -50,9 +50,9 @@ DType compute_dtype() { return process_compute_dtype; }
 void set_device_was_auto(bool automatic) { process_device_auto = automatic; }
 bool device_was_auto() { return process_device_auto; }
 
-NodeCards node_cards(const std::string& device) {
-    if (device == "cuda") return {gpu_count(), "cards"};
-    return {static_cast<int>(launch::CardLedger::for_node(0).cards().size()), "CPU slots"};
+NodeSlots node_slots(Device::Kind device) {
+    if (device == Device::Kind::cuda) return {gpu_count(), "cards"};
+    return {static_cast<int>(launch::SlotLedger::for_node(0).slots().size()), "CPU slots"};
 }
 
 int runtime_index(int card) {

@@ -2,21 +2,22 @@
 // what this build and node have, and which CUDA runtime index a card of the node's ledger is.
 #pragma once
 
+#include "framework/core/device.hpp"
 #include "framework/core/dtype.hpp"
 
 #include <string>
 
 namespace levers {
 
-// "cpu" or "cuda". auto: cuda where this build has CUDA and a card is
-// visible. Throws levers::Error (exit 2) for cuda without either, naming
-// which is missing, and for `ranks` more than the visible cards.
-std::string resolve_device(const std::string& flag, int ranks);
+// What --device (auto, cpu or cuda) means here: auto is cuda where this build
+// has CUDA and a card is visible. Throws levers::Error (exit 2) for cuda
+// without either, naming which is missing, and for `ranks` more than the
+// visible cards.
+Device::Kind resolve_device(const std::string& flag, int ranks);
 
-// The dtype models compute in for --precision f32|bf16 on `device` ("cpu" or
-// "cuda"). Throws levers::Error (exit 2) for bf16 on the CPU and for other
-// names.
-DType resolve_precision(const std::string& flag, const std::string& device);
+// The dtype models compute in for --precision f32|bf16 on `device`. Throws
+// levers::Error (exit 2) for bf16 on the CPU and for other names.
+DType resolve_precision(const std::string& flag, Device::Kind device);
 // What the framework loop moves models to cards in: set once by `recipe run`.
 void set_compute_dtype(DType dtype);
 DType compute_dtype();
@@ -25,16 +26,16 @@ DType compute_dtype();
 void set_device_was_auto(bool automatic);
 bool device_was_auto();
 
-// What a job on `device` ("cpu" or "cuda") can have of this node: the
-// visible cards, or the CPU slots of the card ledger, and what they are called.
-struct NodeCards {
+// What a job on `device` can have of this node: the visible cards, or the
+// CPU slots of the slot ledger, and what they are called.
+struct NodeSlots {
     int count = 0;
     const char* unit = "CPU slots";  // or "cards"
 };
-NodeCards node_cards(const std::string& device);
+NodeSlots node_slots(Device::Kind device);
 
 // The CUDA runtime's index, under this process's CUDA_VISIBLE_DEVICES, of the
-// node's card `card` (a physical index, as the card ledger hands out).
+// node's card `card` (a physical index, as the slot ledger hands out).
 int runtime_index(int card);
 
 }  // namespace levers

@@ -3,7 +3,7 @@
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
 #include "framework/dist/context.hpp"
-#include "framework/launch/card_ledger.hpp"
+#include "framework/launch/slot_ledger.hpp"
 #include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/run_dir.hpp"
 
@@ -50,7 +50,7 @@ std::vector<Result> Plan::map(const std::vector<Cell>& cells, const Cell& every_
     }
     MapCells job{.recipe = name(), .cells = cells, .dir = map_dir(name())};
     for (const auto& [k, v] : every_cell) job.sets.push_back(k + "=" + v);
-    job.device = dist::device().is_cpu() ? "cpu" : "cuda";  // the cells compute where this job does
+    job.device = dist::device().kind;  // the cells compute where this job does
     job.precision = std::string(name_of(compute_dtype()));
     fs::create_directories(job.dir);
     launch::job_lease().release();  // this job's card is idle while its cells run: they need it

@@ -1,9 +1,10 @@
 #pragma once
 // How Plan::map runs its cells. Running them takes the sweep's machinery (child
-// processes, the card ledger's queue), which lives in the application layer
+// processes, the slot ledger's queue), which lives in the application layer
 // above this one; the application registers it here when the command line
 // starts (levers::main), so the recipe layer only declares what it needs.
 
+#include "framework/core/device.hpp"
 #include "framework/recipe/recipe.hpp"
 
 #include <filesystem>
@@ -21,7 +22,7 @@ struct MapCells {
     std::vector<Cell> cells;
     std::vector<std::string> sets;  // name=value, for every cell
     std::filesystem::path dir;      // the sweep's directory, made
-    std::string device;             // cpu or cuda: where the calling job computes
+    Device::Kind device;            // where the calling job computes
     std::string precision;
 };
 

@@ -1,4 +1,4 @@
-// Sweeps, the card ledger and workspace settings, through the real binaries.
+// Sweeps, the slot ledger and workspace settings, through the real binaries.
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 

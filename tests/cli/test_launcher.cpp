@@ -314,7 +314,7 @@ TEST_CASE("ranks hold no file descriptor beyond stdin, stdout and stderr") {
     }
 }
 
-TEST_CASE("ranks number cards in PCI order, as the card ledger does, unless the user chose an order") {
+TEST_CASE("ranks number cards in PCI order, as the slot ledger does, unless the user chose an order") {
     CHECK(test_recipe("card_order", 2)["cuda_device_order"] == "PCI_BUS_ID");
     CHECK(test_recipe("card_order", 2, {}, {"CUDA_DEVICE_ORDER=FASTEST_FIRST"})["cuda_device_order"] ==
           "FASTEST_FIRST");

@@ -189,7 +189,7 @@ Result wrapped(const Config& cfg) {
     return {{"loss", dist::all_reduce_mean(loss)}, {"param_norm", norm}};
 }
 
-// Holds its card for a while: for tests of the card ledger and of sweeps.
+// Holds its card for a while: for tests of the slot ledger and of sweeps.
 Result hold(const Config& cfg) {
     LEVERS_CHECK(!cfg.get<bool>("fail"), "asked to fail (value {})", cfg.get<long>("value"));
     fmt::print("holding for {} s\n", cfg.get<double>("seconds"));

@@ -1,7 +1,7 @@
 #include "framework/app/bench/bench_output.hpp"
 
 #include "framework/core/error.hpp"
-#include "framework/launch/card_ledger.hpp"
+#include "framework/launch/slot_ledger.hpp"
 #include "framework/recipe/run_dir.hpp"
 
 #include <fmt/format.h>
@@ -31,7 +31,7 @@ void report(const std::vector<std::vector<std::string>>& rows, const fs::path& c
 }
 
 std::vector<int> default_gpus() {
-    const int cards = static_cast<int>(launch::CardLedger::for_node().cards().size());
+    const int cards = static_cast<int>(launch::SlotLedger::for_node().slots().size());
     std::vector<int> out;
     for (int g = 1; g <= std::min(cards, 8); g *= 2) out.push_back(g);
     return out;

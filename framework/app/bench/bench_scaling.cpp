@@ -3,7 +3,7 @@
 #include "framework/app/bench/bench_output.hpp"
 #include "framework/app/bench/child_run.hpp"
 #include "framework/core/error.hpp"
-#include "framework/launch/card_ledger.hpp"
+#include "framework/launch/slot_ledger.hpp"
 #include "framework/recipe/device_choice.hpp"
 #include "framework/app/plot.hpp"
 
@@ -38,7 +38,7 @@ int bench_scaling(const ScalingFlags& f) {
     LEVERS_CHECK(f.price >= 0, "--price must be >= 0, got {}", f.price);
     resolve_precision(f.precision, resolve_device("auto", 1));  // refused here, not once per run
     const fs::path dir = bench_dir(r.name(), f.out, "scaling");
-    const int slots = static_cast<int>(launch::CardLedger::for_node().cards().size());
+    const int slots = static_cast<int>(launch::SlotLedger::for_node().slots().size());
     fmt::print("bench scaling {}: cards {}, {} steps each ({} warm-up), {}; results in {}\n", r.name(),
                fmt::join(gpus, ","), f.steps, f.warmup,
                f.global_batch > 0 ? fmt::format("global batch {} split over the cards", f.global_batch)

@@ -1,4 +1,4 @@
-#include "framework/launch/card_ledger.hpp"
+#include "framework/launch/slot_ledger.hpp"
 
 #include "framework/core/environment.hpp"
 #include "framework/core/error.hpp"
@@ -64,37 +64,34 @@ void make_shared_dir(const fs::path& dir) {
     std::error_code ec;
     if (fs::is_directory(dir, ec)) return;
     fs::create_directories(dir, ec);
-    LEVERS_CHECK(fs::is_directory(dir), "cannot create the card ledger directory {}: {} (set LEVERS_LEDGER_DIR)",
+    LEVERS_CHECK(fs::is_directory(dir), "cannot create the slot ledger directory {}: {} (set LEVERS_LEDGER_DIR)",
                  dir.string(), ec.message());
-    ::chmod(dir.c_str(), 01777);  // every user's jobs share the node's cards
+    ::chmod(dir.c_str(), 01777);  // every user's jobs share the node's slots
 }
 
-std::string plural(int n, const std::string& kind) {
-    const std::string unit = kind == "cpu" ? "CPU slot" : "card";
-    return fmt::format("{} {}{}", n, unit, n == 1 ? "" : "s");
-}
+std::string plural(int n, Device::Kind kind) { return fmt::format("{} {}{}", n, slot_unit(kind), n == 1 ? "" : "s"); }
 
 }  // namespace
 
-CardLease::CardLease(CardLease&& o) noexcept : cards_(std::move(o.cards_)), fds_(std::move(o.fds_)) {
-    o.cards_.clear();
+SlotLease::SlotLease(SlotLease&& o) noexcept : slots_(std::move(o.slots_)), fds_(std::move(o.fds_)) {
+    o.slots_.clear();
     o.fds_.clear();
 }
 
-CardLease& CardLease::operator=(CardLease&& o) noexcept {
+SlotLease& SlotLease::operator=(SlotLease&& o) noexcept {
     if (this != &o) {
         release();
-        cards_ = std::move(o.cards_);
+        slots_ = std::move(o.slots_);
         fds_ = std::move(o.fds_);
-        o.cards_.clear();
+        o.slots_.clear();
         o.fds_.clear();
     }
     return *this;
 }
 
-CardLease::~CardLease() { release(); }
+SlotLease::~SlotLease() { release(); }
 
-void CardLease::release() {
+void SlotLease::release() {
     for (int fd : fds_) {
         if (::ftruncate(fd, 0) != 0) {
             // Closing frees the lock whatever the note says.
@@ -102,22 +99,24 @@ void CardLease::release() {
         ::close(fd);
     }
     fds_.clear();
-    cards_.clear();
+    slots_.clear();
 }
 
-CardLedger::CardLedger(fs::path dir, std::string kind, std::vector<int> cards)
-    : dir_(std::move(dir)), kind_(std::move(kind)), cards_(std::move(cards)) {
+SlotLedger::SlotLedger(fs::path dir, Device::Kind kind, std::vector<int> slots)
+    : dir_(std::move(dir)), kind_(kind), slots_(std::move(slots)) {
     make_shared_dir(dir_);
     make_shared_dir(dir_ / "waiting");
 }
 
-CardLedger CardLedger::for_node(int cuda_cards) {
+SlotLedger SlotLedger::for_node(int cuda_cards) {
     fs::path dir;
     if (const char* d = env::get("LEVERS_LEDGER_DIR"))
         dir = d;
     else
         dir = ::access("/run/lock", W_OK) == 0 ? fs::path("/run/lock/levers-cards") : fs::path("/tmp/levers-cards");
-    if (cuda_cards > 0) return CardLedger(dir, "cuda", visible_cuda_cards(cuda_cards, env::get_even_empty("CUDA_VISIBLE_DEVICES")));
+    if (cuda_cards > 0)
+        return SlotLedger(dir, Device::Kind::cuda,
+                          visible_cuda_cards(cuda_cards, env::get_even_empty("CUDA_VISIBLE_DEVICES")));
     int slots = available_cores();
     if (const char* s = env::get("LEVERS_CPU_SLOTS")) {
         char* end = nullptr;
@@ -127,39 +126,39 @@ CardLedger CardLedger::for_node(int cuda_cards) {
     }
     std::vector<int> ids(static_cast<std::size_t>(slots));
     for (int i = 0; i < slots; ++i) ids[static_cast<std::size_t>(i)] = i;
-    return CardLedger(dir, "cpu", ids);
+    return SlotLedger(dir, Device::Kind::cpu, ids);
 }
 
-fs::path CardLedger::lock_path(int card) const { return dir_ / fmt::format("{}-{}.lock", kind_, card); }
+fs::path SlotLedger::lock_path(int slot) const { return dir_ / fmt::format("{}-{}.lock", name_of(kind_), slot); }
 
-std::optional<CardLease> CardLedger::take(int n, const std::string& job) {
-    CardLease lease;
-    for (int card : cards_) {
-        if (static_cast<int>(lease.cards_.size()) == n) break;
-        int fd = open_lock_file(lock_path(card));
-        LEVERS_CHECK(fd >= 0, "cannot open the card lock {}: {}", lock_path(card).string(), std::strerror(errno));
+std::optional<SlotLease> SlotLedger::take(int n, const std::string& job) {
+    SlotLease lease;
+    for (int slot : slots_) {
+        if (static_cast<int>(lease.slots_.size()) == n) break;
+        int fd = open_lock_file(lock_path(slot));
+        LEVERS_CHECK(fd >= 0, "cannot open the slot lock {}: {}", lock_path(slot).string(), std::strerror(errno));
         if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
             ::close(fd);
             continue;
         }
         lease.fds_.push_back(fd);
-        lease.cards_.push_back(card);
+        lease.slots_.push_back(slot);
     }
-    if (static_cast<int>(lease.cards_.size()) < n) return std::nullopt;  // the lease's destructor frees what it took
+    if (static_cast<int>(lease.slots_.size()) < n) return std::nullopt;  // the lease's destructor frees what it took
     for (int fd : lease.fds_) write_json(fd, {{"job", job}, {"pid", static_cast<long>(::getpid())}});
     return lease;
 }
 
-std::optional<CardLease> CardLedger::try_acquire(int n, const std::string& job) {
+std::optional<SlotLease> SlotLedger::try_acquire(int n, const std::string& job) {
     if (!waiters().empty()) return std::nullopt;  // first come, first served
     return take(n, job);
 }
 
-CardLease CardLedger::acquire(int n, const std::string& job, bool wait,
+SlotLease SlotLedger::acquire(int n, const std::string& job, bool wait,
                               const std::function<void(const std::string&)>& say) {
-    LEVERS_CHECK(n >= 1, "a job needs at least one card, asked for {}", n);
-    LEVERS_CHECK(n <= static_cast<int>(cards_.size()), "the job needs {} but this node has {}{}", plural(n, kind_),
-                 cards_.size(), kind_ == "cuda" ? " usable (CUDA_VISIBLE_DEVICES limits them)" : "");
+    LEVERS_CHECK(n >= 1, "a job needs at least one {}, asked for {}", slot_unit(kind_), n);
+    LEVERS_CHECK(n <= static_cast<int>(slots_.size()), "the job needs {} but this node has {}{}", plural(n, kind_),
+                 slots_.size(), kind_ == Device::Kind::cuda ? " usable (CUDA_VISIBLE_DEVICES limits them)" : "");
     if (auto lease = try_acquire(n, job)) return std::move(*lease);
     const std::string busy = busy_message(n);
     LEVERS_CHECK(wait, "{} (--no-wait: not waiting)", busy);
@@ -169,7 +168,7 @@ CardLease CardLedger::acquire(int n, const std::string& job, bool wait,
     const std::string ticket_name = fmt::format("{:020}-{}.ticket", std::chrono::nanoseconds(now).count(), ::getpid());
     const fs::path ticket = dir_ / "waiting" / ticket_name;
     int ticket_fd = open_lock_file(ticket);
-    LEVERS_CHECK(ticket_fd >= 0 && ::flock(ticket_fd, LOCK_EX | LOCK_NB) == 0, "cannot queue in the card ledger at {}",
+    LEVERS_CHECK(ticket_fd >= 0 && ::flock(ticket_fd, LOCK_EX | LOCK_NB) == 0, "cannot queue in the slot ledger at {}",
                  ticket.string());
     write_json(ticket_fd, {{"job", job}, {"pid", static_cast<long>(::getpid())}, {"cards", n}});
     struct TicketGuard {
@@ -196,12 +195,12 @@ CardLease CardLedger::acquire(int n, const std::string& job, bool wait,
     }
 }
 
-std::vector<CardHolder> CardLedger::holders() const {
-    std::vector<CardHolder> out;
-    for (int card : cards_) {
-        if (!is_locked(lock_path(card))) continue;
-        const auto j = read_json(lock_path(card));
-        CardHolder h{card, "?", 0};
+std::vector<SlotHolder> SlotLedger::holders() const {
+    std::vector<SlotHolder> out;
+    for (int slot : slots_) {
+        if (!is_locked(lock_path(slot))) continue;
+        const auto j = read_json(lock_path(slot));
+        SlotHolder h{slot, "?", 0};
         if (j.is_object()) {
             h.job = j.value("job", "?");
             h.pid = j.value("pid", 0L);
@@ -211,7 +210,7 @@ std::vector<CardHolder> CardLedger::holders() const {
     return out;
 }
 
-std::vector<Waiter> CardLedger::waiters() const {
+std::vector<Waiter> SlotLedger::waiters() const {
     std::vector<std::pair<std::string, Waiter>> found;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir_ / "waiting", ec)) {
@@ -225,7 +224,7 @@ std::vector<Waiter> CardLedger::waiters() const {
         if (j.is_object()) {
             w.job = j.value("job", "?");
             w.pid = j.value("pid", 0L);
-            w.cards = j.value("cards", 0);
+            w.slots = j.value("cards", 0);  // the tickets' key, kept for jobs of earlier versions
         }
         found.emplace_back(e.path().filename().string(), w);
     }
@@ -235,21 +234,21 @@ std::vector<Waiter> CardLedger::waiters() const {
     return out;
 }
 
-std::string CardLedger::busy_message(int n) const {
+std::string SlotLedger::busy_message(int n) const {
     const auto held = holders();
     std::string who;
     for (const auto& h : held) who += fmt::format("{}{} {}: job '{}' (pid {})", who.empty() ? "" : ", ",
-                                                 kind_ == "cpu" ? "slot" : "card", h.card, h.job, h.pid);
-    std::string msg = fmt::format("waiting for {} ({} of {} free)", plural(n, kind_),
-                                  cards_.size() - held.size(), cards_.size());
+                                                 kind_ == Device::Kind::cpu ? "slot" : "card", h.slot, h.job, h.pid);
+    std::string msg = fmt::format("waiting for {} ({} of {} free)", plural(n, kind_), slots_.size() - held.size(),
+                                  slots_.size());
     if (!who.empty()) msg += "; held by " + who;
     const auto queued = waiters();
     if (!queued.empty()) msg += fmt::format("; {} job{} queued before", queued.size(), queued.size() == 1 ? "" : "s");
     return msg;
 }
 
-CardLease& job_lease() {
-    static CardLease lease;
+SlotLease& job_lease() {
+    static SlotLease lease;
     return lease;
 }
 

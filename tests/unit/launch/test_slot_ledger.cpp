@@ -1,5 +1,5 @@
 #include "framework/core/error.hpp"
-#include "framework/launch/card_ledger.hpp"
+#include "framework/launch/slot_ledger.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -9,14 +9,14 @@ using namespace levers::launch;
 
 TEST_CASE("the ledger hands out cards all at once or not at all, and takes them back") {
     testing::TempDir tmp;
-    CardLedger ledger(tmp.path(), "cuda", {0, 1, 2});
+    SlotLedger ledger(tmp.path(), Device::Kind::cuda, {0, 1, 2});
     auto two = ledger.try_acquire(2, "a");
     REQUIRE(two.has_value());
-    CHECK(two->cards() == std::vector<int>{0, 1});
+    CHECK(two->slots() == std::vector<int>{0, 1});
     CHECK_FALSE(ledger.try_acquire(2, "b").has_value());  // one free: no partial grant
     auto one = ledger.try_acquire(1, "c");
     REQUIRE(one.has_value());
-    CHECK(one->cards() == std::vector<int>{2});
+    CHECK(one->slots() == std::vector<int>{2});
     auto holders = ledger.holders();
     REQUIRE(holders.size() == 3);
     CHECK(holders[0].job == "a");
@@ -25,7 +25,7 @@ TEST_CASE("the ledger hands out cards all at once or not at all, and takes them 
     CHECK(ledger.holders().size() == 1);
     auto again = ledger.try_acquire(2, "d");
     REQUIRE(again.has_value());
-    CHECK(again->cards() == std::vector<int>{0, 1});
+    CHECK(again->slots() == std::vector<int>{0, 1});
     CHECK_THROWS_WITH_AS(ledger.acquire(4, "e", false, [](const std::string&) {}),
                          doctest::Contains("needs 4 cards but this node has 3 usable"), Error);
     CHECK_THROWS_WITH_AS(ledger.acquire(1, "f", false, [](const std::string&) {}),

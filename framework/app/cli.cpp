@@ -1,6 +1,7 @@
 #include "framework/app/cli.hpp"
 
 #include "framework/app/bench/bench_cli.hpp"
+#include "framework/app/cli_parts.hpp"
 #include "framework/app/plot.hpp"
 #include "framework/app/run_command.hpp"
 #include "framework/app/status_command.hpp"
@@ -20,7 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <regex>
 
 namespace levers {
 
@@ -30,47 +30,25 @@ constexpr const char* kVersion = "levers 0.1.0";
 
 constexpr const char* kExamples = R"(
 Examples:
-  recipe list                                  every recipe and what it does
-  recipe show pretrain                         its parameters, defaults and help
-  recipe run pretrain                          GPT on the book corpus (CPU)
-  recipe run pretrain --set steps=2000 --set lr=1e-3
-  recipe run pretrain --gpus 4                 4 ranks, gradients averaged
-  recipe sweep classify --grid lr=1e-3,3e-3 --grid seed=1,2
-  recipe plot runs/pretrain/latest             loss and evaluation curves to a PNG
-  recipe bench scaling pretrain --gpus 1,2     throughput and speedup at each card count
-  recipe submit pretrain --nodes 2 --gpus 8     hand the job to Slurm
-  recipe status                                cards, who holds them, who waits
-  recipe tokenize --tokenizer DIR notes.txt    text to token ids with a model's tokenizer
-  recipe workspace multi-gpu off               refuse jobs of more than one card
-  recipe help env                              every environment variable levers reads)";
+  {recipe} list                                  every recipe and what it does
+  {recipe} show {pretrain}                         its parameters, defaults and help
+  {recipe} run {pretrain}                          GPT on the book corpus (CPU)
+  {recipe} run {pretrain} --set steps=2000 --set lr=1e-3
+  {recipe} run {pretrain} --gpus 4                 4 ranks, gradients averaged
+  {recipe} sweep {classify} --grid lr=1e-3,3e-3 --grid seed=1,2
+  {recipe} plot runs/{pretrain}/latest             loss and evaluation curves to a PNG
+  {recipe} bench scaling {pretrain} --gpus 1,2     throughput and speedup at each card count
+  {recipe} submit {pretrain} --nodes 2 --gpus 8     hand the job to Slurm
+  {recipe} status                                cards, who holds them, who waits
+  {recipe} tokenize --tokenizer DIR notes.txt    text to token ids with a model's tokenizer
+  {recipe} workspace multi-gpu off               refuse jobs of more than one card
+  {recipe} help env                              every environment variable levers reads)";
 
-constexpr const char* kCommands = "list, show, run, submit, sweep, plot, bench, status, workspace, tokenize, help";
-
-// The help's examples speak of `recipe` and its shipped recipes; a user's
-// binary gets them with its own name and, for recipes it lacks, its first one.
-std::string for_this_binary(std::string text, const std::string& program, const std::vector<std::string>& names) {
-    text = std::regex_replace(text, std::regex(R"(\brecipe (?=(list|show|run|submit|sweep|plot|bench|status|workspace|tokenize|help)\b))"),
-                              program + " ");
-    if (names.empty()) return text;
-    for (const char* shipped : {"pretrain", "classify", "fine_tune"})
-        if (!is_registered(shipped))
-            text = std::regex_replace(text, std::regex(std::string("\\b") + shipped + "\\b"), names.front());
-    return text;
-}
-
-void name_this_binary(CLI::App& app, const std::string& program) {
-    const auto names = recipe_names();
-    if (!is_registered("pretrain") && !names.empty())  // a user's binary: its own recipes
-        app.footer(fmt::format("\nIts recipes: {1}\n\nExamples:\n  {0} list\n  {0} show {2}\n  {0} run {2}\n"
-                               "  {0} run {2} --gpus 2\n  {0} sweep {2} --grid seed=1,2\n  {0} status\n  {0} help env",
-                               program, fmt::join(names, ", "), names.front()));
-    else
-        app.footer(for_this_binary(app.get_footer(), program, names));
-    for (CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) {
-        c->footer(for_this_binary(c->get_footer(), program, names));
-        for (CLI::App* s : c->get_subcommands([](CLI::App*) { return true; }))
-            s->footer(for_this_binary(s->get_footer(), program, names));
-    }
+// A user's binary: its own recipes, and examples with the first of them.
+std::string user_binary_footer(const std::string& program, const std::vector<std::string>& names) {
+    return fmt::format("\nIts recipes: {1}\n\nExamples:\n  {0} list\n  {0} show {2}\n  {0} run {2}\n"
+                       "  {0} run {2} --gpus 2\n  {0} sweep {2} --grid seed=1,2\n  {0} status\n  {0} help env",
+                       program, fmt::join(names, ", "), names.front());
 }
 
 int list_recipes() {
@@ -111,7 +89,7 @@ int show_recipe(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // The card ledger counts cards in PCI order (nvidia-smi's); CUDA numbers
+    // The slot ledger counts cards in PCI order (nvidia-smi's); CUDA numbers
     // them fastest first unless told otherwise, so on a node of mixed cards
     // CUDA_VISIBLE_DEVICES would name other cards than the ledger handed out.
     // Set before any CUDA call, inherited by ranks and sweep cells; a value
@@ -122,24 +100,25 @@ int main(int argc, char** argv) {
     CLI::App app("levers: train neural networks on 1 to 8 cards from C++, with recipes written in C++.", program);
     app.set_version_flag("--version", kVersion);
     app.require_subcommand(1);
-    app.footer(kExamples);
+    const auto names = recipe_names();
+    const Examples ex(program, names);
+    const bool users_binary = !is_registered("pretrain") && !names.empty();
+    app.footer(users_binary ? user_binary_footer(program, names) : ex(kExamples));
 
     auto* list = app.add_subcommand("list", "Show every registered recipe with its description and parameters");
-    list->footer("\nExample:\n  recipe list");
+    list->footer(ex("\nExample:\n  {recipe} list"));
     std::string show_name;
     auto* show = app.add_subcommand("show", "Show one recipe's parameters, types, defaults and help");
     show->add_option("name", show_name, "recipe name")->required();
-    show->footer("\nExample:\n  recipe show pretrain");
+    show->footer(ex("\nExample:\n  {recipe} show {pretrain}"));
 
     RunFlags flags;
     auto* run = app.add_subcommand("run", "Run a recipe and print its result as JSON on the last line");
     run->add_option("name", flags.name, "recipe name")->required();
     run->add_option("--set", flags.sets, "set a parameter: --set name=value (repeatable)");
     run->add_option("--gpus", flags.gpus, "cards, one rank each (default: the recipe's); CPU ranks without CUDA");
-    run->add_option("--device", flags.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    run->add_option("--precision", flags.precision,
-                    "f32, or bf16 on cards (bf16 weights, activations and gradients; f32 sums and master weights)")
-        ->check(CLI::IsMember({"f32", "bf16"}));
+    add_device_option(*run, flags.device, "where the ranks compute");
+    add_precision_option(*run, flags.precision, "what they compute in");
     run->add_option("--out", flags.out, "run directory (default: runs/NAME/<date-time>)");
     run->add_option("--threads", flags.threads, "CPU threads per rank (default 0: the job's core slots shared)");
     run->add_option("--output", flags.output, "whose output to show: all ranks or rank0")
@@ -154,10 +133,27 @@ int main(int argc, char** argv) {
                     "(default 0)");
     bool run_no_wait = false;
     run->add_flag("--no-wait", run_no_wait, "fail at once if the cards are busy instead of queueing");
-    run->footer("\nExamples:\n  recipe run pretrain --set steps=300 --set batch_size=8\n"
-                "  recipe run fine_tune --gpus 8 --out runs/ft8\n"
-                "  recipe run pretrain --resume latest --set steps=8000\n"
-                "  recipe run pretrain --gpus 2 --restarts 3 --set checkpoint_every=100");
+    run->footer(ex("\nExamples:\n  {recipe} run {pretrain} --set steps=300 --set batch_size=8\n"
+                   "  {recipe} run {fine_tune} --gpus 8 --out runs/ft8\n"
+                   "  {recipe} run {pretrain} --resume latest --set steps=8000\n"
+                   "  {recipe} run {pretrain} --gpus 2 --restarts 3 --set checkpoint_every=100"));
+
+    SubmitFlags submit_flags;
+    auto* submit = app.add_subcommand("submit", "Hand a job to Slurm: an sbatch script in a new run directory");
+    submit->add_option("name", submit_flags.name, "recipe name")->required();
+    submit->add_option("--nodes", submit_flags.nodes, "nodes (default 1)");
+    submit->add_option("--gpus", submit_flags.gpus, "cards per node, one rank each (default: the recipe's); CPU "
+                                                    "ranks per node without cards");
+    submit->add_option("--time", submit_flags.time, "the job's time limit, as sbatch reads it (e.g. 2:00:00)");
+    submit->add_option("--partition", submit_flags.partition, "the Slurm partition (default: the default one)");
+    submit->add_option("--set", submit_flags.sets, "set a parameter: --set name=value (repeatable)");
+    add_device_option(*submit, submit_flags.device, "where the ranks compute");
+    submit->add_option("--threads", submit_flags.threads, "CPU threads per rank (default 0: the cores shared)");
+    submit->add_option("--out", submit_flags.out, "run directory (default: runs/NAME/<date-time>)");
+    submit->add_option("--restarts", submit_flags.restarts,
+                       "when a rank fails, start again from the run's newest checkpoint, this many times at most");
+    submit->footer(ex("\nExamples:\n  {recipe} submit {pretrain} --nodes 2 --gpus 8 --time 4:00:00\n"
+                      "  {recipe} submit {classify} --gpus 2 --partition cpu --restarts 2"));
 
     SweepFlags sweep_flags;
     auto* sweep = app.add_subcommand("sweep", "Run many one-card trainings of a recipe side by side");
@@ -169,48 +165,28 @@ int main(int argc, char** argv) {
     sweep->add_option("--max-parallel", sweep_flags.max_parallel, "cells at once at most (default 0: as cards allow)");
     sweep->add_option("--out", sweep_flags.out, "sweep directory (default: runs/NAME/sweep-<date-time>)");
     sweep->add_option("--timeout", sweep_flags.timeout_s, "each cell's collective timeout in seconds");
-    sweep->add_option("--device", sweep_flags.device, "where every cell computes: auto, cpu or cuda")
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    sweep->add_option("--precision", sweep_flags.precision, "every cell's: f32, or bf16 on cards")
-        ->check(CLI::IsMember({"f32", "bf16"}));
+    add_device_option(*sweep, sweep_flags.device, "where every cell computes");
+    add_precision_option(*sweep, sweep_flags.precision, "what every cell computes in");
     sweep->add_flag("--no-wait", sweep_flags.no_wait, "fail if no card is free instead of queueing");
-    sweep->footer("\nExamples:\n  recipe sweep classify --grid lr=1e-3,3e-3 --grid seed=1,2,3\n"
-                  "  recipe sweep fine_tune --cells cells.json --max-parallel 2");
+    sweep->footer(ex("\nExamples:\n  {recipe} sweep {classify} --grid lr=1e-3,3e-3 --grid seed=1,2,3\n"
+                     "  {recipe} sweep {fine_tune} --cells cells.json --max-parallel 2"));
 
     std::vector<std::string> plot_dirs;
     std::string plot_out;
     auto* plot = app.add_subcommand("plot", "Draw loss and evaluation curves of runs (or a sweep's cells) to a PNG");
     plot->add_option("runs", plot_dirs, "run directories, or a sweep's directory")->required();
     plot->add_option("--out", plot_out, "the PNG (default: plot.png in the first directory)");
-    plot->footer("\nExamples:\n  recipe plot runs/pretrain/latest\n"
-                 "  recipe plot runs/classify/sweep-latest --out sweep.png");
+    plot->footer(ex("\nExamples:\n  {recipe} plot runs/{pretrain}/latest\n"
+                    "  {recipe} plot runs/{classify}/sweep-latest --out sweep.png"));
 
-    bench::BenchCli bench_cli(app);
-
-    SubmitFlags submit_flags;
-    auto* submit = app.add_subcommand("submit", "Hand a job to Slurm: an sbatch script in a new run directory");
-    submit->add_option("name", submit_flags.name, "recipe name")->required();
-    submit->add_option("--nodes", submit_flags.nodes, "nodes (default 1)");
-    submit->add_option("--gpus", submit_flags.gpus, "cards per node, one rank each (default: the recipe's); CPU "
-                                                    "ranks per node without cards");
-    submit->add_option("--time", submit_flags.time, "the job's time limit, as sbatch reads it (e.g. 2:00:00)");
-    submit->add_option("--partition", submit_flags.partition, "the Slurm partition (default: the default one)");
-    submit->add_option("--set", submit_flags.sets, "set a parameter: --set name=value (repeatable)");
-    submit->add_option("--device", submit_flags.device, "auto, cpu or cuda")
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    submit->add_option("--threads", submit_flags.threads, "CPU threads per rank (default 0: the cores shared)");
-    submit->add_option("--out", submit_flags.out, "run directory (default: runs/NAME/<date-time>)");
-    submit->add_option("--restarts", submit_flags.restarts,
-                       "when a rank fails, start again from the run's newest checkpoint, this many times at most");
-    submit->footer("\nExamples:\n  recipe submit pretrain --nodes 2 --gpus 8 --time 4:00:00\n"
-                   "  recipe submit classify --gpus 2 --partition cpu --restarts 2");
+    bench::BenchCli bench_cli(app, ex);
 
     auto* status = app.add_subcommand("status", "Show the node's cards (CPU slots), their holders and waiting jobs");
-    status->footer("\nExamples:\n  recipe status\n  LEVERS_LEDGER_DIR=/run/lock/levers-cards recipe status");
+    status->footer(ex("\nExamples:\n  {recipe} status\n  LEVERS_LEDGER_DIR=/run/lock/levers-cards {recipe} status"));
     std::vector<std::string> ws_words;
     auto* workspace = app.add_subcommand("workspace", "Show or change what jobs may ask for");
     workspace->add_option("setting", ws_words, "multi-gpu on|off, or max-gpus N");
-    workspace->footer("\nExamples:\n  recipe workspace multi-gpu off\n  recipe workspace max-gpus 4");
+    workspace->footer(ex("\nExamples:\n  {recipe} workspace multi-gpu off\n  {recipe} workspace max-gpus 4"));
 
     TokenizeFlags tokenize_flags;
     auto* tokenize = app.add_subcommand("tokenize", "Text to token ids with a model's tokenizer, ids to text, or a "
@@ -229,25 +205,21 @@ int main(int argc, char** argv) {
     tokenize->add_flag("--add-special", tokenize_flags.add_special,
                        "add the tokenizer's own tokens around plain text (its BOS)");
     tokenize->add_flag("--skip-special", tokenize_flags.skip_special, "with --decode: leave special tokens out");
-    tokenize->footer("\nExamples:\n  recipe tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct notes.txt\n"
-                     "  echo '[9906, 1917]' | recipe tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct --decode\n"
-                     "  recipe tokenize --tokenizer ~/models/Qwen3-0.6B --chat --render conversation.json");
+    tokenize->footer(ex("\nExamples:\n  {recipe} tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct notes.txt\n"
+                        "  echo '[9906, 1917]' | {recipe} tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct --decode\n"
+                        "  {recipe} tokenize --tokenizer ~/models/Qwen3-0.6B --chat --render conversation.json"));
 
     std::string help_topic;
     auto* help = app.add_subcommand("help", "Show this help, or a topic's: env (every environment variable levers reads)");
     help->add_option("topic", help_topic, "env")->check(CLI::IsMember({"env"}));
-    help->footer("\nExample:\n  recipe help env");
-
-    name_this_binary(app, program);
+    help->footer(ex("\nExample:\n  {recipe} help env"));
 
     // CLI11 reports an unknown command only as "a subcommand is required".
-    const auto commands = app.get_subcommands([](CLI::App*) { return true; });
-    auto is_command = [&](const char* word) {
-        return std::any_of(commands.begin(), commands.end(), [&](CLI::App* c) { return c->get_name() == word; });
-    };
-    if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-        fmt::print(stderr, "error: unknown command '{}'; valid commands: {} (see {} --help)\n", argv[1], kCommands,
-                   program);
+    std::vector<std::string> commands;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) commands.push_back(c->get_name());
+    if (argc > 1 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
+        fmt::print(stderr, "error: unknown command '{}'; valid commands: {} (see {} --help)\n", argv[1],
+                   fmt::join(commands, ", "), program);
         return 2;
     }
     const std::string top_help = app.help();  // after parsing, help() is the parsed subcommand's

@@ -1,11 +1,12 @@
 #include "framework/app/bench/bench_cli.hpp"
 
+#include "framework/app/cli_parts.hpp"
 #include "framework/core/error.hpp"
 #include "framework/recipe/config.hpp"
 
 namespace levers::bench {
 
-BenchCli::BenchCli(CLI::App& app) {
+BenchCli::BenchCli(CLI::App& app, const Examples& ex) {
     bench_ = app.add_subcommand("bench", "Measure how a recipe scales over cards, compare sweeps with multi-card "
                                          "runs, predict real nodes");
     bench_->require_subcommand(1);
@@ -24,10 +25,9 @@ BenchCli::BenchCli(CLI::App& app) {
     scaling_->add_option("--price", s.price, "price per card-hour: adds the time and cost of the work");
     scaling_->add_option("--total-steps", s.total_steps, "one card's steps to price (default: the recipe's steps)");
     scaling_->add_option("--out", s.out, "results directory (default: runs/NAME/bench-scaling-<date-time>)");
-    scaling_->add_option("--precision", s.precision, "every run's: f32, or bf16 on cards")
-        ->check(CLI::IsMember({"f32", "bf16"}));
-    scaling_->footer("\nExamples:\n  recipe bench scaling pretrain --gpus 1,2 --steps 80\n"
-                     "  recipe bench scaling classify --gpus 1,2,4,8 --global-batch 512 --price 0.68");
+    add_precision_option(*scaling_, s.precision, "what every run computes in");
+    scaling_->footer(ex("\nExamples:\n  {recipe} bench scaling {pretrain} --gpus 1,2 --steps 80\n"
+                        "  {recipe} bench scaling {classify} --gpus 1,2,4,8 --global-batch 512 --price 0.68"));
 
     auto& h = shapes_flags_;
     shapes_ = bench_->add_subcommand("shapes", "K one-card cells as a sweep against one K-card run of the same work");
@@ -36,7 +36,7 @@ BenchCli::BenchCli(CLI::App& app) {
     shapes_->add_option("--steps", h.steps, "steps of every run (default 60)");
     shapes_->add_option("--set", h.sets, "a recipe parameter for every run");
     shapes_->add_option("--out", h.out, "results directory");
-    shapes_->footer("\nExample:\n  recipe bench shapes classify --cells 2 --steps 2000");
+    shapes_->footer(ex("\nExample:\n  {recipe} bench shapes {classify} --cells 2 --steps 2000"));
 
     auto& p = predict_flags_;
     predict_ = bench_->add_subcommand("predict", "Predict the speedup on real cards from one card's step, the "
@@ -55,9 +55,9 @@ BenchCli::BenchCli(CLI::App& app) {
     predict_->add_option("--set", p.sets, "a recipe parameter for the measuring runs");
     predict_->add_option("--out", p.out, "results directory");
     predict_->add_flag("--seeds", seeds_, "the seeds' measured fine-tune against the model (no recipe needed)");
-    predict_->footer("\nExamples:\n  recipe bench predict pretrain --profile pcie-nop2p --gpus 2,4,8\n"
-                     "  recipe bench predict pretrain --profile nvlink-h100 --step-ms 350 --grad-mb 475\n"
-                     "  recipe bench predict --seeds");
+    predict_->footer(ex("\nExamples:\n  {recipe} bench predict {pretrain} --profile pcie-nop2p --gpus 2,4,8\n"
+                        "  {recipe} bench predict {pretrain} --profile nvlink-h100 --step-ms 350 --grad-mb 475\n"
+                        "  {recipe} bench predict --seeds"));
 }
 
 bool BenchCli::parsed() const { return bench_->parsed(); }

@@ -5,11 +5,16 @@
 
 #include <CLI/CLI.hpp>
 
+namespace levers {
+class Examples;
+}
+
 namespace levers::bench {
 
 class BenchCli {
 public:
-    explicit BenchCli(CLI::App& app);  // adds `bench scaling|shapes|predict`
+    // Adds `bench scaling|shapes|predict`, their help's examples made by `ex`.
+    BenchCli(CLI::App& app, const Examples& ex);
     bool parsed() const;
     int run() const;  // throws levers::Error for bad input
 

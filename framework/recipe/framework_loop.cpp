@@ -109,74 +109,45 @@ train::LoopOptions framework_loop_options(const LoopSpec& spec, const Config& cf
 
 namespace {
 
-Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& cfg, Device device, bool& stepped) {
-    Built built = build(recipe, spec, cfg, device);
-    auto& model = built.model;
-    auto& data = built.data;
-    nn::Module* module = built.module;
-    ParamSet& params = spec.params_of(model.get());
-
-    train::LoopOptions options = framework_loop_options(spec, cfg);
-    options.live_progress = live_progress_mode();
-
-    train::TrainState resumed;
-    if (!resume_from().empty())
-        resume(recipe, spec, resume_from(), model.get(), params, data.get(), options, resumed);
-
-    // The metrics go on from where the run starts: rows of later steps (an
-    // attempt that failed after its last checkpoint, restarted in its own
-    // directory) are dropped, to be written again. A fresh directory has none.
-    const std::filesystem::path dir = run_dir();
+// metrics.csv goes on from where the run starts: rows of later steps (an
+// attempt that failed after its last checkpoint, restarted in its own
+// directory) are dropped, to be written again. Rank 0 writes it.
+std::optional<train::MetricsLog> open_metrics(const std::filesystem::path& dir, long start_step) {
     std::optional<train::MetricsLog> metrics;
     if (!dir.empty() && dist::is_main()) {
-        train::trim_metrics(dir, options.start.step);
+        train::trim_metrics(dir, start_step);
         metrics.emplace(dir);
     }
-    options.metrics = metrics ? &*metrics : nullptr;
+    return metrics;
+}
 
-    const long every = spec.checkpoint_every.resolve(cfg);
-    std::optional<CheckpointKeeper> keeper;
-    if (every > 0) {
-        LEVERS_CHECK(!dir.empty(), "recipe '{}' writes checkpoints, but this run has no run directory", recipe);
-        const std::string best = spec.best_metric.empty() ? spec.early_stop.metric : spec.best_metric;
-        const bool maximize = spec.best_metric.empty() ? spec.early_stop.maximize : spec.best_maximize;
-        keeper.emplace(dir, spec.keep_last, best, maximize);
-        options.after_step = [&](const train::LoopState& st, const train::AdamW& opt, const Metrics* eval) {
-            stepped = true;
-            const bool final_step = st.step == options.steps;
-            if (st.step % every != 0 && !final_step) return;
-            // Every rank reaches this point (it is inside the loop); the data states are gathered from all.
-            const auto states = gather_data_states(spec, data.get());
-            std::optional<double> metric;
-            if (eval && eval->count(keeper->best_metric())) metric = eval->at(keeper->best_metric());
-            if (dist::is_main())
-                keeper->save(st.step, metric, [&](const std::filesystem::path& path) {
-                    nlohmann::json meta = {{"recipe", recipe}, {"config", cfg.to_json()}};
-                    if (module) meta["model_state"] = module->save_state();
-                    train::save_train_state(path, meta, params, opt, st, states);
-                });
-            dist::barrier();  // no rank runs ahead of a checkpoint being written
-        };
-    }
-    if (!options.after_step) options.after_step = [&](const train::LoopState&, const train::AdamW&, const Metrics*) {
-        stepped = true;
+using AfterStep = std::function<void(const train::LoopState&, const train::AdamW&, const Metrics*)>;
+
+// After every `every`-th step and the last: a training checkpoint. Every rank
+// gathers its data position (a collective); rank 0 writes, atomically, and
+// keeps the newest and the best; no rank runs ahead of a checkpoint being written.
+AfterStep checkpoint_every(long every, long last_step, CheckpointKeeper& keeper, const std::string& recipe,
+                           const LoopSpec& spec, const Config& cfg, nn::Module* module, ParamSet& params,
+                           const void* data) {
+    return [=, &keeper, &spec, &cfg, &params](const train::LoopState& st, const train::AdamW& opt,
+                                              const Metrics* eval) {
+        if (st.step % every != 0 && st.step != last_step) return;
+        const auto states = gather_data_states(spec, data);
+        std::optional<double> metric;
+        if (eval && eval->count(keeper.best_metric())) metric = eval->at(keeper.best_metric());
+        if (dist::is_main())
+            keeper.save(st.step, metric, [&](const std::filesystem::path& path) {
+                nlohmann::json meta = {{"recipe", recipe}, {"config", cfg.to_json()}};
+                if (module) meta["model_state"] = module->save_state();
+                train::save_train_state(path, meta, params, opt, st, states);
+            });
+        dist::barrier();
     };
-    // Evaluation and the finish run in inference mode, the model in evaluation mode.
-    auto evaluating = [&](auto&& fn) {
-        autograd::InferenceMode inference;
-        if (module) module->eval();
-        auto out = fn();
-        if (module) module->train();
-        return out;
-    };
-    std::function<Metrics(long)> evaluate;
-    if (spec.evaluate)
-        evaluate = [&](long) { return evaluating([&] { return spec.evaluate(model.get(), data.get()); }); };
-    auto step = [&](long s, long micro) { return spec.step(model.get(), data.get(), StepInfo{s, micro}); };
+}
 
-    const LoopResult run = train::train_loop(params, options, step, evaluate);
-
-    // Each rank's peak resident memory, for the benchmarks.
+// The run's result: the loop's figures, every rank's peak resident memory
+// (for the benchmarks; a collective), the evaluations, early stopping.
+Result loop_result(const LoopSpec& spec, const LoopResult& run, const ParamSet& params) {
     std::vector<double> peak_mb(static_cast<std::size_t>(dist::world_size()), 0.0);
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
@@ -201,8 +172,56 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
         out["best_step"] = run.best_step;
         out["best_" + spec.early_stop.metric] = run.best_metric;
     }
+    return out;
+}
+
+Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& cfg, Device device, bool& stepped) {
+    Built built = build(recipe, spec, cfg, device);
+    void* model = built.model.get();
+    void* data = built.data.get();
+    nn::Module* module = built.module;
+    ParamSet& params = spec.params_of(model);
+
+    train::LoopOptions options = framework_loop_options(spec, cfg);
+    options.live_progress = live_progress_mode();
+    train::TrainState resumed;
+    if (!resume_from().empty()) resume(recipe, spec, resume_from(), model, params, data, options, resumed);
+
+    const std::filesystem::path dir = run_dir();
+    std::optional<train::MetricsLog> metrics = open_metrics(dir, options.start.step);
+    options.metrics = metrics ? &*metrics : nullptr;
+
+    std::optional<CheckpointKeeper> keeper;
+    AfterStep checkpoint;
+    if (const long every = spec.checkpoint_every.resolve(cfg); every > 0) {
+        LEVERS_CHECK(!dir.empty(), "recipe '{}' writes checkpoints, but this run has no run directory", recipe);
+        const std::string best = spec.best_metric.empty() ? spec.early_stop.metric : spec.best_metric;
+        const bool maximize = spec.best_metric.empty() ? spec.early_stop.maximize : spec.best_maximize;
+        keeper.emplace(dir, spec.keep_last, best, maximize);
+        checkpoint = checkpoint_every(every, options.steps, *keeper, recipe, spec, cfg, module, params, data);
+    }
+    // `stepped`: a step ran, so --device auto may no longer fall back to the CPU.
+    options.after_step = [&](const train::LoopState& st, const train::AdamW& opt, const Metrics* eval) {
+        stepped = true;
+        if (checkpoint) checkpoint(st, opt, eval);
+    };
+
+    // Evaluation and the finish run in inference mode, the model in evaluation mode.
+    auto evaluating = [&](auto&& fn) {
+        autograd::InferenceMode inference;
+        if (module) module->eval();
+        auto out = fn();
+        if (module) module->train();
+        return out;
+    };
+    std::function<Metrics(long)> evaluate;
+    if (spec.evaluate) evaluate = [&](long) { return evaluating([&] { return spec.evaluate(model, data); }); };
+    auto step = [&](long s, long micro) { return spec.step(model, data, StepInfo{s, micro}); };
+
+    const LoopResult run = train::train_loop(params, options, step, evaluate);
+    Result out = loop_result(spec, run, params);
     if (!resume_from().empty()) out["resumed_from"] = resume_from().string();
-    if (spec.finish) out.update(evaluating([&] { return spec.finish(model.get(), data.get(), run, cfg); }));
+    if (spec.finish) out.update(evaluating([&] { return spec.finish(model, data, run, cfg); }));
     return out;
 }
 

@@ -154,7 +154,7 @@ show_progress() {
 # a log shows the build moving. Errors are shown by building again, plainly.
 build_levers() {
     configure_build
-    say "building ${*:-everything} (ninja -C $build $*)"
+    say "building ${*:-everything} (ninja -C $build${*:+ $*})"
     if [ -t 1 ]; then ninja -C "$build" "$@"; return; fi
     ninja -C "$build" "$@" | show_progress \
         || ninja -C "$build" "$@"

@@ -206,7 +206,8 @@ int main(int argc, char** argv) {
                        "add the tokenizer's own tokens around plain text (its BOS)");
     tokenize->add_flag("--skip-special", tokenize_flags.skip_special, "with --decode: leave special tokens out");
     tokenize->footer(ex("\nExamples:\n  {recipe} tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct notes.txt\n"
-                        "  echo '[9906, 1917]' | {recipe} tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct --decode\n"
+                        "  echo '[9906, 1917]' | {recipe} tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct "
+                        "--decode\n"
                         "  {recipe} tokenize --tokenizer ~/models/Qwen3-0.6B --chat --render conversation.json"));
 
     std::string help_topic;

@@ -29,7 +29,8 @@ std::vector<int> take_slots(const Plan& r, int ranks, int threads, bool wait, De
     auto ledger = launch::SlotLedger::for_node(device == Device::Kind::cuda ? node_gpu_count() : 0);
     // A CPU job uses every core unless --threads says how many per rank.
     const int slots = static_cast<int>(ledger.slots().size());
-    const int need = ledger.kind() == Device::Kind::cuda ? ranks : threads > 0 ? std::min(slots, ranks * threads) : slots;
+    const bool cuda = ledger.kind() == Device::Kind::cuda;
+    const int need = cuda ? ranks : threads > 0 ? std::min(slots, ranks * threads) : slots;
     launch::job_lease() = ledger.acquire(need, r.name(), wait, [](const std::string& what) {
         fmt::print("recipe: {}\n", what);
         std::fflush(stdout);

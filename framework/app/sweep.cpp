@@ -4,8 +4,8 @@
 #include "framework/core/gpu.hpp"
 #include "framework/core/read_file.hpp"
 #include "framework/core/split.hpp"
-#include "framework/launch/slot_ledger.hpp"
 #include "framework/launch/child_setup.hpp"
+#include "framework/launch/slot_ledger.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/process.hpp>
@@ -106,10 +106,9 @@ public:
             outcomes_[i].error = "not started";
         }
         // A cell of N CPU ranks takes min(N, slots) slots, like `recipe run`.
-        need_ = ledger_.kind() == Device::Kind::cpu ? std::min<int>(o.gpus_per_cell, static_cast<int>(ledger_.slots().size()))
-                                        : o.gpus_per_cell;
-        LEVERS_CHECK(need_ <= static_cast<int>(ledger_.slots().size()), "--gpus-per-cell {}: this node has {} cards",
-                     o.gpus_per_cell, ledger_.slots().size());
+        const int slots = static_cast<int>(ledger_.slots().size());
+        need_ = ledger_.kind() == Device::Kind::cpu ? std::min<int>(o.gpus_per_cell, slots) : o.gpus_per_cell;
+        LEVERS_CHECK(need_ <= slots, "--gpus-per-cell {}: this node has {} cards", o.gpus_per_cell, slots);
     }
 
     std::vector<CellOutcome> run() {
@@ -165,8 +164,8 @@ private:
 
     void start(std::size_t i, launch::SlotLease lease) {
         CellOutcome& out = outcomes_[i];
-        std::vector<std::string> args = {"run",      o_.recipe,        "--gpus",      std::to_string(o_.gpus_per_cell),
-                                         "--out",    out.dir.string(), "--timeout",   fmt::format("{}", o_.timeout_s),
+        std::vector<std::string> args = {"run",      o_.recipe,          "--gpus",      std::to_string(o_.gpus_per_cell),
+                                         "--out",    out.dir.string(),   "--timeout",   fmt::format("{}", o_.timeout_s),
                                          "--device", name_of(o_.device), "--precision", o_.precision};
         const int threads = std::max<int>(1, static_cast<int>(lease.slots().size()) / o_.gpus_per_cell);
         if (ledger_.kind() == Device::Kind::cpu) args.insert(args.end(), {"--threads", std::to_string(threads)});

@@ -1,6 +1,5 @@
 #include "framework/app/cli_parts.hpp"
 
-
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -224,10 +224,15 @@ const Tensor& Tape::one_like(const Tensor& root) {
     return ones_.back();
 }
 
+namespace {
+// Who listens to this leaf's gradient: its parameter set's hooks (DDP's), if any.
+GradHooks* hooks_of(const Leaf* l) { return l->set ? l->set->grad_hooks() : nullptr; }
+}  // namespace
+
 void Tape::mark_leaves_final(std::int32_t node, std::int64_t& cursor) {
     for (; cursor >= 0 && leaves_[static_cast<std::size_t>(cursor)]->first_use >= node; --cursor) {
         Leaf* l = leaves_[static_cast<std::size_t>(cursor)];
-        if (GradHooks* hooks = l->set ? l->set->grad_hooks() : nullptr) hooks->grad_final(l->entry);
+        if (GradHooks* hooks = hooks_of(l)) hooks->grad_final(l->entry);
     }
 }
 
@@ -264,12 +269,12 @@ void Tape::backward(const Tensor& root, const Tensor* gradient) {
     // Sets with listeners (DDP's) hear which of their gradients this graph computes.
     sets_.clear();
     for (Leaf* l : leaves_)
-        if (l->set && l->set->grad_hooks() && std::find(sets_.begin(), sets_.end(), l->set) == sets_.end()) {
+        if (hooks_of(l) && std::find(sets_.begin(), sets_.end(), l->set) == sets_.end()) {
             sets_.push_back(l->set);
-            l->set->grad_hooks()->backward_begins();
+            hooks_of(l)->backward_begins();
         }
     for (Leaf* l : leaves_)
-        if (GradHooks* hooks = l->set ? l->set->grad_hooks() : nullptr) hooks->will_compute(l->entry);
+        if (GradHooks* hooks = hooks_of(l)) hooks->will_compute(l->entry);
     for (ParamSet* s : sets_) s->grad_hooks()->planned();
 
     std::int64_t cursor = static_cast<std::int64_t>(leaves_.size()) - 1;

@@ -69,7 +69,7 @@ struct Count {
 
 using EarlyStop = train::EarlyStopping;
 
-// The framework-owned loop, its user functions type-erased.
+// The framework-owned loop, its user functions type-erased (the builder fills it).
 struct LoopSpec {
     using Erased = std::shared_ptr<void>;
     std::function<Erased(const Config&)> make_model, make_data;
@@ -98,8 +98,6 @@ struct LoopSpec {
     bool set() const { return static_cast<bool>(make_model) || static_cast<bool>(step); }
 };
 
-class Plan;
-
 // The framework loop's settings, declared as parameters by .training({...})
 // (so a misspelt setting does not compile): each becomes a parameter of its
 // name with this default, set with --set like any other.
@@ -112,84 +110,98 @@ struct TrainingDefaults {
     long log_every = 0;        // steps per progress line (0: a twentieth of the steps)
 };
 
-// The builder's state, untyped: what BasicRecipe (below) fills and Plan reads.
-class RecipeSpec {
-public:
-    explicit RecipeSpec(std::string name);
-
-    RecipeSpec& describe(std::string text);
-    RecipeSpec& gpus(int n);  // the default card count
-    // `bounds` limits a number (or each item of a list): .param("steps", 3000, "optimizer steps", at_least(1)).
-    RecipeSpec& param(const std::string& name, int default_value, std::string help, Bounds bounds = {});
-    RecipeSpec& param(const std::string& name, long default_value, std::string help, Bounds bounds = {});
-    RecipeSpec& param(const std::string& name, double default_value, std::string help, Bounds bounds = {});
-    RecipeSpec& param(const std::string& name, bool default_value, std::string help);
-    RecipeSpec& param(const std::string& name, const char* default_value, std::string help);
-    RecipeSpec& param(const std::string& name, std::string default_value, std::string help);
-    RecipeSpec& param(const std::string& name, std::initializer_list<int> default_value, std::string help,
-                  Bounds bounds = {});
-    RecipeSpec& param(const std::string& name, std::initializer_list<double> default_value, std::string help,
-                  Bounds bounds = {});
-    // Checks a whole config before anything starts (files exist, parameters
-    // agree with each other); throws levers::Error. `recipe run` and `recipe
-    // sweep` call it, so bad input exits 2 with no run directory made.
-    RecipeSpec& check(std::function<void(const Config&)> fn);
-
-    // The recipe owns its loop.
-    RecipeSpec& run(RecipeBody body);
-
-    // The framework owns the loop.
-    template <class F> RecipeSpec& model(F make);
-    template <class F> RecipeSpec& data(F make);
-    // Declares the loop's settings as parameters (steps, lr, warmup, weight_decay, grad_clip, log_every).
-    RecipeSpec& training(const TrainingDefaults& defaults);
-    // Adjusts the loop's options the parameters gave (AdamW's betas, the decay floor, the unit counted...).
-    RecipeSpec& adjust_loop(std::function<void(const Config&, train::LoopOptions&)> adjust);
-    RecipeSpec& evaluate_at_start();        // also before the first step: the result gains <metric>_at_start
-    // Writes the whole training state every n steps to <run>/checkpoints/ (and
-    // at the end); `recipe run --resume` continues from one exactly.
-    RecipeSpec& checkpoint_every(Count n);
-    // How many to keep (the newest), and best.ckpt by `metric` if given.
-    RecipeSpec& keep_checkpoints(int last, std::string metric = "", bool maximize = false);
-    RecipeSpec& early_stop(std::string metric, long patience, bool maximize = false, double min_delta = 0);
-    RecipeSpec& grad_accum(Count k);
-
-    // Checks the whole and freezes it; throws levers::Error naming what is wrong.
-    Plan build() const;
-    // build().map(cells, every_cell): the recipe must also be registered under its name.
-    std::vector<Result> map(const std::vector<std::map<std::string, std::string>>& cells,
-                            const std::map<std::string, std::string>& every_cell = {}) const;
-
-    RecipeSpec& add_param(const std::string& name, ParamValue value, std::string help, Bounds bounds = {});
-    template <class M, class D> RecipeSpec& set_step(std::function<MicroResult(M&, D&, const StepInfo&)> fn);
-    template <class M, class D> RecipeSpec& set_evaluate(std::function<Metrics(M&, D&)> fn);
-    template <class M, class D> RecipeSpec& set_finish(std::function<Result(M&, D&, const LoopResult&)> fn);
-    template <class M, class D>
-    RecipeSpec& set_finish(std::function<Result(M&, D&, const LoopResult&, const Config&)> fn);
-
-private:
-    friend class Plan;
-    std::string name_, description_;
-    int gpus_ = 1;
-    std::vector<ParamSpec> params_;
-    RecipeBody body_;
-    std::function<void(const Config&)> check_;
-    LoopSpec loop_;
-    bool training_declared_ = false;
-
-public:
-    LoopSpec& loop() { return loop_; }
+// A recipe as declared, untyped: what the builder (below) fills and a Plan freezes.
+struct RecipeDef {
+    std::string name, description;
+    int gpus = 1;  // the default card count
+    std::vector<ParamSpec> params;
+    std::function<void(const Config&)> check;
+    RecipeBody body;  // the recipe owns its loop (.run) ...
+    LoopSpec loop;    // ... or the framework does
+    bool training_declared = false;
 };
+
+class Plan;
+
+namespace detail {
+// The builder's checked steps, out of line (recipe.cpp); each throws levers::Error naming what is wrong.
+void set_gpus(RecipeDef& def, int n);
+void add_param(RecipeDef& def, const std::string& name, ParamValue value, std::string help, Bounds bounds);
+void declare_training(RecipeDef& def, const TrainingDefaults& defaults);
+Plan freeze(const RecipeDef& def);
+
+// A parameter's default as the variant holds it: integers as long, floating point as double, text as string.
+template <class T> ParamValue param_value(const T& v) {
+    if constexpr (std::is_same_v<T, bool>) return v;
+    else if constexpr (std::is_integral_v<T>) return static_cast<long>(v);
+    else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);
+    else {
+        static_assert(std::is_convertible_v<const T&, std::string>,
+                      "recipe: .param's default is a number, a bool, text, or a braced list of numbers");
+        return std::string(v);
+    }
+}
+
+template <class R> struct Made { using type = R; static constexpr bool owned = false; };
+template <class T> struct Made<std::unique_ptr<T>> { using type = T; static constexpr bool owned = true; };
+// What make(const Config&) builds: R, or T for std::unique_ptr<T>.
+template <class F> using made_t = typename Made<std::invoke_result_t<const F&, const Config&>>::type;
+
+template <class F> std::shared_ptr<void> make_erased(const F& make, const Config& cfg) {
+    using R = std::invoke_result_t<const F&, const Config&>;
+    using T = typename Made<R>::type;
+    if constexpr (Made<R>::owned) return std::shared_ptr<T>(make(cfg));
+    else return std::make_shared<T>(make(cfg));
+}
+
+// Whether fn(M&, D&, extra...) returns R; false (not an error) while M or D is unknown.
+template <class R, class F, class M, class D, class... Extra> constexpr bool callable_on() {
+    if constexpr (std::is_void_v<M> || std::is_void_v<D>) return false;
+    else return std::is_invocable_r_v<R, F&, M&, D&, Extra...>;
+}
+
+// Fills the loop's model functions for a maker of M: its parameters, its
+// module (when it is one) and how it moves to a device.
+template <class M, class F> void erase_model(LoopSpec& loop, F make) {
+    static_assert(std::is_same_v<decltype(std::declval<M&>().params()), ParamSet&>,
+                  "a model must have ParamSet& params(): the parameters the optimizer trains (every nn::Module has)");
+    loop.make_model = [make = std::move(make)](const Config& cfg) { return make_erased(make, cfg); };
+    loop.params_of = [](void* m) -> ParamSet& { return static_cast<M*>(m)->params(); };
+    if constexpr (std::is_base_of_v<nn::Module, M>)
+        loop.module_of = [](void* m) -> nn::Module* { return static_cast<M*>(m); };
+    if constexpr (requires(M& m, Device d, DType t) { m.to(d, t); }) {
+        loop.to_device = [](void* m, Device d, DType t) { static_cast<M*>(m)->to(d, t); };
+        loop.to_device_takes_dtype = true;
+    } else if constexpr (requires(M& m, Device d, DType t) { m.to_device(d, t); }) {
+        loop.to_device = [](void* m, Device d, DType t) { static_cast<M*>(m)->to_device(d, t); };
+        loop.to_device_takes_dtype = true;
+    } else if constexpr (requires(M& m, Device d) { m.to_device(d); }) {
+        loop.to_device = [](void* m, Device d, DType) { static_cast<M*>(m)->to_device(d); };
+    }
+}
+
+// Fills the loop's data functions for a maker of D, with its position when D can save and load it.
+template <class D, class F> void erase_data(LoopSpec& loop, F make) {
+    loop.make_data = [make = std::move(make)](const Config& cfg) { return make_erased(make, cfg); };
+    if constexpr (requires(D& d, const D& cd, const nlohmann::json& j) {
+                      { cd.save_state() } -> std::convertible_to<nlohmann::json>;
+                      d.load_state(j);
+                  }) {
+        loop.save_data = [](const void* d) { return static_cast<const D*>(d)->save_state(); };
+        loop.load_data = [](void* d, const nlohmann::json& j) { static_cast<D*>(d)->load_state(j); };
+    }
+}
+}  // namespace detail
 
 // A built recipe: what the registry holds and `recipe run` executes.
 class Plan {
 public:
-    const std::string& name() const { return r_->name_; }
-    const std::string& description() const { return r_->description_; }
-    int default_gpus() const { return r_->gpus_; }
-    const std::vector<ParamSpec>& params() const { return r_->params_; }
-    Config defaults() const { return Config(r_->params_); }
-    bool framework_loop() const { return r_->loop_.set(); }
+    const std::string& name() const { return r_->name; }
+    const std::string& description() const { return r_->description; }
+    int default_gpus() const { return r_->gpus; }
+    const std::vector<ParamSpec>& params() const { return r_->params; }
+    Config defaults() const { return Config(r_->params); }
+    bool framework_loop() const { return r_->loop.set(); }
 
     // Runs the body as this rank of the current job (collective when it has several ranks).
     Result run(const Config& cfg) const;
@@ -210,33 +222,15 @@ public:
     // Runs each cell (parameter overrides, plus `every_cell`'s) as its own
     // one-card job, as many at once as cards allow, and returns one result per
     // cell in order, each with "status" ("ok" or "failed", then with "error"
-    // and "log"). See sweep.hpp.
+    // and "log"). The recipe must be registered under its name. See map_cells.hpp.
     std::vector<Result> map(const std::vector<std::map<std::string, std::string>>& cells,
                             const std::map<std::string, std::string>& every_cell = {}) const;
 
 private:
-    friend class RecipeSpec;
-    explicit Plan(std::shared_ptr<const RecipeSpec> r) : r_(std::move(r)) {}
-    std::shared_ptr<const RecipeSpec> r_;
+    friend Plan detail::freeze(const RecipeDef& def);
+    explicit Plan(std::shared_ptr<const RecipeDef> r) : r_(std::move(r)) {}
+    std::shared_ptr<const RecipeDef> r_;
 };
-
-namespace detail {
-template <class R> struct Made { using type = R; static constexpr bool owned = false; };
-template <class T> struct Made<std::unique_ptr<T>> { using type = T; static constexpr bool owned = true; };
-
-template <class F> std::shared_ptr<void> make_erased(const F& make, const Config& cfg) {
-    using R = std::invoke_result_t<const F&, const Config&>;
-    using T = typename Made<R>::type;
-    if constexpr (Made<R>::owned) return std::shared_ptr<T>(make(cfg));
-    else return std::make_shared<T>(make(cfg));
-}
-
-// Whether fn(M&, D&, extra...) returns R; false (not an error) while M or D is unknown.
-template <class R, class F, class M, class D, class... Extra> constexpr bool callable_on() {
-    if constexpr (std::is_void_v<M> || std::is_void_v<D>) return false;
-    else return std::is_invocable_r_v<R, F&, M&, D&, Extra...>;
-}
-}  // namespace detail
 
 // The builder. Its type carries what .model and .data make (M, D), so the
 // loop's functions are checked as they are given: a .step, .evaluate_every
@@ -244,56 +238,68 @@ template <class R, class F, class M, class D, class... Extra> constexpr bool cal
 // not compile, and the compiler's message says which rule was broken.
 template <class M = void, class D = void> class BasicRecipe {
 public:
-    explicit BasicRecipe(std::string name) : s_(std::move(name)) {}
-    explicit BasicRecipe(RecipeSpec s) : s_(std::move(s)) {}
+    explicit BasicRecipe(std::string name) { def_.name = std::move(name); }
 
-    BasicRecipe& describe(std::string text) { return with(s_.describe(std::move(text))); }
-    BasicRecipe& gpus(int n) { return with(s_.gpus(n)); }  // the default card count
-    // `bounds` limits a number (or each item of a list): .param("seed", 1, "data-order seed", at_least(0)).
-    template <class T> BasicRecipe& param(const std::string& name, T value, std::string help, Bounds bounds = {}) {
-        return with(s_.param(name, value, std::move(help), bounds));
+    BasicRecipe& describe(std::string text) {
+        def_.description = std::move(text);
+        return *this;
     }
-    BasicRecipe& param(const std::string& name, bool value, std::string help) {
-        return with(s_.param(name, value, std::move(help)));
+    BasicRecipe& gpus(int n) {  // the default card count
+        detail::set_gpus(def_, n);
+        return *this;
     }
-    BasicRecipe& param(const std::string& name, const char* value, std::string help) {
-        return with(s_.param(name, value, std::move(help)));
+    // A parameter with its default (a number, bool or text) and help line;
+    // `bounds` limits a number: .param("seed", 1, "data-order seed", at_least(0)).
+    template <class T> BasicRecipe& param(const std::string& name, const T& value, std::string help,
+                                          Bounds bounds = {}) {
+        detail::add_param(def_, name, detail::param_value(value), std::move(help), bounds);
+        return *this;
     }
-    BasicRecipe& param(const std::string& name, std::string value, std::string help) {
-        return with(s_.param(name, std::move(value), std::move(help)));
-    }
+    // A list parameter, each item within `bounds`: .param("widths", {256, 128}, "hidden widths", at_least(1)).
     BasicRecipe& param(const std::string& name, std::initializer_list<int> value, std::string help, Bounds bounds = {}) {
-        return with(s_.param(name, value, std::move(help), bounds));
+        detail::add_param(def_, name, std::vector<long>(value.begin(), value.end()), std::move(help), bounds);
+        return *this;
     }
     BasicRecipe& param(const std::string& name, std::initializer_list<double> value, std::string help,
                        Bounds bounds = {}) {
-        return with(s_.param(name, value, std::move(help), bounds));
+        detail::add_param(def_, name, std::vector<double>(value), std::move(help), bounds);
+        return *this;
     }
     // Checks a whole config before anything starts (files exist, parameters
     // agree with each other); throws levers::Error. `recipe run` and `recipe
     // sweep` call it, so bad input exits 2 with no run directory made.
-    BasicRecipe& check(std::function<void(const Config&)> fn) { return with(s_.check(std::move(fn))); }
+    BasicRecipe& check(std::function<void(const Config&)> fn) {
+        def_.check = std::move(fn);
+        return *this;
+    }
 
     // The recipe owns its loop: Result fn(const Config&), run on every rank.
-    BasicRecipe& run(RecipeBody body) { return with(s_.run(std::move(body))); }
+    BasicRecipe& run(RecipeBody body) {
+        def_.body = std::move(body);
+        return *this;
+    }
 
-    // The framework owns the loop: the model and the data, built on every rank...
+    // The framework owns the loop: the model (M or unique_ptr<M> make(const
+    // Config&)) and the data (likewise), built on every rank...
     template <class F> auto model(F make) const {
         static_assert(std::is_void_v<M>, "recipe: .model is given twice");
-        using Made = typename detail::Made<std::invoke_result_t<const F&, const Config&>>::type;
-        RecipeSpec s = s_;
-        s.model(std::move(make));
-        return BasicRecipe<Made, D>(std::move(s));
+        using Made = detail::made_t<F>;
+        BasicRecipe<Made, D> next(def_);
+        detail::erase_model<Made>(next.def_.loop, std::move(make));
+        return next;
     }
     template <class F> auto data(F make) const {
         static_assert(std::is_void_v<D>, "recipe: .data is given twice");
-        using Made = typename detail::Made<std::invoke_result_t<const F&, const Config&>>::type;
-        RecipeSpec s = s_;
-        s.data(std::move(make));
-        return BasicRecipe<M, Made>(std::move(s));
+        using Made = detail::made_t<F>;
+        BasicRecipe<M, Made> next(def_);
+        detail::erase_data<Made>(next.def_.loop, std::move(make));
+        return next;
     }
-    // ...the loop's settings, ...
-    BasicRecipe& training(const TrainingDefaults& defaults) { return with(s_.training(defaults)); }
+    // ...the loop's settings, declared as parameters (steps, lr, warmup, weight_decay, grad_clip, log_every), ...
+    BasicRecipe& training(const TrainingDefaults& defaults) {
+        detail::declare_training(def_, defaults);
+        return *this;
+    }
     // ...and what a step does: MicroResult fn(M&, D&, const StepInfo&): the loss, then loss.backward().
     template <class F> BasicRecipe& step(F fn) {
         static_assert(!std::is_void_v<M>, "recipe: declare .model before .step");
@@ -302,7 +308,10 @@ public:
         static_assert(fits || std::is_void_v<M> || std::is_void_v<D>,
                       "recipe: .step(fn) must take the types .model and .data make: MicroResult fn(M&, D&, const "
                       "StepInfo&)");
-        if constexpr (fits) s_.set_step(std::function<MicroResult(M&, D&, const StepInfo&)>(std::move(fn)));
+        if constexpr (fits)
+            def_.loop.step = [fn = std::move(fn)](void* m, void* d, const StepInfo& s) mutable -> MicroResult {
+                return fn(*static_cast<M*>(m), *static_cast<D*>(d), s);
+            };
         return *this;
     }
     // Metrics fn(M&, D&) every n steps (a number or an int parameter's name), combined over ranks.
@@ -312,8 +321,11 @@ public:
         constexpr bool fits = detail::callable_on<Metrics, F, M, D>();
         static_assert(fits || std::is_void_v<M> || std::is_void_v<D>,
                       "recipe: .evaluate_every(n, fn) must take the types .model and .data make: Metrics fn(M&, D&)");
-        s_.loop().eval_every = std::move(n);
-        if constexpr (fits) s_.set_evaluate(std::function<Metrics(M&, D&)>(std::move(fn)));
+        def_.loop.eval_every = std::move(n);
+        if constexpr (fits)
+            def_.loop.evaluate = [fn = std::move(fn)](void* m, void* d) mutable -> Metrics {
+                return fn(*static_cast<M*>(m), *static_cast<D*>(d));
+            };
         return *this;
     }
     // Result fn(M&, D&, const LoopResult& [, const Config&]): extra fields of the result.
@@ -324,45 +336,65 @@ public:
         static_assert(fits || std::is_void_v<M> || std::is_void_v<D>,
                       "recipe: .finish(fn) must take the types .model and .data make: Result fn(M&, D&, const "
                       "LoopResult& [, const Config&])");
-        if constexpr (with_config)
-            s_.set_finish(std::function<Result(M&, D&, const LoopResult&, const Config&)>(std::move(fn)));
-        else if constexpr (fits)
-            s_.set_finish(std::function<Result(M&, D&, const LoopResult&)>(std::move(fn)));
+        if constexpr (fits)
+            def_.loop.finish = [fn = std::move(fn)](void* m, void* d, const LoopResult& r,
+                                                    const Config& cfg) mutable -> Result {
+                if constexpr (with_config) return fn(*static_cast<M*>(m), *static_cast<D*>(d), r, cfg);
+                else return fn(*static_cast<M*>(m), *static_cast<D*>(d), r);
+            };
         return *this;
     }
     // Adjusts the loop's options the parameters gave (AdamW's betas, the decay floor, the unit counted...).
     BasicRecipe& adjust_loop(std::function<void(const Config&, train::LoopOptions&)> fn) {
-        return with(s_.adjust_loop(std::move(fn)));
+        def_.loop.adjust = std::move(fn);
+        return *this;
     }
-    BasicRecipe& evaluate_at_start() { return with(s_.evaluate_at_start()); }  // the result gains <metric>_at_start
+    // Also evaluates before the first step: the result gains <metric>_at_start.
+    BasicRecipe& evaluate_at_start() {
+        def_.loop.eval_at_start = true;
+        return *this;
+    }
     // Writes the whole training state every n steps to <run>/checkpoints/ (and
     // at the end); `recipe run --resume` continues from one exactly.
-    BasicRecipe& checkpoint_every(Count n) { return with(s_.checkpoint_every(std::move(n))); }
+    BasicRecipe& checkpoint_every(Count n) {
+        def_.loop.checkpoint_every = std::move(n);
+        return *this;
+    }
     // How many to keep (the newest), and best.ckpt by `metric` if given.
     BasicRecipe& keep_checkpoints(int last, std::string metric = "", bool maximize = false) {
-        return with(s_.keep_checkpoints(last, std::move(metric), maximize));
+        def_.loop.keep_last = last;
+        def_.loop.best_metric = std::move(metric);
+        def_.loop.best_maximize = maximize;
+        return *this;
     }
+    // Stops when `metric` has not improved by min_delta for `patience` evaluations.
     BasicRecipe& early_stop(std::string metric, long patience, bool maximize = false, double min_delta = 0) {
-        return with(s_.early_stop(std::move(metric), patience, maximize, min_delta));
+        def_.loop.early_stop = {std::move(metric), patience, maximize, min_delta};
+        return *this;
     }
-    BasicRecipe& grad_accum(Count k) { return with(s_.grad_accum(std::move(k))); }
+    // Micro-batches per optimizer step (a number or an int parameter's name).
+    BasicRecipe& grad_accum(Count k) {
+        def_.loop.grad_accum = std::move(k);
+        return *this;
+    }
 
     // Checks the whole and freezes it; throws levers::Error naming what is wrong.
     Plan build() const {
         static_assert(std::is_void_v<M> == std::is_void_v<D>, "recipe: the framework's loop needs both .model and "
                       ".data");
-        return s_.build();
+        return detail::freeze(def_);
     }
     operator Plan() const { return build(); }  // NOLINT: LEVERS_RECIPE bodies return the builder
-    // build().map(cells, every_cell): the recipe must also be registered under its name.
+    // build().map(cells, every_cell): see Plan::map.
     std::vector<Result> map(const std::vector<std::map<std::string, std::string>>& cells,
                             const std::map<std::string, std::string>& every_cell = {}) const {
         return build().map(cells, every_cell);
     }
 
 private:
-    BasicRecipe& with(RecipeSpec&) { return *this; }
-    RecipeSpec s_;
+    template <class, class> friend class BasicRecipe;
+    explicit BasicRecipe(RecipeDef def) : def_(std::move(def)) {}
+    RecipeDef def_;
 };
 
 // Starts a recipe builder.
@@ -374,67 +406,6 @@ std::vector<std::string> recipe_names();  // sorted
 bool is_registered(const std::string& name);
 // Throws levers::Error for an unknown name, suggesting the closest one.
 Plan find_recipe(const std::string& name);
-
-// --- template members -------------------------------------------------------
-
-
-template <class F> RecipeSpec& RecipeSpec::model(F make) {
-    using M = typename detail::Made<std::invoke_result_t<const F&, const Config&>>::type;
-    static_assert(std::is_same_v<decltype(std::declval<M&>().params()), ParamSet&>,
-                  "a model must have ParamSet& params(): the parameters the optimizer trains (every nn::Module has)");
-    loop_.make_model = [make = std::move(make)](const Config& cfg) { return detail::make_erased(make, cfg); };
-    loop_.params_of = [](void* m) -> ParamSet& { return static_cast<M*>(m)->params(); };
-    if constexpr (std::is_base_of_v<nn::Module, M>)
-        loop_.module_of = [](void* m) -> nn::Module* { return static_cast<M*>(m); };
-    if constexpr (requires(M& m, Device d, DType t) { m.to(d, t); }) {
-        loop_.to_device = [](void* m, Device d, DType t) { static_cast<M*>(m)->to(d, t); };
-        loop_.to_device_takes_dtype = true;
-    } else if constexpr (requires(M& m, Device d, DType t) { m.to_device(d, t); }) {
-        loop_.to_device = [](void* m, Device d, DType t) { static_cast<M*>(m)->to_device(d, t); };
-        loop_.to_device_takes_dtype = true;
-    } else if constexpr (requires(M& m, Device d) { m.to_device(d); }) {
-        loop_.to_device = [](void* m, Device d, DType) { static_cast<M*>(m)->to_device(d); };
-    }
-    return *this;
-}
-
-template <class F> RecipeSpec& RecipeSpec::data(F make) {
-    using D = typename detail::Made<std::invoke_result_t<const F&, const Config&>>::type;
-    loop_.make_data = [make = std::move(make)](const Config& cfg) { return detail::make_erased(make, cfg); };
-    if constexpr (requires(D& d, const D& cd, const nlohmann::json& j) {
-                      { cd.save_state() } -> std::convertible_to<nlohmann::json>;
-                      d.load_state(j);
-                  }) {
-        loop_.save_data = [](const void* d) { return static_cast<const D*>(d)->save_state(); };
-        loop_.load_data = [](void* d, const nlohmann::json& j) { static_cast<D*>(d)->load_state(j); };
-    }
-    return *this;
-}
-
-template <class M, class D> RecipeSpec& RecipeSpec::set_step(std::function<MicroResult(M&, D&, const StepInfo&)> fn) {
-    loop_.step = [fn = std::move(fn)](void* m, void* d, const StepInfo& s) {
-        return fn(*static_cast<M*>(m), *static_cast<D*>(d), s);
-    };
-    return *this;
-}
-
-template <class M, class D> RecipeSpec& RecipeSpec::set_evaluate(std::function<Metrics(M&, D&)> fn) {
-    loop_.evaluate = [fn = std::move(fn)](void* m, void* d) { return fn(*static_cast<M*>(m), *static_cast<D*>(d)); };
-    return *this;
-}
-
-template <class M, class D> RecipeSpec& RecipeSpec::set_finish(std::function<Result(M&, D&, const LoopResult&)> fn) {
-    return set_finish(std::function<Result(M&, D&, const LoopResult&, const Config&)>(
-        [fn = std::move(fn)](M& m, D& d, const LoopResult& r, const Config&) { return fn(m, d, r); }));
-}
-
-template <class M, class D>
-RecipeSpec& RecipeSpec::set_finish(std::function<Result(M&, D&, const LoopResult&, const Config&)> fn) {
-    loop_.finish = [fn = std::move(fn)](void* m, void* d, const LoopResult& r, const Config& cfg) {
-        return fn(*static_cast<M*>(m), *static_cast<D*>(d), r, cfg);
-    };
-    return *this;
-}
 
 }  // namespace levers
 

@@ -89,6 +89,31 @@ TEST_CASE("bounds refuse values out of range when set, and defaults out of range
     CHECK(c.get<double>("dropout") == 1.0);
     CHECK_THROWS_WITH_AS(recipe("r").param("n", 0, "count", at_least(1)),
                          doctest::Contains("the default of parameter 'n': 0 is out of range"), Error);
+    CHECK_THROWS_WITH_AS(recipe("r").param("name", "x", "a name", at_least(1)),
+                         doctest::Contains("parameter 'name' is a string; bounds (>= 1) limit numbers only"), Error);
+}
+
+TEST_CASE("a parameter's default keeps its kind: integers, floating point, text, bool, lists") {
+    const std::string text = "words";
+    Plan r = recipe("kinds")
+                 .param("small", short{3}, "an integer of another width")
+                 .param("count", std::size_t{7}, "an unsigned count")
+                 .param("rate", 0.5f, "a float")
+                 .param("label", text, "a std::string")
+                 .param("path", "a.txt", "a literal")
+                 .param("on", true, "a flag")
+                 .param("sizes", {1, 2}, "ints")
+                 .param("rates", {0.1, 0.2}, "floats")
+                 .run([](const Config&) { return Result{}; });
+    const Config c = r.defaults();
+    CHECK(c.get<long>("small") == 3);
+    CHECK(c.get<long>("count") == 7);
+    CHECK(c.get<double>("rate") == 0.5);
+    CHECK(c.get<std::string>("label") == "words");
+    CHECK(c.get<std::string>("path") == "a.txt");
+    CHECK(c.get<bool>("on"));
+    CHECK(c.get<std::vector<long>>("sizes") == std::vector<long>{1, 2});
+    CHECK(c.get<std::vector<double>>("rates") == std::vector<double>{0.1, 0.2});
 }
 
 TEST_CASE("a recipe's check and the framework loop's settings are applied before a run") {

@@ -10,7 +10,6 @@
 #include "framework/core/rng.hpp"
 #include "framework/data/sft_data.hpp"
 #include "framework/dist/context.hpp"
-#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/generate.hpp"
 #include "models/hf_dir.hpp"
@@ -64,7 +63,7 @@ void check(const Config& cfg) {
 
 Result chat(const Config& cfg) {
     const fs::path dir = cfg.get<std::string>("model");
-    auto model = models::load_hf_model(dir, dist::device(), compute_dtype());
+    auto model = models::load_hf_model(dir, dist::device(), cfg.run().compute);
     const auto tokenizer = models::hf_tokenizer(dir, model->vocab_size());
     const data::ChatTemplate chat = data::ChatTemplate::from_dir(dir);
     models::SampleOptions options{.max_new_tokens = cfg.get<int>("tokens"),

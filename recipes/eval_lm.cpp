@@ -6,7 +6,6 @@
 // tokenizer). Works on any card count: each rank scores its share of the windows.
 #include "framework/core/read_file.hpp"
 #include "framework/dist/context.hpp"
-#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "framework/train/window_loss.hpp"
 #include "models/gpt_files.hpp"
@@ -40,9 +39,9 @@ void check(const Config& cfg) {
 
 std::unique_ptr<models::LanguageModel> load(const Config& cfg) {
     const std::string dir = cfg.get<std::string>("model");
-    if (!dir.empty()) return models::load_hf_model(dir, dist::device(), compute_dtype());
+    if (!dir.empty()) return models::load_hf_model(dir, dist::device(), cfg.run().compute);
     auto gpt = models::load_any_gpt(cfg.get<std::string>("weights"), cfg.get<int>("n_head"));
-    gpt->to(dist::device(), compute_dtype());  // the card this rank computes on, if any
+    gpt->to(dist::device(), cfg.run().compute);  // the card this rank computes on, if any
     return gpt;
 }
 

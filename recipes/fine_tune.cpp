@@ -13,9 +13,7 @@
 #include "framework/data/token_windows.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/nn/lora.hpp"
-#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
-#include "framework/recipe/run_dir.hpp"
 #include "framework/train/window_loss.hpp"
 #include "models/gpt2_weights.hpp"
 #include "models/gpt_files.hpp"
@@ -88,7 +86,7 @@ std::unique_ptr<Model> load_base(const Config& cfg) {
     std::string from;
     if (hf(cfg)) {
         from = cfg.get<std::string>("model");
-        model = models::load_hf_model(from, dist::device(), compute_dtype());
+        model = models::load_hf_model(from, dist::device(), cfg.run().compute);
     } else {
         from = cfg.get<std::string>("base");
         auto gpt = models::load_any_gpt(from, cfg.get<int>("n_head"));
@@ -143,16 +141,17 @@ Metrics validate(Model& model, Text& d) {
     return {{"val_loss", train::mean_window_loss(model, d.corpus.validation, d.batch, d.context, d.eval_batches)}};
 }
 
-Result save(Model& model, Text& d, const LoopResult& run) {
-    if (!d.model_dir.empty()) return recipes::save_hf_tuned(model, d.model_dir, d.lora);
+Result save(Model& model, Text& d, const LoopResult& run, const Config& cfg) {
+    const std::filesystem::path& run_dir = cfg.run().dir;
+    if (!d.model_dir.empty()) return recipes::save_hf_tuned(model, d.model_dir, d.lora, run_dir);
     Result out = {{"trainable_parameters", model.params().size()}};
     const bool lora = nn::has_lora(model);
     auto& gpt = dynamic_cast<models::Gpt&>(model);
     if (lora) nn::merge_lora(model);
-    if (dist::is_main() && !run_dir().empty()) {
-        models::save_gpt(run_dir() / "model.ckpt", gpt, {{"recipe", "fine_tune"}, {"steps", run.steps}});
-        models::save_gpt2_safetensors(run_dir() / "model.safetensors", gpt);
-        out["model"] = (run_dir() / "model.ckpt").string();
+    if (dist::is_main() && !run_dir.empty()) {
+        models::save_gpt(run_dir / "model.ckpt", gpt, {{"recipe", "fine_tune"}, {"steps", run.steps}});
+        models::save_gpt2_safetensors(run_dir / "model.safetensors", gpt);
+        out["model"] = (run_dir / "model.ckpt").string();
     }
     return out;
 }

@@ -7,7 +7,6 @@
 #include "framework/dist/context.hpp"
 #include "framework/nn/lora.hpp"
 #include "framework/recipe/recipe.hpp"
-#include "framework/recipe/run_dir.hpp"
 #include "models/hf_dir.hpp"
 #include "models/peft_adapter.hpp"
 
@@ -55,19 +54,20 @@ inline void attach_adapters(models::LanguageModel& model, const Config& cfg, con
                  all, r > 0 ? fmt::format("LoRA rank {}", r) : std::string("every weight"));
 }
 
-// The PEFT adapter (when there are adapters) and the merged model, into the run directory (rank 0 writes).
+// The PEFT adapter (when there are adapters) and the merged model, into the run directory (rank 0 writes;
+// none without one).
 inline Result save_hf_tuned(models::LanguageModel& model, const std::filesystem::path& base_dir,
-                            const models::LoraSettings& lora) {
+                            const models::LoraSettings& lora, const std::filesystem::path& run_dir) {
     Result out = {{"trainable_parameters", model.params().size()}};
     const bool adapters = nn::has_lora(model);
-    if (dist::is_main() && !run_dir().empty() && adapters) {
-        models::save_peft_adapter(run_dir() / "adapter", model, lora, base_dir.string());
-        out["adapter"] = (run_dir() / "adapter").string();
+    if (dist::is_main() && !run_dir.empty() && adapters) {
+        models::save_peft_adapter(run_dir / "adapter", model, lora, base_dir.string());
+        out["adapter"] = (run_dir / "adapter").string();
     }
     if (adapters) nn::merge_lora(model);
-    if (dist::is_main() && !run_dir().empty()) {
-        models::save_hf_model(run_dir() / "model", dynamic_cast<models::Llama&>(model), {.tokenizer_from = base_dir});
-        out["model"] = (run_dir() / "model").string();
+    if (dist::is_main() && !run_dir.empty()) {
+        models::save_hf_model(run_dir / "model", dynamic_cast<models::Llama&>(model), {.tokenizer_from = base_dir});
+        out["model"] = (run_dir / "model").string();
     }
     return out;
 }

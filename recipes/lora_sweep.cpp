@@ -23,7 +23,7 @@ Result lora_sweep(const Config& cfg) {
                                                            {"batch_size", std::to_string(cfg.get<long>("batch_size"))},
                                                            {"seed", std::to_string(cfg.get<long>("seed"))},
                                                            {"eval_every", std::to_string(cfg.get<long>("steps"))}};
-    const auto results = find_recipe("fine_tune").map(cells, every_cell);
+    const auto results = find_recipe("fine_tune").map(cfg.run(), cells, every_cell);
 
     // The best cell by validation loss is the sweep's answer.
     std::size_t best = results.size();

@@ -8,7 +8,6 @@
 #include "framework/data/text_corpus.hpp"
 #include "framework/data/token_windows.hpp"
 #include "framework/recipe/recipe.hpp"
-#include "framework/recipe/run_dir.hpp"
 #include "framework/train/window_loss.hpp"
 #include "models/generate.hpp"
 #include "models/gpt.hpp"
@@ -82,7 +81,7 @@ Result finish(Gpt& model, Books& d, const LoopResult& run, const Config& cfg) {
     const double val_loss = validation_loss(model, d, 0);
     dist::print0("validation loss over the whole split: {:.4f}\n", val_loss);
     std::filesystem::path checkpoint = cfg.get<std::string>("checkpoint");
-    if (checkpoint.empty() && !run_dir().empty()) checkpoint = run_dir() / "model.ckpt";
+    if (checkpoint.empty() && !cfg.run().dir.empty()) checkpoint = cfg.run().dir / "model.ckpt";
     if (!checkpoint.empty() && dist::is_main()) {
         models::save_gpt(checkpoint, model, {{"recipe", "pretrain"}, {"steps", run.steps}, {"loss", run.loss}});
         dist::print0("saved {}\n", checkpoint.string());

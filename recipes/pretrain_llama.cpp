@@ -11,7 +11,6 @@
 #include "framework/data/token_windows.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/recipe.hpp"
-#include "framework/recipe/run_dir.hpp"
 #include "framework/train/window_loss.hpp"
 #include "models/generate.hpp"
 #include "models/hf_dir.hpp"
@@ -128,8 +127,8 @@ Result finish(models::Llama& model, Books& d, const LoopResult& run, const Confi
                   {"tokens_per_second", run.items_per_second},
                   {"parameters", model.config().parameter_count()}};
     if (!dist::is_main()) return out;
-    if (!run_dir().empty()) {
-        const fs::path dir = run_dir() / "model";
+    if (!cfg.run().dir.empty()) {
+        const fs::path dir = cfg.run().dir / "model";
         models::save_hf_model(dir, model, {.dtype = "float32", .tokenizer_from = d.tokenizer_dir});
         fmt::print("saved {} (a Hugging Face directory with the tokenizer and its chat template)\n", dir.string());
         out["model"] = dir.string();

@@ -4,7 +4,6 @@
 // safetensors with their BPE tokenizer).
 #include "framework/core/rng.hpp"
 #include "framework/dist/context.hpp"
-#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/generate.hpp"
 #include "models/gpt_files.hpp"
@@ -31,13 +30,13 @@ Result sample(const Config& cfg) {
     models::TextCodec codec;
     std::vector<std::int32_t> stop;
     if (!dir.empty()) {
-        auto llama = models::load_hf_model(dir, dist::device(), compute_dtype());
+        auto llama = models::load_hf_model(dir, dist::device(), cfg.run().compute);
         stop.assign(llama->config().eos_token_ids.begin(), llama->config().eos_token_ids.end());
         codec = models::hf_codec(dir, llama->vocab_size());
         model = std::move(llama);
     } else {
         auto gpt = models::load_any_gpt(path, cfg.get<int>("n_head"));
-        gpt->to(dist::device(), compute_dtype());  // the card this rank computes on, if any
+        gpt->to(dist::device(), cfg.run().compute);  // the card this rank computes on, if any
         codec = models::codec_for(*gpt, path);
         model = std::move(gpt);
     }

@@ -12,7 +12,6 @@
 #include "framework/data/sft_rows.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/dist/sample_means.hpp"
-#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
 #include "models/hf_dir.hpp"
 #include "recipes/hf_tuning.hpp"
@@ -83,7 +82,7 @@ void check(const Config& cfg) {
 
 std::unique_ptr<models::LanguageModel> load_model(const Config& cfg) {
     const std::string from = model_dir(cfg).string();
-    auto model = models::load_hf_model(from, dist::device(), compute_dtype());
+    auto model = models::load_hf_model(from, dist::device(), cfg.run().compute);
     recipes::attach_adapters(*model, cfg, recipes::lora_targets(cfg), from);
     return model;
 }
@@ -180,8 +179,8 @@ Metrics validate(models::LanguageModel& model, Examples& d) {
     return {{"val_loss", loss.means().at("loss")}};
 }
 
-Result save(models::LanguageModel& model, Examples& d, const LoopResult&) {
-    return recipes::save_hf_tuned(model, d.model_dir, d.lora);
+Result save(models::LanguageModel& model, Examples& d, const LoopResult&, const Config& cfg) {
+    return recipes::save_hf_tuned(model, d.model_dir, d.lora, cfg.run().dir);
 }
 
 }  // namespace

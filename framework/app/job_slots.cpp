@@ -39,13 +39,13 @@ std::vector<int> take_slots(const Plan& r, int ranks, int threads, bool wait, De
 }
 
 void announce_placement(const Plan& r, int ranks, int threads, const std::vector<int>& slots, Device::Kind device,
-                        const std::filesystem::path& dir) {
+                        DType compute, const std::filesystem::path& dir) {
     const std::size_t n = slots.size();
     const char* what = ranks == 1 ? "process" : "ranks";
     if (device == Device::Kind::cuda)
         fmt::print("recipe {}: {} {} on card{} {} ({}), {}; run directory {}\n", r.name(), ranks, what,
                    n == 1 ? "" : "s", fmt::join(slots, ","),
-                   gpu_names().at(static_cast<std::size_t>(runtime_index(slots[0]))), name_of(compute_dtype()),
+                   gpu_names().at(static_cast<std::size_t>(runtime_index(slots[0]))), name_of(compute),
                    dir.string());
     else
         fmt::print("recipe {}: {} CPU {}, {} thread{} each, on slot{} {}; run directory {}\n", r.name(), ranks, what,

@@ -49,9 +49,9 @@ std::unique_ptr<dist::Backend> card_group(dist::Backend& host_group, const launc
 
 // Appends `line` to the rank's log in the run directory, not to the console:
 // where in levers' source an error was raised is for whoever reads the logs.
-void log_only(int rank, const std::string& line) {
-    if (run_dir().empty()) return;
-    std::ofstream log(run_dir() / fmt::format("rank{}.log", rank), std::ios::app);
+void log_only(const fs::path& dir, int rank, const std::string& line) {
+    if (dir.empty()) return;
+    std::ofstream log(dir / fmt::format("rank{}.log", rank), std::ios::app);
     log << line << '\n';
 }
 
@@ -77,7 +77,7 @@ int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, s
         const std::string who = env.world_size > 1 ? fmt::format("rank {}: ", env.rank) : std::string();
         fmt::print(stderr, "error: {}recipe {} failed: {}\n", who, r.name(), user_line(e));
         if (const auto* error = dynamic_cast<const Error*>(&e))
-            log_only(env.rank, fmt::format("(raised at {})", error->where()));
+            log_only(cfg.run().dir, env.rank, fmt::format("(raised at {})", error->where()));
         return 1;
     }
     return 0;
@@ -119,10 +119,11 @@ int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv
                         });
 }
 
-int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv& env, const RunFlags& flags,
-                         int argc, char** argv) {
+int run_as_external_rank(const Plan& r, Config cfg, const launch::RankEnv& env, const RunFlags& flags, int argc,
+                         char** argv) {
+    RunContext run = cfg.run();
     const Device::Kind kind = resolve_device(flags.device, env.local_world_size);
-    set_compute_dtype(resolve_precision(flags.precision, kind));
+    run.compute = resolve_precision(flags.precision, kind);
     // Each rank computes on the card of its local rank, as under torchrun.
     const Device device = kind == Device::Kind::cuda ? Device::cuda(env.local_rank) : Device::cpu();
     std::optional<launch::JoinedGroup> joined;
@@ -136,8 +137,8 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
     }
     // One run directory for the job: rank 0 makes it and tells the others. One
     // given in LEVERS_RUN_DIR (by recipe submit's script) is the job's already.
-    const bool given = flags.out.empty() && !run_dir().empty();
-    std::string dir = flags.out.empty() ? run_dir().string() : flags.out;
+    const bool given = flags.out.empty() && !run.dir.empty();
+    std::string dir = flags.out.empty() ? run.dir.string() : flags.out;
     std::array<char, 4096> path{};
     if (env.rank == 0) {
         if (given)
@@ -152,13 +153,14 @@ int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv
                    env.world_size, env.source, through, dir);
     }
     joined->backend->broadcast(path.data(), path.size(), 0);
-    set_run_dir(path.data());
-    fs::create_directories(run_dir());  // on another node's disk it is not there yet
-    OutputTee tee(run_dir() / fmt::format("rank{}.log", env.rank));
+    run.dir = path.data();
+    cfg.set_run(run);
+    fs::create_directories(run.dir);  // on another node's disk it is not there yet
+    OutputTee tee(run.dir / fmt::format("rank{}.log", env.rank));
     const int threads = flags.threads > 0 ? flags.threads : rank_threads(env);  // --threads, as under levers' launcher
     return run_in_group(r, cfg, env, std::move(joined->backend), std::move(joined->card_backend), device,
                         collective_timeout(env, flags.timeout_s), threads, [&](const Result& result) {
-                            write_json_file(run_dir() / "result.json", result);
+                            write_json_file(run.dir / "result.json", result);
                             print_result(result);
                         });
 }

@@ -22,7 +22,8 @@ int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv
 
 // This process is one rank of a job torchrun, Slurm or mpirun started: each
 // rank logs its own output; rank 0 writes the config and result and prints it.
-int run_as_external_rank(const Plan& r, const Config& cfg, const launch::RankEnv& env, const RunFlags& flags,
-                         int argc, char** argv);
+// `cfg` comes with its run's checkpoint; the rank adds its precision and the job's directory.
+int run_as_external_rank(const Plan& r, Config cfg, const launch::RankEnv& env, const RunFlags& flags, int argc,
+                         char** argv);
 
 }  // namespace levers

@@ -14,14 +14,15 @@ namespace levers {
 
 namespace fs = std::filesystem;
 
-void prepare_restart(const Plan& r, const fs::path& dir, int restart, int of, const std::string& failure) {
+void prepare_restart(const Plan& r, RunContext& run, int restart, int of, const std::string& failure) {
+    const fs::path& dir = run.dir;
     const auto checkpoint = r.framework_loop() ? newest_checkpoint(dir) : std::nullopt;
-    if (checkpoint) set_resume_from(fs::absolute(*checkpoint));  // the loop drops the metrics rows after it
+    if (checkpoint) run.resume = fs::absolute(*checkpoint);  // the loop drops the metrics rows after it
     // Without a checkpoint of its own the run starts again as it first did
     // (from the beginning, or from the checkpoint --resume named).
     const std::string from = checkpoint   ? fs::relative(*checkpoint, dir).string()
-                             : resume_from().empty() ? std::string("the beginning (no checkpoint yet)")
-                                                     : resume_from().string();
+                             : run.resume.empty() ? std::string("the beginning (no checkpoint yet)")
+                                                  : run.resume.string();
     fmt::print("recipe {}: {}; restart {} of {}, from {}\n", r.name(), failure.empty() ? "the job failed" : failure,
                restart, of, from);
     std::fflush(stdout);

@@ -12,9 +12,9 @@
 namespace levers {
 
 // Prepares restart `restart` of `of` after `failure` ("rank 1 was killed by
-// signal 9 (SIGKILL)"): points the next ranks at the newest checkpoint in
-// `dir` (LEVERS_RESUME), says so on the console and appends it to
-// DIR/restarts.json.
-void prepare_restart(const Plan& r, const std::filesystem::path& dir, int restart, int of, const std::string& failure);
+// signal 9 (SIGKILL)"): points `run` at the newest checkpoint in its
+// directory (the next ranks' LEVERS_RESUME), says so on the console and
+// appends it to DIR/restarts.json.
+void prepare_restart(const Plan& r, RunContext& run, int restart, int of, const std::string& failure);
 
 }  // namespace levers

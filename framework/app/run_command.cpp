@@ -32,7 +32,8 @@ void publish_to(const fs::path& dir, const Result& result) {
 // Starts one process per rank on `cards` and supervises them to the end;
 // after a failing rank, again from the latest checkpoint, --restarts times.
 int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, Device::Kind device,
-                 const std::vector<int>& slots, const fs::path& dir, int argc, char** argv) {
+                 const std::vector<int>& slots, RunContext run, int argc, char** argv) {
+    const fs::path dir = run.dir;
     launch::LaunchOptions options;
     options.program = fs::read_symlink("/proc/self/exe").string();
     options.args.assign(argv + 1, argv + argc);
@@ -45,10 +46,11 @@ int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, D
     options.log_dir = dir;
     options.live_progress = console_is_terminal();
     for (int restart = 1;; ++restart) {
+        options.env = run_exports(run);
         auto outcome = launch::launch(options);
         if (outcome.exit_code == 0 && outcome.result) publish_to(dir, Result::parse(*outcome.result));
         if (outcome.exit_code == 0 || outcome.interrupted || restart > flags.restarts) return outcome.exit_code;
-        prepare_restart(r, dir, restart, flags.restarts, outcome.failure);
+        prepare_restart(r, run, restart, flags.restarts, outcome.failure);
     }
 }
 
@@ -57,28 +59,33 @@ int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, D
 int run_recipe(const RunFlags& flags, int argc, char** argv) {
     Plan r = find_recipe(flags.name);
     const auto env = launch::read_rank_env();
-    // The checkpoint to resume from: found once by whoever started the job (its ranks read LEVERS_RESUME).
+    // This run's context: a launched rank's directory and checkpoint are its launcher's (exported);
+    // the checkpoint to resume from is found once, by whoever starts the job.
+    RunContext run{.device_auto = flags.device == "auto", .dir = exported_run_dir(), .resume = exported_resume()};
     if (env.source != "levers" && flags.resume) {
         LEVERS_CHECK(r.framework_loop(), "--resume: recipe '{}' owns its loop (.run), so levers cannot resume it",
                      r.name());
-        set_resume_from(fs::absolute(find_checkpoint(flags.resume->empty() ? "latest" : *flags.resume, r.name())));
+        run.resume = fs::absolute(find_checkpoint(flags.resume->empty() ? "latest" : *flags.resume, r.name()));
     }
-    Config cfg = resume_from().empty() ? resolve_config(r, flags.sets) : resumed_config(r, resume_from(), flags.sets);
+    Config cfg = run.resume.empty() ? resolve_config(r, flags.sets) : resumed_config(r, run.resume, flags.sets);
     LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
     LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
     LEVERS_CHECK(flags.restarts >= 0, "--restarts must be >= 0 (0: a failed job stays failed), got {}", flags.restarts);
-    set_device_was_auto(flags.device == "auto");
     if (env.source == "levers") {
-        set_compute_dtype(resolve_precision(flags.precision, env.device));
+        run.compute = resolve_precision(flags.precision, env.device);
+        cfg.set_run(run);
         return run_as_launched_rank(r, cfg, env, flags.timeout_s);  // the launcher checked the config
     }
     r.check(cfg);
-    if (env.distributed()) return run_as_external_rank(r, cfg, env, flags, argc, argv);
+    if (env.distributed()) {
+        cfg.set_run(run);  // the rank resolves its device and precision, and rank 0 its directory
+        return run_as_external_rank(r, std::move(cfg), env, flags, argc, argv);
+    }
 
     const int gpus = flags.gpus.value_or(r.default_gpus());
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
     const Device::Kind device = resolve_device(flags.device, gpus);
-    set_compute_dtype(resolve_precision(flags.precision, device));
+    run.compute = resolve_precision(flags.precision, device);
     check_job_fits(gpus, device);
     if (!flags.out.empty())  // refused before anything waits or runs
         LEVERS_CHECK(!fs::exists(flags.out) || (fs::is_directory(flags.out) && fs::is_empty(flags.out)),
@@ -91,14 +98,15 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
         return 1;
     }
     const fs::path dir = make_run_dir(r.name(), flags.out);
-    set_run_dir(dir);
+    run.dir = dir;
+    cfg.set_run(run);
     write_config(dir, r, cfg, gpus, argc, argv);
     const bool cuda = device == Device::Kind::cuda;
     const int cores = cuda ? available_cores() : static_cast<int>(slots.size());
     const int threads = flags.threads > 0 ? flags.threads : std::max(1, cores / gpus);
-    announce_placement(r, gpus, threads, slots, device, dir);
+    announce_placement(r, gpus, threads, slots, device, run.compute, dir);
     // With restarts, even one rank runs as a process of its own: the launcher outlives its failure.
-    if (gpus > 1 || flags.restarts > 0) return launch_ranks(r, flags, gpus, threads, device, slots, dir, argc, argv);
+    if (gpus > 1 || flags.restarts > 0) return launch_ranks(r, flags, gpus, threads, device, slots, run, argc, argv);
     OutputTee tee(dir / "rank0.log");
     const Device in_place = cuda ? Device::cuda(runtime_index(slots[0])) : Device::cpu();
     return run_in_place(r, cfg, env, in_place, threads, [&](const Result& result) { publish_to(dir, result); });

@@ -52,7 +52,7 @@ void write_config(const fs::path& dir, const Plan& r, const Config& cfg, int ran
                         {"ranks", ranks},
                         {"command", std::vector<std::string>(argv, argv + argc)},
                         {"started", fmt::format("{:%Y-%m-%dT%H:%M:%S%z}", fmt::localtime(std::time(nullptr)))}};
-    if (!resume_from().empty()) j["resumed_from"] = resume_from().string();
+    if (!cfg.run().resume.empty()) j["resumed_from"] = cfg.run().resume.string();
     write_json_file(dir / "config.json", j);
 }
 

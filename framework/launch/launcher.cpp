@@ -104,6 +104,7 @@ private:
         env.set("LEVERS_TIMEOUT_MS", std::to_string(options_.timeout.count()));
         env.set("OMP_NUM_THREADS", std::to_string(options_.threads_per_rank));
         env.set("LEVERS_LIVE_PROGRESS", options_.live_progress ? "1" : "0");
+        for (const auto& [name, value] : options_.env) env.set(name, value);
         if (!options_.log_dir.empty()) {
             rank->log.open(options_.log_dir / fmt::format("rank{}.log", r), std::ios::app);
             LEVERS_CHECK(rank->log.is_open(), "cannot open the log of rank {} in {}", r, options_.log_dir.string());

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace levers::launch {
@@ -32,6 +33,7 @@ struct LaunchOptions {
     bool all_output = true;          // false: rank 0's lines only
     bool live_progress = false;      // our stdout is a terminal: draw rank 0's progress line in place
     std::filesystem::path log_dir;   // if set: each rank's output also goes to rank<N>.log there
+    std::vector<std::pair<std::string, std::string>> env;  // set for every rank, beside the contract's variables
     std::size_t slot_bytes = std::size_t{2} << 20;  // fits L2: measured fastest (bench/allreduce.sh)
 };
 

@@ -2,6 +2,8 @@
 // the command line as text, read back by the recipe with their own type.
 #pragma once
 
+#include "framework/recipe/run_context.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -67,10 +69,16 @@ public:
     const std::vector<ParamSpec>& specs() const { return specs_; }
     const std::vector<ParamValue>& values() const { return values_; }
 
+    // The run these values belong to: its directory, precision, checkpoint
+    // (outside `recipe run`, as in tests: no directory, f32).
+    const RunContext& run() const { return run_; }
+    void set_run(RunContext run) { run_ = std::move(run); }
+
 private:
     std::size_t index_of(const std::string& name) const;
     std::vector<ParamSpec> specs_;
     std::vector<ParamValue> values_;
+    RunContext run_;
 };
 
 }  // namespace levers

@@ -40,16 +40,6 @@ DType resolve_precision(const std::string& flag, Device::Kind device) {
     return DType::bf16;
 }
 
-namespace {
-DType process_compute_dtype = DType::f32;
-bool process_device_auto = false;
-}  // namespace
-
-void set_compute_dtype(DType dtype) { process_compute_dtype = dtype; }
-DType compute_dtype() { return process_compute_dtype; }
-void set_device_was_auto(bool automatic) { process_device_auto = automatic; }
-bool device_was_auto() { return process_device_auto; }
-
 NodeSlots node_slots(Device::Kind device) {
     if (device == Device::Kind::cuda) return {gpu_count(), "cards"};
     return {static_cast<int>(launch::SlotLedger::for_node(0).slots().size()), "CPU slots"};

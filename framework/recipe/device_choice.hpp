@@ -18,13 +18,6 @@ Device::Kind resolve_device(const std::string& flag, int ranks);
 // The dtype models compute in for --precision f32|bf16 on `device`. Throws
 // levers::Error (exit 2) for bf16 on the CPU and for other names.
 DType resolve_precision(const std::string& flag, Device::Kind device);
-// What the framework loop moves models to cards in: set once by `recipe run`.
-void set_compute_dtype(DType dtype);
-DType compute_dtype();
-// Whether the device was left to --device auto (then a model that needs an
-// op the card has no kernel for trains on the CPU instead): set by `recipe run`.
-void set_device_was_auto(bool automatic);
-bool device_was_auto();
 
 // What a job on `device` can have of this node: the visible cards, or the
 // CPU slots of the slot ledger, and what they are called.

@@ -4,9 +4,7 @@
 #include "framework/core/live_progress.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/checkpoints.hpp"
-#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/loop_params.hpp"
-#include "framework/recipe/run_dir.hpp"
 #include "framework/train/metrics_log.hpp"
 #include "framework/train/train_state.hpp"
 
@@ -64,7 +62,7 @@ Built build(const std::string& recipe, const LoopSpec& spec, const Config& cfg, 
     if (!device.is_cpu()) {
         LEVERS_CHECK(spec.to_device, "recipe '{}' cannot run on {}: its model type has no to(Device, DType), so it "
                      "runs on the CPU only; use --device cpu", recipe, device.str());
-        const DType dtype = compute_dtype();
+        const DType dtype = cfg.run().compute;
         LEVERS_CHECK(dtype == DType::f32 || spec.to_device_takes_dtype,
                      "recipe '{}' cannot compute in {}: its model type's to_device(Device) takes no dtype, so it "
                      "computes in f32 only; use --precision f32", recipe, name_of(dtype));
@@ -82,7 +80,7 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
 Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const Config& cfg) {
     const Device device = dist::device();
     bool stepped = false;
-    if (device.is_cpu() || !device_was_auto()) return train_on(recipe, spec, cfg, device, stepped);
+    if (device.is_cpu() || !cfg.run().device_auto) return train_on(recipe, spec, cfg, device, stepped);
     try {
         return train_on(recipe, spec, cfg, device, stepped);
     } catch (const MissingKernel& e) {
@@ -91,8 +89,11 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
         dist::print0("recipe {}: the model uses op '{}', which has no {} kernel in {}; training on the CPU instead "
                      "(--device cpu skips the card)\n",
                      recipe, e.op(), name_of(e.device().kind), name_of(e.dtype()));
-        set_compute_dtype(DType::f32);
-        return train_on(recipe, spec, cfg, Device::cpu(), stepped);
+        Config on_cpu = cfg;
+        RunContext run = cfg.run();
+        run.compute = DType::f32;
+        on_cpu.set_run(std::move(run));
+        return train_on(recipe, spec, on_cpu, Device::cpu(), stepped);
     }
 }
 
@@ -185,9 +186,11 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
     train::LoopOptions options = framework_loop_options(spec, cfg);
     options.live_progress = live_progress_mode();
     train::TrainState resumed;
-    if (!resume_from().empty()) resume(recipe, spec, resume_from(), model, params, data, options, resumed);
+    const RunContext& run_context = cfg.run();
+    if (!run_context.resume.empty())
+        resume(recipe, spec, run_context.resume, model, params, data, options, resumed);
 
-    const std::filesystem::path dir = run_dir();
+    const std::filesystem::path& dir = run_context.dir;
     std::optional<train::MetricsLog> metrics = open_metrics(dir, options.start.step);
     options.metrics = metrics ? &*metrics : nullptr;
 
@@ -220,8 +223,13 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
 
     const LoopResult run = train::train_loop(params, options, step, evaluate);
     Result out = loop_result(spec, run, params);
-    if (!resume_from().empty()) out["resumed_from"] = resume_from().string();
-    if (spec.finish) out.update(evaluating([&] { return spec.finish(model, data, run, cfg); }));
+    if (!run_context.resume.empty()) out["resumed_from"] = run_context.resume.string();
+    if (spec.finish) {
+        const Result extra = evaluating([&] { return spec.finish(model, data, run, cfg); });
+        LEVERS_CHECK(extra.is_null() || extra.is_object(), "recipe '{}': .finish returned {} JSON; it adds fields "
+                     "to the result, so return an object (or nothing: Result{{}})", recipe, extra.type_name());
+        if (extra.is_object()) out.update(extra);
+    }
     return out;
 }
 

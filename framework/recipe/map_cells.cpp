@@ -4,7 +4,6 @@
 #include "framework/core/error.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/launch/slot_ledger.hpp"
-#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/run_dir.hpp"
 
 #include <fmt/format.h>
@@ -19,8 +18,7 @@ MapRunner registered = nullptr;
 
 // map-NAME inside the run's directory (map-NAME-2, -3, ... for later calls), or
 // a run directory of its own when the caller has none.
-fs::path map_dir(const std::string& recipe) {
-    const fs::path here = run_dir();
+fs::path map_dir(const std::string& recipe, const fs::path& here) {
     if (here.empty()) return make_run_dir(recipe, "", "map-");
     fs::path dir = here / fmt::format("map-{}", recipe);
     for (int n = 2; fs::exists(dir); ++n) dir = here / fmt::format("map-{}-{}", recipe, n);
@@ -31,7 +29,7 @@ fs::path map_dir(const std::string& recipe) {
 
 void set_map_runner(MapRunner runner) { registered = runner; }
 
-std::vector<Result> Plan::map(const std::vector<Cell>& cells, const Cell& every_cell) const {
+std::vector<Result> Plan::map(const RunContext& from, const std::vector<Cell>& cells, const Cell& every_cell) const {
     LEVERS_CHECK(registered, "map(): recipe '{}' runs its cells through the recipe command (levers::main), which "
                  "this program did not start from", name());
     LEVERS_CHECK(is_registered(name()), "map(): recipe '{}' must be registered with LEVERS_RECIPE in this binary, "
@@ -48,10 +46,10 @@ std::vector<Result> Plan::map(const std::vector<Cell>& cells, const Cell& every_
             LEVERS_FAIL("map(): cell {}: {}", i, e.message());
         }
     }
-    MapCells job{.recipe = name(), .cells = cells, .dir = map_dir(name())};
+    MapCells job{.recipe = name(), .cells = cells, .dir = map_dir(name(), from.dir)};
     for (const auto& [k, v] : every_cell) job.sets.push_back(k + "=" + v);
     job.device = dist::device().kind;  // the cells compute where this job does
-    job.precision = std::string(name_of(compute_dtype()));
+    job.precision = std::string(name_of(from.compute));
     fs::create_directories(job.dir);
     launch::job_lease().release();  // this job's card is idle while its cells run: they need it
     return registered(job);

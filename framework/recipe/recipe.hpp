@@ -222,8 +222,10 @@ public:
     // Runs each cell (parameter overrides, plus `every_cell`'s) as its own
     // one-card job, as many at once as cards allow, and returns one result per
     // cell in order, each with "status" ("ok" or "failed", then with "error"
-    // and "log"). The recipe must be registered under its name. See map_cells.hpp.
-    std::vector<Result> map(const std::vector<std::map<std::string, std::string>>& cells,
+    // and "log"). `from` is the calling run (cfg.run()): the cells compute in
+    // its precision and keep their runs in its directory. The recipe must be
+    // registered under its name. See map_cells.hpp.
+    std::vector<Result> map(const RunContext& from, const std::vector<std::map<std::string, std::string>>& cells,
                             const std::map<std::string, std::string>& every_cell = {}) const;
 
 private:
@@ -385,10 +387,10 @@ public:
         return detail::freeze(def_);
     }
     operator Plan() const { return build(); }  // NOLINT: LEVERS_RECIPE bodies return the builder
-    // build().map(cells, every_cell): see Plan::map.
-    std::vector<Result> map(const std::vector<std::map<std::string, std::string>>& cells,
+    // build().map(from, cells, every_cell): see Plan::map.
+    std::vector<Result> map(const RunContext& from, const std::vector<std::map<std::string, std::string>>& cells,
                             const std::map<std::string, std::string>& every_cell = {}) const {
-        return build().map(cells, every_cell);
+        return build().map(from, cells, every_cell);
     }
 
 private:

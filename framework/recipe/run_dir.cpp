@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <unistd.h>
@@ -15,10 +14,6 @@
 namespace levers {
 
 namespace fs = std::filesystem;
-
-namespace {
-fs::path current;
-}
 
 fs::path make_run_dir(const std::string& recipe, const std::string& out, const std::string& prefix) {
     std::error_code ec;
@@ -48,23 +43,22 @@ fs::path make_run_dir(const std::string& recipe, const std::string& out, const s
     return fs::absolute(dir);
 }
 
-fs::path run_dir() {
-    if (current.empty())
-        if (const char* d = env::get("LEVERS_RUN_DIR")) current = d;
-    return current;
+fs::path exported_run_dir() {
+    const char* d = env::get("LEVERS_RUN_DIR");
+    return d && *d ? fs::path(d) : fs::path();
 }
 
-void set_run_dir(const fs::path& dir) {
-    current = dir;
-    ::setenv("LEVERS_RUN_DIR", dir.c_str(), 1);
-}
-
-fs::path resume_from() {
+fs::path exported_resume() {
     const char* r = env::get("LEVERS_RESUME");
     return r && *r ? fs::path(r) : fs::path();
 }
 
-void set_resume_from(const fs::path& checkpoint) { ::setenv("LEVERS_RESUME", checkpoint.c_str(), 1); }
+std::vector<std::pair<std::string, std::string>> run_exports(const RunContext& run) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (!run.dir.empty()) out.emplace_back("LEVERS_RUN_DIR", run.dir.string());
+    if (!run.resume.empty()) out.emplace_back("LEVERS_RESUME", run.resume.string());
+    return out;
+}
 
 void write_json_file(const fs::path& path, const nlohmann::json& j) {
     const fs::path tmp = path.string() + fmt::format(".tmp{}", ::getpid());

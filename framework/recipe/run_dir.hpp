@@ -5,10 +5,14 @@
 //   runs/NAME/latest -> 20261129-181502
 #pragma once
 
+#include "framework/recipe/run_context.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace levers {
 
@@ -18,15 +22,13 @@ namespace levers {
 // it cannot be made or is in use.
 std::filesystem::path make_run_dir(const std::string& recipe, const std::string& out, const std::string& prefix = "");
 
-// This rank's run directory (empty when there is none, as in unit tests);
-// launched ranks find it in LEVERS_RUN_DIR.
-std::filesystem::path run_dir();
-void set_run_dir(const std::filesystem::path& dir);  // also exports LEVERS_RUN_DIR
-
-// The checkpoint this run resumes from (empty: none); launched ranks find it
-// in LEVERS_RESUME.
-std::filesystem::path resume_from();
-void set_resume_from(const std::filesystem::path& checkpoint);  // also exports LEVERS_RESUME
+// The run directory and the checkpoint this rank's starter exported:
+// LEVERS_RUN_DIR (levers' launcher, or recipe submit's script) and
+// LEVERS_RESUME (levers' launcher). Empty when not set.
+std::filesystem::path exported_run_dir();
+std::filesystem::path exported_resume();
+// The variables that hand `run`'s directory and checkpoint to the ranks a launcher starts.
+std::vector<std::pair<std::string, std::string>> run_exports(const RunContext& run);
 
 // Writes JSON atomically (temporary file, then rename): readers never see half of it.
 void write_json_file(const std::filesystem::path& path, const nlohmann::json& j);

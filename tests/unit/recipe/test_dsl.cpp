@@ -2,8 +2,9 @@
 // .early_stop/.finish, and what build() refuses.
 #include "framework/core/error.hpp"
 #include "framework/dist/context.hpp"
-#include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/recipe.hpp"
+#include "framework/recipe/run_dir.hpp"
+#include "tests/temp_dir.hpp"
 #include "models/mlp.hpp"
 
 #include <doctest/doctest.h>
@@ -66,6 +67,44 @@ TEST_CASE("the framework's loop trains the model the recipe declares and reports
     CHECK(r["examples"] == 64);
     CHECK(r["val_loss"].get<double>() < 0.3);  // separable: the loss falls far below log 2
     CHECK(r["loss"].get<double>() < std::log(2.0));
+}
+
+TEST_CASE("the run's context reaches every function of the recipe with its config, and writes where it says") {
+    testing::TempDir tmp;
+    std::vector<std::filesystem::path> seen;
+    Plan p = recipe("ctx")
+                 .training({.steps = 2L, .lr = 0.05, .log_every = 1000})
+                 .param("seed", 3, "seed")
+                 .model([&](const Config& c) {
+                     seen.push_back(c.run().dir);
+                     return make_model(c);
+                 })
+                 .data(make_data)
+                 .step(train_step)
+                 .checkpoint_every(1)
+                 .finish([&](Mlp&, Blobs&, const LoopResult&, const Config& c) {
+                     seen.push_back(c.run().dir);
+                     return Result{};
+                 });
+    Config cfg = p.defaults();
+    CHECK(cfg.run().dir.empty());  // outside `recipe run`: no directory, f32
+    CHECK(cfg.run().compute == DType::f32);
+    cfg.set_run({.dir = tmp.path()});
+    p.run(cfg);
+    CHECK(seen == std::vector<std::filesystem::path>{tmp.path(), tmp.path()});
+    CHECK(std::filesystem::exists(tmp.path() / "metrics.csv"));
+    CHECK(std::filesystem::exists(tmp.path() / "checkpoints" / "step-00000002.ckpt"));
+    // .finish adds an object's fields (nothing for Result{}); anything else is refused by name.
+    Plan bad = blobs(1).finish([](Mlp&, Blobs&, const LoopResult&) { return Result(3); });
+    CHECK_THROWS_WITH_AS(bad.run(bad.defaults()), doctest::Contains(".finish returned number JSON"), Error);
+    // A copy carries its context; the ranks a launcher starts get it through the two exported variables.
+    const Config copy = cfg;
+    CHECK(copy.run().dir == tmp.path());
+    CHECK(run_exports({}).empty());
+    const auto exports = run_exports({.dir = tmp.path(), .resume = tmp.path() / "a.ckpt"});
+    REQUIRE(exports.size() == 2);
+    CHECK(exports[0] == std::pair<std::string, std::string>{"LEVERS_RUN_DIR", tmp.path().string()});
+    CHECK(exports[1] == std::pair<std::string, std::string>{"LEVERS_RESUME", (tmp.path() / "a.ckpt").string()});
 }
 
 TEST_CASE("early stopping ends training once the metric stops improving") {
@@ -160,13 +199,16 @@ TEST_CASE("--precision reaches the model's to_device, and a model that takes no 
                         .data([](const Config&) { return 0; })
                         .step([](F32Only&, int&, const StepInfo&) { return MicroResult{}; });
     dist::join({.device = Device::cuda(0)}, nullptr);
-    set_compute_dtype(DType::bf16);
-    takes_dtype.run(takes_dtype.defaults());
+    const auto in_bf16 = [](const Plan& p) {
+        Config c = p.defaults();
+        c.set_run({.compute = DType::bf16});
+        return c;
+    };
+    takes_dtype.run(in_bf16(takes_dtype));
     CHECK(seen == DType::bf16);
-    CHECK_THROWS_WITH_AS(f32_only.run(f32_only.defaults()),
+    CHECK_THROWS_WITH_AS(f32_only.run(in_bf16(f32_only)),
                          doctest::Contains("recipe 'f32_only' cannot compute in bf16: its model type's "
                                            "to_device(Device) takes no dtype"),
                          Error);
-    set_compute_dtype(DType::f32);
     dist::leave();
 }

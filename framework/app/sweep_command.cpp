@@ -23,16 +23,7 @@ int sweep_recipe(const SweepFlags& f) {
     LEVERS_CHECK(!f.grids.empty() || !f.cells_file.empty(), "recipe sweep needs --grid name=v1,v2,... or --cells FILE");
     std::vector<Cell> base = f.cells_file.empty() ? std::vector<Cell>{} : read_cells_file(f.cells_file);
     auto cells = grid_cells(f.grids, base);
-    // Every cell's config is checked before any starts.
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-        Config cfg = resolve_config(r, f.sets);
-        try {
-            for (const auto& [k, v] : cells[i]) cfg.set(k, v);
-            r.check(cfg);
-        } catch (const Error& e) {
-            LEVERS_FAIL("cell {}: {}", i, e.message());
-        }
-    }
+    check_cells(r, resolve_config(r, f.sets), cells);
     const Device::Kind device = resolve_device(f.device, f.gpus_per_cell);
     const NodeSlots node = node_slots(device);
     load_workspace().check(f.gpus_per_cell, node.count, node.unit);

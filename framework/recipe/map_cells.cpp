@@ -29,6 +29,18 @@ fs::path map_dir(const std::string& recipe, const fs::path& here) {
 
 void set_map_runner(MapRunner runner) { registered = runner; }
 
+void check_cells(const Plan& plan, const Config& base, const std::vector<Cell>& cells) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        Config c = base;
+        try {
+            for (const auto& [k, v] : cells[i]) c.set(k, v);
+            plan.check(c);
+        } catch (const Error& e) {
+            LEVERS_FAIL("cell {}: {}", i, e.message());
+        }
+    }
+}
+
 std::vector<Result> Plan::map(const RunContext& from, const std::vector<Cell>& cells, const Cell& every_cell) const {
     LEVERS_CHECK(registered, "map(): recipe '{}' runs its cells through the recipe command (levers::main), which "
                  "this program did not start from", name());
@@ -36,15 +48,12 @@ std::vector<Result> Plan::map(const RunContext& from, const std::vector<Cell>& c
                  "which runs its cells", name());
     LEVERS_CHECK(env::get("LEVERS_SEGMENT") == nullptr && env::get("WORLD_SIZE") == nullptr,
                  "map(): a sweep starts from a one-card job, not from a rank of a multi-card one");
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-        Config c = defaults();
-        try {
-            for (const auto& [k, v] : every_cell) c.set(k, v);
-            for (const auto& [k, v] : cells[i]) c.set(k, v);
-            check(c);
-        } catch (const Error& e) {
-            LEVERS_FAIL("map(): cell {}: {}", i, e.message());
-        }
+    Config base = defaults();
+    try {
+        for (const auto& [k, v] : every_cell) base.set(k, v);
+        check_cells(*this, base, cells);
+    } catch (const Error& e) {
+        LEVERS_FAIL("map(): {}", e.message());
     }
     MapCells job{.recipe = name(), .cells = cells, .dir = map_dir(name(), from.dir)};
     for (const auto& [k, v] : every_cell) job.sets.push_back(k + "=" + v);

@@ -26,6 +26,11 @@ struct MapCells {
     std::string precision;
 };
 
+// Checks every cell's config (`base` with the cell's overrides) before any
+// starts, as `recipe run` checks one; throws levers::Error for the first that
+// fails, its message prefixed "cell N: " (from 0).
+void check_cells(const Plan& plan, const Config& base, const std::vector<Cell>& cells);
+
 // Runs the cells and returns one result per cell, in order.
 using MapRunner = std::vector<Result> (*)(const MapCells&);
 void set_map_runner(MapRunner runner);

@@ -1,4 +1,5 @@
 #include "framework/core/error.hpp"
+#include "framework/recipe/map_cells.hpp"
 #include "framework/recipe/recipe.hpp"
 
 #include <doctest/doctest.h>
@@ -91,6 +92,20 @@ TEST_CASE("bounds refuse values out of range when set, and defaults out of range
                          doctest::Contains("the default of parameter 'n': 0 is out of range"), Error);
     CHECK_THROWS_WITH_AS(recipe("r").param("name", "x", "a name", at_least(1)),
                          doctest::Contains("parameter 'name' is a string; bounds (>= 1) limit numbers only"), Error);
+}
+
+TEST_CASE("check_cells checks each cell on top of the base config and names the first that fails") {
+    Plan r = recipe("cells")
+                 .param("steps", 10, "optimizer steps", at_least(1))
+                 .param("lr", 0.1, "learning rate", at_least(0))
+                 .run([](const Config&) { return Result{}; });
+    Config base = r.defaults();
+    base.set("lr", "0.5");
+    CHECK_NOTHROW(check_cells(r, base, {{{"steps", "3"}}, {{"lr", "0"}}}));
+    CHECK_THROWS_WITH_AS(check_cells(r, base, {{{"steps", "3"}}, {{"steps", "0"}}}),
+                         doctest::Contains("cell 1: parameter 'steps': 0 is out of range"), Error);
+    CHECK_THROWS_WITH_AS(check_cells(r, base, {{{"stepz", "3"}}}), doctest::Contains("cell 0: unknown parameter 'stepz'"),
+                         Error);
 }
 
 TEST_CASE("a parameter's default keeps its kind: integers, floating point, text, bool, lists") {

@@ -3,6 +3,7 @@
 #include "framework/app/submit.hpp"
 #include "framework/app/workspace.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/gpu.hpp"
 #include "framework/launch/slot_ledger.hpp"
 
 #include <fmt/format.h>
@@ -11,8 +12,10 @@
 
 namespace levers {
 
-int show_status() {
-    auto ledger = launch::SlotLedger::for_node();
+namespace {
+
+// One ledger's slots, who holds each, and the jobs queued for them.
+void print_ledger(const launch::SlotLedger& ledger) {
     const bool cpu = ledger.kind() == Device::Kind::cpu;
     const char* unit = cpu ? "slot" : "card";
     const auto holders = ledger.holders();
@@ -27,6 +30,14 @@ int show_status() {
     const auto waiting = ledger.waiters();
     fmt::print("waiting jobs: {}\n", waiting.empty() ? "none" : "");
     for (const auto& w : waiting) fmt::print("  job '{}' (pid {}) needs {} {}s\n", w.job, w.pid, w.slots, unit);
+}
+
+}  // namespace
+
+int show_status() {
+    // A node with cards has two ledgers: its cards, for card jobs, and its CPU slots, for CPU jobs.
+    if (const int cards = node_gpu_count(); cards > 0) print_ledger(launch::SlotLedger::for_node(cards));
+    print_ledger(launch::SlotLedger::for_node(0));
     const Workspace ws = load_workspace();
     fmt::print("workspace: multi-gpu {} ({}), max-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from,
                ws.max_gpus, ws.max_gpus_from);

@@ -20,7 +20,9 @@
 //   }
 //
 // or the recipe owns it: .run(fn) with Result fn(const Config&), a per-rank
-// function using the rank helpers of framework/dist/context.hpp.
+// function using the rank helpers of framework/dist/context.hpp. Every
+// function given a Config also gets the run with it: cfg.run() (its
+// directory, precision and checkpoint; run_context.hpp).
 //
 // The types are checked as the builder is written: a .step whose model or
 // data type is not what .model and .data make does not compile.

@@ -22,7 +22,6 @@ std::vector<int> take_slots(const Plan& r, int ranks, int threads, bool wait, De
 
 // "recipe NAME: 2 CPU ranks, 1 thread each, on slots 0,1; run directory DIR"
 void announce_placement(const Plan& r, int ranks, int threads, const std::vector<int>& slots, Device::Kind device,
-                        DType compute,
-                        const std::filesystem::path& dir);
+                        DType compute, const std::filesystem::path& dir);
 
 }  // namespace levers

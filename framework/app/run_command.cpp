@@ -61,7 +61,8 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     const auto env = launch::read_rank_env();
     // This run's context: a launched rank's directory and checkpoint are its launcher's (exported);
     // the checkpoint to resume from is found once, by whoever starts the job.
-    RunContext run{.device_auto = flags.device == "auto", .dir = exported_run_dir(), .resume = exported_resume()};
+    RunContext run = exported_run();
+    run.device_auto = flags.device == "auto";
     if (env.source != "levers" && flags.resume) {
         LEVERS_CHECK(r.framework_loop(), "--resume: recipe '{}' owns its loop (.run), so levers cannot resume it",
                      r.name());

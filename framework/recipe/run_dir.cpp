@@ -43,21 +43,19 @@ fs::path make_run_dir(const std::string& recipe, const std::string& out, const s
     return fs::absolute(dir);
 }
 
-fs::path exported_run_dir() {
-    const char* d = env::get("LEVERS_RUN_DIR");
-    return d && *d ? fs::path(d) : fs::path();
-}
-
-fs::path exported_resume() {
-    const char* r = env::get("LEVERS_RESUME");
-    return r && *r ? fs::path(r) : fs::path();
-}
-
 std::vector<std::pair<std::string, std::string>> run_exports(const RunContext& run) {
     std::vector<std::pair<std::string, std::string>> out;
     if (!run.dir.empty()) out.emplace_back("LEVERS_RUN_DIR", run.dir.string());
     if (!run.resume.empty()) out.emplace_back("LEVERS_RESUME", run.resume.string());
     return out;
+}
+
+RunContext exported_run() {
+    const auto path = [](const char* name) {
+        const char* v = env::get(name);
+        return v && *v ? fs::path(v) : fs::path();
+    };
+    return {.dir = path("LEVERS_RUN_DIR"), .resume = path("LEVERS_RESUME")};
 }
 
 void write_json_file(const fs::path& path, const nlohmann::json& j) {

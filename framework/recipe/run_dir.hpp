@@ -22,13 +22,13 @@ namespace levers {
 // it cannot be made or is in use.
 std::filesystem::path make_run_dir(const std::string& recipe, const std::string& out, const std::string& prefix = "");
 
-// The run directory and the checkpoint this rank's starter exported:
-// LEVERS_RUN_DIR (levers' launcher, or recipe submit's script) and
-// LEVERS_RESUME (levers' launcher). Empty when not set.
-std::filesystem::path exported_run_dir();
-std::filesystem::path exported_resume();
-// The variables that hand `run`'s directory and checkpoint to the ranks a launcher starts.
+// The variables that hand `run`'s directory and checkpoint to the ranks a
+// launcher starts (LEVERS_RUN_DIR, LEVERS_RESUME; those left empty are not set).
 std::vector<std::pair<std::string, std::string>> run_exports(const RunContext& run);
+// Their reverse: the directory and checkpoint this rank's starter exported
+// (levers' launcher, or recipe submit's script for the directory); empty
+// where not set. The rest of the context is the defaults.
+RunContext exported_run();
 
 // Writes JSON atomically (temporary file, then rename): readers never see half of it.
 void write_json_file(const std::filesystem::path& path, const nlohmann::json& j);

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 using namespace levers;
 
@@ -105,6 +106,13 @@ TEST_CASE("the run's context reaches every function of the recipe with its confi
     REQUIRE(exports.size() == 2);
     CHECK(exports[0] == std::pair<std::string, std::string>{"LEVERS_RUN_DIR", tmp.path().string()});
     CHECK(exports[1] == std::pair<std::string, std::string>{"LEVERS_RESUME", (tmp.path() / "a.ckpt").string()});
+    // A launched rank reads back what its launcher exported.
+    for (const auto& [name, value] : exports) ::setenv(name.c_str(), value.c_str(), 1);
+    const RunContext back = exported_run();
+    for (const auto& [name, value] : exports) ::unsetenv(name.c_str());
+    CHECK(back.dir == tmp.path());
+    CHECK(back.resume == tmp.path() / "a.ckpt");
+    CHECK(exported_run().dir.empty());
 }
 
 TEST_CASE("early stopping ends training once the metric stops improving") {

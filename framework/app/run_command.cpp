@@ -12,6 +12,7 @@
 #include "framework/recipe/checkpoints.hpp"
 #include "framework/recipe/device_choice.hpp"
 #include "framework/recipe/run_dir.hpp"
+#include "framework/train/train_state.hpp"
 
 #include <fmt/format.h>
 
@@ -87,6 +88,8 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
     const Device::Kind device = resolve_device(flags.device, gpus);
     run.compute = resolve_precision(flags.precision, device);
+    if (!run.resume.empty())  // the saved global batch must split over this many ranks
+        train::grad_accum_on(train::read_train_state(run.resume), gpus, run.resume);
     check_job_fits(gpus, device);
     if (!flags.out.empty())  // refused before anything waits or runs
         LEVERS_CHECK(!fs::exists(flags.out) || (fs::is_directory(flags.out) && fs::is_empty(flags.out)),

@@ -41,6 +41,13 @@ void Backend::reduce_scatter_by_all_reduce(void* out, const void* in, std::int64
     std::memcpy(out, scratch.data() + static_cast<std::size_t>(lo) * w, static_cast<std::size_t>(hi - lo) * w);
 }
 
+void Backend::all_gather_in_place(void* data, std::int64_t n, DType dtype) {
+    const std::size_t bytes = static_cast<std::size_t>(n) * size_of(dtype);
+    const char* mine = static_cast<const char*>(data) + static_cast<std::size_t>(rank()) * bytes;
+    std::vector<char> part(mine, mine + bytes);
+    all_gather(data, part.data(), n, dtype);
+}
+
 std::unique_ptr<CollectiveQueue> Backend::make_queue(void* after) {
     LEVERS_CHECK(!after, "the {} backend runs collectives on the host; it cannot order them after a card's stream",
                  name());

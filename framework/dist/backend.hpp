@@ -43,7 +43,13 @@ public:
     // out[world * n] = every rank's in[n], in rank order.
     virtual void all_gather(void* out, const void* in, std::int64_t n, DType dtype) = 0;
     // Reduces in[n] across ranks; this rank receives chunk(n, world, rank) of it in `out`.
+    // `out` may lie inside `in` (ZeRO reduces a bucket into its own chunk).
     virtual void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) = 0;
+    // data[world * n]: every rank's n elements at data + rank * n, sent to
+    // every rank in place. The default stages this rank's part in host
+    // memory (Gloo's input may not alias its output); groups that gather in
+    // place override it.
+    virtual void all_gather_in_place(void* data, std::int64_t n, DType dtype);
     // Fails every rank's current and later collectives, naming this rank and `why`.
     virtual void abort(const std::string& why) = 0;
 

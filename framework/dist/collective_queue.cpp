@@ -27,10 +27,11 @@ public:
     }
 
     Work all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) override {
-        std::lock_guard lock(mutex_);
-        queue_.push_back({data, n, dtype, op});
-        changed_.notify_all();
-        return {++queued_};
+        return push({data, n, dtype, op, false});
+    }
+
+    Work reduce_scatter(void* data, std::int64_t n, DType dtype, ReduceOp op) override {
+        return push({data, n, dtype, op, true});
     }
 
     void wait(Work w) override {
@@ -50,7 +51,22 @@ private:
         std::int64_t n;
         DType dtype;
         ReduceOp op;
+        bool scatter;  // reduce into this rank's chunk only
     };
+
+    Work push(const Item& item) {
+        std::lock_guard lock(mutex_);
+        queue_.push_back(item);
+        changed_.notify_all();
+        return {++queued_};
+    }
+
+    void run_one(const Item& item) {
+        if (!item.scatter) return group_.all_reduce(item.data, item.n, item.dtype, item.op);
+        const auto lo = Backend::chunk(item.n, group_.world_size(), group_.rank()).first;
+        void* mine = static_cast<char*>(item.data) + static_cast<std::size_t>(lo) * size_of(item.dtype);
+        group_.reduce_scatter(mine, item.data, item.n, item.dtype, item.op);
+    }
 
     void run() {
         std::unique_lock lock(mutex_);
@@ -64,7 +80,7 @@ private:
             const double waited_before = group_.timing().waiting;
             std::exception_ptr failed;
             try {
-                group_.all_reduce(item.data, item.n, item.dtype, item.op);
+                run_one(item);
             } catch (...) {
                 failed = std::current_exception();
             }

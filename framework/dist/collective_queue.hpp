@@ -24,6 +24,10 @@ public:
     // Queues an in-place all-reduce of n elements at `data`, to run after
     // everything queued before it. Collective: every rank queues the same ones.
     virtual Work all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) = 0;
+    // Queues a reduce-scatter in place: this rank's chunk (Backend::chunk) of
+    // the n elements at `data` receives the reduction over ranks; the rest of
+    // them is left as it is or reduced too (a card's queue all-reduces).
+    virtual Work reduce_scatter(void* data, std::int64_t n, DType dtype, ReduceOp op) = 0;
     // Returns when `w` and everything queued before it are done (within the
     // group's timeout); rethrows the failure of any of them.
     virtual void wait(Work w) = 0;

@@ -3,22 +3,42 @@
 #include "framework/core/device_memory.hpp"
 #include "framework/core/error.hpp"
 #include "framework/dist/context.hpp"
+#include "framework/dist/zero.hpp"
 
 #include <algorithm>
 
 namespace levers::dist {
 
-ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes) : params_(params) {
-    if (!backend()) return;  // a world of one
-    const bool on_card = !params.device().is_cpu();
-    Backend* group = on_card ? device_backend() : backend();
+namespace {
+// The group that carries collectives on the parameters' memory.
+Backend* group_for(const ParamSet& params) {
+    if (params.device().is_cpu()) return backend();
+    Backend* group = device_backend();
     LEVERS_CHECK(group, "parameters on {} but this job has no group for card memory (NCCL)", params.device().str());
+    return group;
+}
+}  // namespace
+
+ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero)
+    : params_(params), zero_(zero), shard_(FlatShard::whole(params.size())) {
+    LEVERS_CHECK(zero >= 0 && zero <= 2, "zero must be 0 (data parallel), 1 or 2 (ZeRO stages), got {}", zero);
+    if (!backend()) {  // a world of one: nothing to shard
+        zero_ = 0;
+        return;
+    }
+    const bool on_card = !params.device().is_cpu();
+    Backend* group = group_for(params);
     group->broadcast(params.params().raw(), params.params().bytes(), 0);
     params.changed();
     const auto elem = static_cast<std::int64_t>(size_of(params.grad_dtype()));
+    bucket_elems_ = std::max<std::int64_t>(1, bucket_bytes / elem);
+    if (zero_ > 0) {
+        bucket_elems_ = shard_bucket_elems(bucket_elems_, group->world_size());
+        shard_ = bucket_shard(params.size(), bucket_elems_, group->world_size(), group->rank());
+    }
+    const auto averaging = zero_ == 2 ? GradientSync::Averaging::chunks : GradientSync::Averaging::everywhere;
     sync_ = std::make_unique<GradientSync>(*group, params.grads().raw(), params.grad_dtype(), params.size(),
-                                           std::max<std::int64_t>(1, bucket_bytes / elem),
-                                           on_card ? compute_stream() : nullptr);
+                                           bucket_elems_, on_card ? compute_stream() : nullptr, averaging);
     frontier_ = std::make_unique<FinalFrontier>(params, [this](std::int64_t from) { sync_->ready_from(from); });
 }
 
@@ -35,6 +55,12 @@ void ParamSync::arm() {
 void ParamSync::finish() {
     disarm();
     if (sync_) sync_->finish();
+}
+
+void ParamSync::gather_params() {
+    if (zero_ == 0) return;
+    gather_buckets(*group_for(params_), params_.params(), bucket_elems_);
+    params_.changed();
 }
 
 }  // namespace levers::dist

@@ -16,8 +16,14 @@
 //
 // Collective: every rank must construct them and call them the same way. In a
 // world of one they only run forward and backward.
+//
+// ParamSync also runs ZeRO stages 1 and 2 (zero.hpp) for the training loop:
+// each rank's optimizer updates its shard() only (the loop takes the
+// gradients' norm over the shards: train/param_kernels.hpp), and
+// gather_params() sends every shard to all.
 #pragma once
 
+#include "framework/core/flat_shard.hpp"
 #include "framework/core/params.hpp"
 #include "framework/dist/grad_sync.hpp"
 
@@ -30,8 +36,11 @@ class ParamSync {
 public:
     static constexpr std::int64_t kDefaultBucketBytes = std::int64_t{25} << 20;  // DDP's
 
-    // Collective: every rank starts from rank 0's parameters.
-    explicit ParamSync(ParamSet& params, std::int64_t bucket_bytes = kDefaultBucketBytes);
+    // Collective: every rank starts from rank 0's parameters. `zero`: 0 (DDP:
+    // every rank averages and updates everything), 1 (each rank updates its
+    // shard of the averaged gradients), 2 (each bucket is reduce-scattered:
+    // a rank's averaged gradients are its shard's only).
+    explicit ParamSync(ParamSet& params, std::int64_t bucket_bytes = kDefaultBucketBytes, int zero = 0);
     ~ParamSync();
 
     // Before the backward pass whose gradients are to be averaged (a step's
@@ -42,9 +51,20 @@ public:
     // The bucket machinery, or null in a world of one (for its timings).
     const GradientSync* buckets() const { return sync_.get(); }
 
+    // The part of the flat buffers this rank's optimizer updates: the whole
+    // without ZeRO (or in a world of one).
+    const FlatShard& shard() const { return shard_; }
+    int zero() const { return zero_; }
+    // Collective under ZeRO, after the optimizer updated this rank's shard:
+    // every rank's shard of the parameters sent to every rank. Nothing without.
+    void gather_params();
+
 private:
     void disarm();
     ParamSet& params_;
+    int zero_ = 0;
+    std::int64_t bucket_elems_ = 0;
+    FlatShard shard_;
     std::unique_ptr<GradientSync> sync_;
     std::unique_ptr<FinalFrontier> frontier_;  // what the autograd engine calls during backward
 };

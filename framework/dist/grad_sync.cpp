@@ -31,9 +31,10 @@ void FinalFrontier::advance() {
 }
 
 GradientSync::GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
-                           void* card_stream)
+                           void* card_stream, Averaging averaging)
     : grads_(static_cast<std::byte*>(grads)),
       dtype_(dtype),
+      averaging_(averaging),
       n_(n),
       bucket_(std::max<std::int64_t>(1, bucket_elems)),
       next_end_(n) {
@@ -46,7 +47,8 @@ void GradientSync::queue_until(std::int64_t from) {
     while (next_end_ > 0) {
         const std::int64_t begin = std::max<std::int64_t>(0, next_end_ - bucket_);
         if (begin < from) break;
-        last_ = queue_->all_reduce(at(begin), next_end_ - begin, dtype_, ReduceOp::mean);
+        last_ = averaging_ == Averaging::chunks ? queue_->reduce_scatter(at(begin), next_end_ - begin, dtype_, ReduceOp::mean)
+                                                : queue_->all_reduce(at(begin), next_end_ - begin, dtype_, ReduceOp::mean);
         next_end_ = begin;
     }
 }

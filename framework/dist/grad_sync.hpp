@@ -46,10 +46,14 @@ private:
 
 class GradientSync {
 public:
+    // What a bucket's collective leaves: the mean on every rank (DDP, ZeRO-1),
+    // or on each rank the mean of its chunk of the bucket (ZeRO-2: zero.hpp).
+    enum class Averaging { everywhere, chunks };
+
     // `grads`: n elements of `dtype` (bf16 only on a card). `card_stream`: the
     // stream backward's kernels run on (cards only).
     GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
-                 void* card_stream = nullptr);
+                 void* card_stream = nullptr, Averaging averaging = Averaging::everywhere);
     GradientSync(const GradientSync&) = delete;
     GradientSync& operator=(const GradientSync&) = delete;
 
@@ -74,6 +78,7 @@ private:
     std::unique_ptr<CollectiveQueue> queue_;
     std::byte* grads_;
     DType dtype_;
+    Averaging averaging_;
     std::int64_t n_, bucket_;
     std::int64_t next_end_;  // buckets [.., next_end_) are not queued yet
     Work last_;              // the last bucket queued

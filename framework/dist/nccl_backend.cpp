@@ -141,6 +141,12 @@ void NcclBackend::all_gather(void* out, const void* in, std::int64_t n, DType dt
     wait("NCCL all_gather");
 }
 
+// NCCL gathers in place when the input is this rank's part of the output.
+void NcclBackend::all_gather_in_place(void* data, std::int64_t n, DType dtype) {
+    const std::size_t offset = static_cast<std::size_t>(rank_) * static_cast<std::size_t>(n) * width(dtype);
+    all_gather(data, static_cast<const char*>(data) + offset, n, dtype);
+}
+
 void NcclBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) {
     // NCCL scatters equal parts; levers' chunks may differ by one element, so
     // reduce everything into scratch and keep this rank's chunk.
@@ -170,6 +176,12 @@ public:
                                                        op == ReduceOp::mean ? ncclAvg : ncclSum, st.comm, st.stream)),
                         "ncclAllReduce (queued)");
         return {++queued_};
+    }
+
+    // NCCL scatters equal parts, levers' chunks may differ by one: the whole
+    // bucket is averaged, this rank's chunk among it.
+    Work reduce_scatter(void* data, std::int64_t n, DType dtype, ReduceOp op) override {
+        return all_reduce(data, n, dtype, op);
     }
 
     void wait(Work w) override {

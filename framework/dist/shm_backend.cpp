@@ -361,6 +361,13 @@ void ShmBackend::all_gather(void* out, const void* in, std::int64_t n, DType dty
     unsupported("all_gather", dtype);
 }
 
+// Each rank's part is copied into its slot before any rank writes the
+// output, so the part may lie inside it.
+void ShmBackend::all_gather_in_place(void* data, std::int64_t n, DType dtype) {
+    const std::size_t offset = static_cast<std::size_t>(rank_) * static_cast<std::size_t>(n) * size_of(dtype);
+    all_gather(data, static_cast<const char*>(data) + offset, n, dtype);
+}
+
 void ShmBackend::reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) {
     if (dtype == DType::f32)
         return reduce_scatter_typed(static_cast<float*>(out), static_cast<const float*>(in), n, op);

@@ -64,6 +64,7 @@ public:
     void broadcast(void* data, std::size_t bytes, int root) override;
     void all_gather(void* out, const void* in, std::int64_t n, DType dtype) override;
     void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) override;
+    void all_gather_in_place(void* data, std::int64_t n, DType dtype) override;
 
     // Fails every rank's current and later collectives, naming this rank and `why`.
     void abort(const std::string& why) override;

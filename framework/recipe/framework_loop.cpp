@@ -36,10 +36,19 @@ void resume(const std::string& recipe, const LoopSpec& spec, const std::filesyst
     options.restore_optimizer = [&state](train::AdamW& o) {
         o.load(state.file.at("adamw/m"), state.file.at("adamw/v"), state.adamw_steps);
     };
-    if (state.world_size != dist::world_size())
-        dist::print0("warning: resuming a {}-rank run on {} rank{}: the data is re-sharded, so the rest of the run "
-                     "is not bitwise the one an uninterrupted run would have made\n",
-                     state.world_size, dist::world_size(), dist::world_size() == 1 ? "" : "s");
+    if (state.world_size != dist::world_size()) {
+        const int world = dist::world_size();
+        if (const long accum = train::grad_accum_on(state, world, path); accum > 0) {
+            dist::print0("resuming a {}-rank run on {} rank{}: grad_accum {} -> {} keeps its global batch, so each "
+                         "step sees the same data\n", state.world_size, world, world == 1 ? "" : "s",
+                         state.grad_accum, accum);
+            options.grad_accum = accum;
+        } else {
+            dist::print0("warning: resuming a {}-rank run on {} rank{}: the checkpoint does not record its "
+                         "grad_accum, so the data is re-sharded and the rest of the run is not the one an "
+                         "uninterrupted run would have made\n", state.world_size, world, world == 1 ? "" : "s");
+        }
+    }
     const nlohmann::json& saved = state.data[static_cast<std::size_t>(std::min(dist::rank(), state.world_size - 1))];
     if (spec.load_data && !saved.is_null())
         spec.load_data(data, saved);
@@ -127,20 +136,21 @@ using AfterStep = std::function<void(const train::LoopState&, const train::AdamW
 // After every `every`-th step and the last: a training checkpoint. Every rank
 // gathers its data position (a collective); rank 0 writes, atomically, and
 // keeps the newest and the best; no rank runs ahead of a checkpoint being written.
-AfterStep checkpoint_every(long every, long last_step, CheckpointKeeper& keeper, const std::string& recipe,
-                           const LoopSpec& spec, const Config& cfg, nn::Module* module, ParamSet& params,
-                           const void* data) {
+AfterStep checkpoint_every(long every, long last_step, long grad_accum, CheckpointKeeper& keeper,
+                           const std::string& recipe, const LoopSpec& spec, const Config& cfg, nn::Module* module,
+                           ParamSet& params, const void* data) {
     return [=, &keeper, &spec, &cfg, &params](const train::LoopState& st, const train::AdamW& opt,
                                               const Metrics* eval) {
         if (st.step % every != 0 && st.step != last_step) return;
         const auto states = gather_data_states(spec, data);
+        const train::OptimizerState optimizer = train::whole_state(opt, params.size());  // collective under ZeRO
         std::optional<double> metric;
         if (eval && eval->count(keeper.best_metric())) metric = eval->at(keeper.best_metric());
         if (dist::is_main())
             keeper.save(st.step, metric, [&](const std::filesystem::path& path) {
-                nlohmann::json meta = {{"recipe", recipe}, {"config", cfg.to_json()}};
+                nlohmann::json meta = {{"recipe", recipe}, {"config", cfg.to_json()}, {"grad_accum", grad_accum}};
                 if (module) meta["model_state"] = module->save_state();
-                train::save_train_state(path, meta, params, opt, st, states);
+                train::save_train_state(path, meta, params, optimizer, st, states);
             });
         dist::barrier();
     };
@@ -149,15 +159,23 @@ AfterStep checkpoint_every(long every, long last_step, CheckpointKeeper& keeper,
 // The run's result: the loop's figures, every rank's peak resident memory
 // (for the benchmarks; a collective), the evaluations, early stopping.
 Result loop_result(const LoopSpec& spec, const LoopResult& run, const ParamSet& params) {
-    std::vector<double> peak_mb(static_cast<std::size_t>(dist::world_size()), 0.0);
+    const auto world = static_cast<std::size_t>(dist::world_size()), me = static_cast<std::size_t>(dist::rank());
+    std::vector<double> peak_mb(world, 0.0), state_mb(world, 0.0), grads_mb(world, 0.0);
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
-    peak_mb[static_cast<std::size_t>(dist::rank())] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    peak_mb[me] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    const double mb = static_cast<double>(size_of(params.dtype())) / (1 << 20);
+    state_mb[me] = static_cast<double>(run.optimizer_state_elements) * mb;
+    grads_mb[me] = static_cast<double>(run.averaged_gradient_elements) * static_cast<double>(size_of(params.grad_dtype())) / (1 << 20);
     dist::all_reduce_sum(peak_mb);
+    dist::all_reduce_sum(state_mb);
+    dist::all_reduce_sum(grads_mb);
 
     Result out = {{"loss", run.loss},
                   {"trainable_parameters", params.size()},
                   {"peak_rss_mb", peak_mb},
+                  {"optimizer_state_mb", state_mb},    // AdamW's moments each rank keeps
+                  {"averaged_gradients_mb", grads_mb},  // the gradients averaged for each rank's update
                   {"steps", run.steps},
                   {"seconds", run.seconds},
                   {"items_per_second", run.items_per_second},
@@ -201,10 +219,22 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
         const std::string best = spec.best_metric.empty() ? spec.early_stop.metric : spec.best_metric;
         const bool maximize = spec.best_metric.empty() ? spec.early_stop.maximize : spec.best_maximize;
         keeper.emplace(dir, spec.keep_last, best, maximize);
-        checkpoint = checkpoint_every(every, options.steps, *keeper, recipe, spec, cfg, module, params, data);
+        checkpoint = checkpoint_every(every, options.steps, options.grad_accum, *keeper, recipe, spec, cfg, module,
+                                      params, data);
     }
     // `stepped`: a step ran, so --device auto may no longer fall back to the CPU.
+    // On another card count, the first step shows whether the global batch held (a recipe whose batch per
+    // rank follows the card count would see other data): stopped before that step's checkpoint.
+    const bool regrouped = !run_context.resume.empty() && resumed.world_size != dist::world_size() &&
+                           resumed.grad_accum > 0 && resumed.loop.step > 0;
     options.after_step = [&](const train::LoopState& st, const train::AdamW& opt, const Metrics* eval) {
+        if (regrouped && st.step == resumed.loop.step + 1) {
+            const std::int64_t was = resumed.loop.items / resumed.loop.step, now = st.items - resumed.loop.items;
+            LEVERS_CHECK(now == was, "resumed on {} ranks, a step trained {} {} where the {}-rank run trained {}: "
+                         "recipe '{}' sizes its batch by the card count, so the data would differ; resume on {} "
+                         "ranks", dist::world_size(), now, options.unit, resumed.world_size, was, recipe,
+                         resumed.world_size);
+        }
         stepped = true;
         if (checkpoint) checkpoint(st, opt, eval);
     };

@@ -17,6 +17,7 @@ train::LoopOptions loop_options(const Config& cfg) {
     const long log_every = get_or("log_every", 0L);  // 0: a twentieth of the steps
     o.log_every = log_every > 0 ? log_every : std::max(1L, o.steps / 20);
     o.eval_every = get_or("eval_every", 0L);
+    o.zero = static_cast<int>(get_or("zero", 0L));
     return o;
 }
 

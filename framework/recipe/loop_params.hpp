@@ -7,7 +7,7 @@
 namespace levers {
 
 // Loop options from the parameters steps and lr (required), and warmup (0),
-// weight_decay (0), grad_clip (1), log_every (steps/20) and eval_every (0)
+// weight_decay (0), grad_clip (1), log_every (steps/20), eval_every (0) and zero (0)
 // where declared. The schedule decays to a tenth of lr; AdamW's betas are
 // (0.9, 0.999): set others after.
 train::LoopOptions loop_options(const Config& cfg);

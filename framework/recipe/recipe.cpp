@@ -114,6 +114,8 @@ void declare_training(RecipeDef& def, const TrainingDefaults& d) {
               at_least(0));
     add_param(def, "grad_clip", d.grad_clip, "global gradient-norm limit (0: off)", at_least(0));
     add_param(def, "log_every", d.log_every, "steps per progress line (0: a twentieth of the steps)", at_least(0));
+    add_param(def, "zero", d.zero, "0: data parallel; 1: ZeRO-1 (AdamW's state sharded over ranks); 2: ZeRO-2 (and "
+              "the averaged gradients)", between(0, 2));
     def.training_declared = true;
 }
 

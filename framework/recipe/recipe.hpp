@@ -110,6 +110,7 @@ struct TrainingDefaults {
     double weight_decay = 0;   // AdamW's decoupled weight decay, on the parameters that decay
     double grad_clip = 1.0;    // global gradient-norm limit (0: off)
     long log_every = 0;        // steps per progress line (0: a twentieth of the steps)
+    long zero = 0;             // 0: data parallel; 1, 2: ZeRO stage (optimizer state; and gradients) sharded
 };
 
 // A recipe as declared, untyped: what the builder (below) fills and a Plan freezes.

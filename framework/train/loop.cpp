@@ -26,6 +26,7 @@ void LoopOptions::validate() const {
     LEVERS_CHECK(early_stop.metric.empty() || (early_stop.patience >= 1 && early_stop.min_delta >= 0),
                  "early stopping needs patience >= 1 and min_delta >= 0, got {} and {}", early_stop.patience,
                  early_stop.min_delta);
+    LEVERS_CHECK(zero >= 0 && zero <= 2, "zero must be 0 (data parallel), 1 or 2 (ZeRO stages), got {}", zero);
     LEVERS_CHECK(start.step >= 0 && start.step <= steps, "cannot resume at step {} of a run of {} steps", start.step,
                  steps);
 }
@@ -34,9 +35,9 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
                       const std::function<MicroResult(long step, long micro)>& micro_step,
                       const std::function<Metrics(long step)>& evaluate) {
     options.validate();
-    AdamW optimizer(params, options.adamw);
+    dist::ParamSync ddp(params, options.bucket_bytes, options.zero);  // every rank starts from rank 0's parameters
+    AdamW optimizer(params, options.adamw, ddp.shard());  // under ZeRO, this rank's shard
     if (options.restore_optimizer) options.restore_optimizer(optimizer);
-    dist::ParamSync ddp(params, options.bucket_bytes);  // every rank starts from rank 0's parameters
     TimeSplit split(dist::backend(), ddp.buckets());
     MetricsLog* metrics = dist::is_main() ? options.metrics : nullptr;
     ProgressConsole console(options.live_progress);
@@ -81,9 +82,10 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
     for (long step = st.step; step < options.steps; ++step) {
         const auto step_start = Clock::now();
         const StepGradients grads = accumulate_gradients(params, ddp, options.grad_accum, step, micro_step);
-        norm = clip_grad_norm(params, options.grad_clip);
+        norm = clip_grad_norm(params, ddp.shard(), options.grad_clip);
         lr = options.lr.at(step);
         optimizer.step(lr);
+        ddp.gather_params();  // under ZeRO: every rank's updated shard to all
         st.step = step + 1;
         st.items += grads.items;
         st.window_loss += grads.loss;
@@ -124,6 +126,8 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
         }
     }
     result.steps = st.step;
+    result.optimizer_state_elements = optimizer.first_moment().numel() + optimizer.second_moment().numel();
+    result.averaged_gradient_elements = options.zero == 2 && dist::backend() ? ddp.shard().size() : params.size();
     result.best_step = st.best_step;
     result.best_metric = st.best_metric;
     result.seconds = seconds_since(start);

@@ -38,6 +38,7 @@ struct LoopOptions {
     bool eval_at_start = false;  // also evaluate before the first step
     std::string unit = "tok";  // what MicroResult::items counts, for the throughput column
     std::int64_t bucket_bytes = std::int64_t{25} << 20;  // gradient buckets averaged during backward (DDP's default)
+    int zero = 0;  // 0: DDP; 1, 2: ZeRO stage (optimizer state; and gradients) sharded over ranks (dist::ParamSync)
     EarlyStopping early_stop;
 
     LoopState start;  // resume from here (default: the beginning)
@@ -69,6 +70,9 @@ struct LoopResult {
     // hidden behind backward on the communication thread.
     double compute_seconds = 0, communication_seconds = 0, waiting_seconds = 0, hidden_communication_seconds = 0;
     std::vector<std::pair<long, double>> loss_curve;  // (step, mean loss of its log window)
+    // This rank's share of the flat buffers: AdamW's state (two moments) and
+    // the gradients averaged for it (all of them unless ZeRO-2), in elements.
+    std::int64_t optimizer_state_elements = 0, averaged_gradient_elements = 0;
 };
 
 // Runs options.steps optimizer steps. `micro_step(step, micro)` must add this

@@ -1,6 +1,7 @@
 #include "framework/train/train_state.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/dist/zero.hpp"
 
 namespace levers::train {
 
@@ -8,18 +9,23 @@ namespace {
 constexpr const char* kKind = "levers-train-state";
 }
 
+OptimizerState whole_state(const AdamW& optimizer, std::int64_t n) {
+    return {dist::unshard(optimizer.first_moment(), optimizer.shard(), n),
+            dist::unshard(optimizer.second_moment(), optimizer.shard(), n), optimizer.steps_taken()};
+}
+
 void save_train_state(const std::filesystem::path& path, nlohmann::json metadata, const ParamSet& params,
-                      const AdamW& optimizer, const LoopState& loop, const std::vector<nlohmann::json>& data) {
+                      const OptimizerState& optimizer, const LoopState& loop, const std::vector<nlohmann::json>& data) {
     metadata["kind"] = kKind;
     metadata["loop"] = to_json(loop);
-    metadata["adamw_steps"] = optimizer.steps_taken();
+    metadata["adamw_steps"] = optimizer.steps;
     metadata["world_size"] = static_cast<int>(data.size());
     metadata["data"] = data;
     std::vector<NamedTensor> tensors;
     for (std::size_t i = 0; i < params.entries().size(); ++i)
         tensors.push_back({"param/" + params.entries()[i].name, params.param_tensor(static_cast<int>(i))});
-    tensors.push_back({"adamw/m", optimizer.first_moment()});
-    tensors.push_back({"adamw/v", optimizer.second_moment()});
+    tensors.push_back({"adamw/m", optimizer.m});
+    tensors.push_back({"adamw/v", optimizer.v});
     write_checkpoint(path, metadata, tensors);
 }
 
@@ -35,6 +41,7 @@ TrainState read_train_state(const std::filesystem::path& path) {
     try {
         s.adamw_steps = meta.at("adamw_steps").get<long>();
         s.world_size = meta.at("world_size").get<int>();
+        s.grad_accum = meta.value("grad_accum", 0L);
         s.data = meta.at("data").get<std::vector<nlohmann::json>>();
     } catch (const nlohmann::json::exception& e) {
         LEVERS_FAIL("{}: incomplete training metadata: {}", file, e.what());
@@ -42,6 +49,18 @@ TrainState read_train_state(const std::filesystem::path& path) {
     LEVERS_CHECK(s.world_size >= 1 && static_cast<int>(s.data.size()) == s.world_size,
                  "{}: metadata says {} ranks but holds {} data states", file, s.world_size, s.data.size());
     return s;
+}
+
+long grad_accum_on(const TrainState& state, int world, const std::filesystem::path& path) {
+    if (state.grad_accum <= 0) return 0;
+    const long global = state.grad_accum * state.world_size;
+    if (global % world == 0) return global / world;
+    std::string fits;
+    for (long w = 1; w <= global; ++w)
+        if (global % w == 0) fits += (fits.empty() ? "" : ", ") + std::to_string(w);
+    LEVERS_FAIL("--resume {}: the run took {} micro-batches per step ({} rank{} x grad_accum {}), which {} ranks "
+                "cannot share evenly; resume it with --gpus {}", path.string(), global, state.world_size,
+                state.world_size == 1 ? "" : "s", state.grad_accum, world, fits);
 }
 
 void load_parameters(const TrainState& state, ParamSet& params, const std::filesystem::path& path) {

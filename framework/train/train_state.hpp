@@ -1,7 +1,7 @@
 // The checkpoint of a training run: everything `--resume` needs to continue it
 // exactly, in levers' checkpoint file (framework/core/checkpoint.hpp).
 //
-//   metadata  {"kind": "levers-train-state", "recipe", "config", "world_size",
+//   metadata  {"kind": "levers-train-state", "recipe", "config", "world_size", "grad_accum",
 //              "loop": LoopState, "adamw_steps", "data": [each rank's data state], ...}
 //   tensors   "param/<name>" for every trained parameter, "adamw/m", "adamw/v"
 #pragma once
@@ -19,13 +19,31 @@ struct TrainState {
     LoopState loop;
     long adamw_steps = 0;
     int world_size = 1;
+    long grad_accum = 0;  // micro-batches per step of the run that wrote it (0: not recorded)
     std::vector<nlohmann::json> data;  // one per rank of the run that wrote it (null: no state)
 };
+
+// The micro-batches per step on `world` ranks that keep the global batch of
+// the run that wrote `state` (its world_size x grad_accum micro-batches of
+// one rank's size): the data each step sees stays the same on another card
+// count. 0 if the checkpoint does not record it. Throws levers::Error naming
+// the rank counts that would fit when `world` does not divide it.
+long grad_accum_on(const TrainState& state, int world, const std::filesystem::path& path);
+
+// AdamW's moments over the whole flat buffer, and its step count.
+struct OptimizerState {
+    Tensor m, v;
+    long steps = 0;
+};
+// Collective when the optimizer holds a shard (ZeRO): every rank's moments
+// put together, on every rank. So a checkpoint holds the whole state and
+// loads on any number of ranks, sharded or not.
+OptimizerState whole_state(const AdamW& optimizer, std::int64_t n);
 
 // Writes atomically (a crash leaves the previous file); `metadata` holds the
 // recipe's name and config and is completed here.
 void save_train_state(const std::filesystem::path& path, nlohmann::json metadata, const ParamSet& params,
-                      const AdamW& optimizer, const LoopState& loop, const std::vector<nlohmann::json>& data);
+                      const OptimizerState& optimizer, const LoopState& loop, const std::vector<nlohmann::json>& data);
 
 // Reads and checks a train-state file; refuses, naming the file, anything else.
 TrainState read_train_state(const std::filesystem::path& path);

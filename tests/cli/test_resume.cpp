@@ -3,6 +3,7 @@
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 #include "tests/installed_data.hpp"
+#include "tests/cli/run_metrics.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -27,29 +28,6 @@ std::vector<std::string> tiny_pretrain(const fs::path& out, int gpus) {
                    "steps=8", "--set", "checkpoint_every=4", "--set", "eval_every=4", "--set", "sample_tokens=0",
                    "--set", "log_every=3", "--set", "warmup=2"},
                   kTinyGpt);
-}
-
-std::string read_text(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-// metrics.csv rows from step `from` on, wall-clock columns dropped.
-std::vector<std::string> curve(const fs::path& run, long from) {
-    std::istringstream in(read_text(run / "metrics.csv"));
-    std::string line;
-    std::vector<std::string> rows;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-        if (std::stol(line.substr(0, line.find(','))) < from) continue;
-        // step,loss,lr,grad_norm: then items and timings.
-        std::size_t cut = 0;
-        for (int commas = 0; commas < 4; ++commas) cut = line.find(',', cut) + 1;
-        rows.push_back(line.substr(0, cut - 1));
-    }
-    return rows;
 }
 
 // The tensors that define where training is: parameters and AdamW's moments.
@@ -95,12 +73,12 @@ TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run en
         CHECK(ra["val_loss"] == rb["val_loss"]);
         CHECK(nlohmann::json::parse(read_text(resumed / "config.json"))["resumed_from"] == at4.string());
     }
-    // On another card count it continues, saying the data is re-sharded.
+    // On another card count it continues, the global batch kept (test_zero.cpp checks the curve).
     auto other = tiny_pretrain(tmp.path() / "other", 1);
     other.insert(other.end(), {"--resume", (tmp.path() / "full2").string()});  // a run directory: its newest
     auto c = recipe(other);
     CHECK(c.code == 0);
-    CHECK(c.output.find("warning: resuming a 2-rank run on 1 rank") != std::string::npos);
+    CHECK(c.output.find("resuming a 2-rank run on 1 rank: grad_accum 1 -> 2") != std::string::npos);
 }
 
 TEST_CASE("--restarts: a rank killed mid-run, the job starts again from its latest checkpoint and ends bitwise as "

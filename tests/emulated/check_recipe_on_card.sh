@@ -52,6 +52,10 @@ run bf16 "${card[@]}" "${args[@]}" --device cuda --precision bf16
 run cpu_x2 "$cpu" "${args[@]}" --gpus 2
 LEVERS_EMULATED_CARDS=2 run f32_x2 "${card[@]}" "${args[@]}" --gpus 2 --device cuda
 LEVERS_EMULATED_CARDS=2 run bf16_x2 "${card[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16
+# ZeRO-2 on the cards (buckets small enough for several): AdamW's state and the averaged gradients sharded.
+zero2=(--gpus 2 --device cuda --set zero=2 --set bucket_mb=0.05)
+LEVERS_EMULATED_CARDS=2 run f32_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}"
+LEVERS_EMULATED_CARDS=2 run bf16_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}" --precision bf16
 # Two "nodes" of one card each, as srun or torchrun --nnodes start them: the
 # ranks meet at rank 0's TCP store, NCCL carries the gradients and, staged
 # through the cards, the host collectives.
@@ -105,7 +109,7 @@ grep -q "the model uses op 'test_square', which has no cuda kernel in f32; train
 for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
     grep -q 'on card 0 (levers emulated card' "$run.log" || { echo "the $run run did not use the emulated card:"; cat "$run.log"; exit 1; }
 done
-for run in f32_x2 bf16_x2 f32_tune_x2 f32_sft_x2 user_f32_x2 cnn_f32_x2; do
+for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 user_f32_x2 cnn_f32_x2; do
     grep -q '2 ranks on cards 0,1 (levers emulated card' "$run.log" ||
         { echo "the $run run did not use two emulated cards:"; cat "$run.log"; exit 1; }
 done
@@ -121,6 +125,7 @@ def result(name):
     return json.loads(open(name + '.log', 'rb').read().strip().splitlines()[-1])  # the log's sample is raw bytes
 failed = False
 for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32', 'bf16'), 'cpu_x2'),
+                                    ('_x2_zero2', ('f32', 'bf16'), 'cpu_x2'),
                                     ('_nodes', ('f32',), 'cpu_x2'), ('_tune', ('f32', 'bf16'), 'cpu_tune'),
                                     ('_tune_x2', ('f32',), 'cpu_tune_x2'), ('_sft', ('f32', 'bf16'), 'cpu_sft'),
                                     ('_sft_x2', ('f32',), 'cpu_sft_x2')):

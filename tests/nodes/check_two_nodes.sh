@@ -4,7 +4,8 @@
 # /dev/shm, so nothing crosses between the nodes but the network. Two CPU
 # ranks per node, started by hand with torchrun's variables:
 #   - every collective, awkward lengths and roots included, gives what it must;
-#   - pretrain's 4-rank result is within 1e-6 of 4 ranks on one node;
+#   - pretrain's 4-rank result is within 1e-6 of 4 ranks on one node, with
+#     data parallelism and with ZeRO-2;
 #   - kill -9 of a rank on the other node ends the whole job within 5 s,
 #     naming the rank and its node;
 #   - a node whose link goes down (its veth taken down mid-run) is named
@@ -67,6 +68,15 @@ grep -q 'joined through shared memory within 2 nodes, Gloo (TCP) between them' "
     { echo "the job did not join through Gloo between the nodes:"; cat "$run/rank0.out"; exit 1; }
 nothing_left "$run"
 python3 "$(dirname "$0")/within_1e6.py" "$one/result.json" "$run/dir/result.json" "torchrun's variables"
+
+# 1b. ZeRO-2 across the nodes (reduce-scatter and the parameters' all-gather through Gloo) against the same.
+run=$work/zero2
+on_both_nodes "$run" 2 "$recipe" run pretrain "${tiny[@]}" \
+    --set steps=40 --set zero=2 --set bucket_mb=0.01 --out "$run/dir"
+wait_nodes "$run" 120 || { cat "$run"/rank*.out; exit 1; }
+grep -q '"steps":40' "$run/rank0.out" || { echo "ZeRO-2 across the nodes did not finish:"; cat "$run"/rank*.out; exit 1; }
+nothing_left "$run"
+python3 "$(dirname "$0")/within_1e6.py" "$one/result.json" "$run/dir/result.json" "ZeRO-2 across the nodes"
 
 # 2. kill -9 of a rank on the other node (rank 3, node 1) ends the whole job within 5 s.
 run=$work/kill

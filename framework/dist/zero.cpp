@@ -1,0 +1,63 @@
+#include "framework/dist/zero.hpp"
+
+#include "framework/core/error.hpp"
+#include "framework/dist/context.hpp"
+
+#include <algorithm>
+
+namespace levers::dist {
+
+std::vector<std::pair<std::int64_t, std::int64_t>> gradient_buckets(std::int64_t n, std::int64_t bucket_elems) {
+    const std::int64_t b = std::max<std::int64_t>(1, bucket_elems);
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    for (std::int64_t end = n; end > 0; end -= b) out.emplace_back(std::max<std::int64_t>(0, end - b), end);
+    return out;
+}
+
+std::int64_t shard_bucket_elems(std::int64_t bucket_elems, int world) {
+    const std::int64_t w = world;
+    return std::max<std::int64_t>(1, (bucket_elems + w - 1) / w) * w;
+}
+
+FlatShard bucket_shard(std::int64_t n, std::int64_t bucket_elems, int world, int rank) {
+    FlatShard s;
+    for (const auto& [begin, end] : gradient_buckets(n, bucket_elems)) {
+        const auto [lo, hi] = Backend::chunk(end - begin, world, rank);
+        if (hi > lo) s.ranges.emplace_back(begin + lo, begin + hi);
+    }
+    std::reverse(s.ranges.begin(), s.ranges.end());  // buffer order
+    return s;
+}
+
+void gather_buckets(Backend& group, const Tensor& flat, std::int64_t bucket_elems) {
+    const int world = group.world_size(), rank = group.rank();
+    const auto width = static_cast<std::int64_t>(size_of(flat.dtype()));
+    auto* base = static_cast<std::byte*>(flat.raw());
+    for (const auto& [begin, end] : gradient_buckets(flat.numel(), bucket_elems)) {
+        const std::int64_t len = end - begin;
+        if (len % world == 0) {
+            group.all_gather_in_place(base + begin * width, len / world, flat.dtype());
+            continue;
+        }
+        // The uneven bucket (the buffer's first): everyone's chunk summed with zeros elsewhere, which is exact.
+        const auto [lo, hi] = Backend::chunk(len, world, rank);
+        if (lo > 0) flat.slice(begin, begin + lo).zero();
+        if (begin + hi < end) flat.slice(begin + hi, end).zero();
+        group.all_reduce(base + begin * width, len, flat.dtype(), ReduceOp::sum);
+    }
+}
+
+Tensor unshard(const Tensor& part, const FlatShard& shard, std::int64_t n) {
+    if (shard.covers(n)) return part;
+    LEVERS_CHECK(backend(), "a shard of {} of {} elements in a world of one", shard.size(), n);
+    Tensor whole = Tensor::zeros({n}, part.dtype());
+    std::int64_t at = 0;
+    for (const auto& [b, e] : shard.ranges) {
+        whole.slice(b, e).copy_from(part.slice(at, at + (e - b)));
+        at += e - b;
+    }
+    backend()->all_reduce(whole.raw(), n, whole.dtype(), ReduceOp::sum);  // each element held by one rank
+    return whole;
+}
+
+}  // namespace levers::dist

@@ -28,10 +28,13 @@ int main(int argc, char** argv) {
     app.add_option("--heads", shape.n_head, "attention heads");
     app.add_option("--embd", shape.n_embd, "model width");
     app.add_option("--vocab", shape.vocab_size, "vocabulary size");
+    bool checkpoint = false;
+    app.add_flag("--checkpoint", checkpoint, "recompute each block's activations during backward");
     CLI11_PARSE(app, argc, argv);
 
     levers::set_threads(threads);
     levers::models::Gpt model(shape, 1);
+    model.checkpoint_blocks(checkpoint);
     levers::train::AdamW adamw(model.params(), {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
                                                 .weight_decay = 0.1});
     levers::Rng rng(2);
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
     nlohmann::json out = {
         {"impl", "levers"},
         {"threads", threads},
+        {"checkpoint", checkpoint},
         {"parameters", shape.parameter_count()},
         {"tokens_per_step", tokens},
         {"median_step_ms", median * 1e3},

@@ -6,6 +6,7 @@
 #include "kernels/linear_cross_entropy.hpp"
 #include "kernels/linear_gelu.hpp"
 #include "kernels/elementwise.hpp"
+#include "framework/nn/checkpoint.hpp"
 #include "framework/nn/lora.hpp"
 
 #include <cstring>
@@ -78,7 +79,8 @@ void Gpt::check_tokens(const Tensor& tokens) const {
 Tensor Gpt::features(const Tensor& tokens) {
     check_tokens(tokens);
     Tensor x = drop(ops::embedding(tokens, wte.weight(), wpe.weight()));
-    for (GptBlock& block : h) x = block(x);
+    for (GptBlock& block : h)
+        x = checkpoint_blocks_ ? nn::checkpoint(block, x, [&block](const Tensor& in) { return block(in); }) : block(x);
     return ln_f(x);
 }
 

@@ -37,6 +37,14 @@ public:
     };
     // A decoder for sequences of up to `length` tokens (prompt included).
     virtual std::unique_ptr<Decoder> decoder(std::int64_t length) = 0;
+
+    // Activation checkpointing of every block in training (nn/checkpoint.hpp):
+    // one block's activations live at a time, for one more forward per block.
+    void checkpoint_blocks(bool on = true) { checkpoint_blocks_ = on; }
+    bool checkpoints_blocks() const { return checkpoint_blocks_; }
+
+protected:
+    bool checkpoint_blocks_ = false;
 };
 
 // Text to tokens and back for a model.

@@ -1,5 +1,6 @@
 #include "models/llama.hpp"
 
+#include "framework/nn/checkpoint.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/chunked_cross_entropy.hpp"
 
@@ -63,7 +64,17 @@ Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* docu
                  tokens.shape().str());
     Tensor x = model.embed_tokens(on_device(tokens));
     std::size_t i = 0;
-    for (LlamaLayer& layer : model.layers) x = layer.forward(x, cache ? &cache->layers[i++] : nullptr, documents);
+    for (LlamaLayer& layer : model.layers) {
+        if (checkpoint_blocks_ && !cache) {
+            // The documents tensor (packed rows) is kept by the recompute, as the layer reads it again.
+            const Tensor docs = documents ? *documents : Tensor();
+            x = nn::checkpoint(layer, x, [&layer, docs](const Tensor& in) {
+                return layer.forward(in, nullptr, docs.defined() ? &docs : nullptr);
+            });
+        } else {
+            x = layer.forward(x, cache ? &cache->layers[i++] : nullptr, documents);
+        }
+    }
     return model.norm(x);
 }
 

@@ -98,6 +98,7 @@ std::unique_ptr<Model> load_base(const Config& cfg) {
     recipes::attach_adapters(*model, cfg,
                              hf(cfg) ? recipes::lora_targets(cfg) : std::vector<std::string>{"attn.c_attn", "attn.c_proj"},
                              from);
+    model->checkpoint_blocks(cfg.get<bool>("checkpointing"));
     return model;
 }
 
@@ -163,6 +164,8 @@ LEVERS_RECIPE(fine_tune) {
         .describe("adapts a pretrained language model (a HF directory or a GPT) to another text with LoRA or every "
                   "weight; reports validation loss before and after")
         .training({.steps = 300, .lr = 2e-3, .warmup = 20, .log_every = 25})
+        .param("checkpointing", false, "recompute each block's activations during backward: less memory, "
+               "one more forward per block")
         .param("model", "", "a Hugging Face model directory (Llama, Mistral, Qwen), instead of --set base=")
         .param("base", "runs/pretrain/latest/model.ckpt",
                "the pretrained GPT: a pretrain run's model.ckpt, or GPT-2 weights (.safetensors)")

@@ -43,6 +43,7 @@ std::unique_ptr<Gpt> make_gpt(const Config& cfg) {
     auto model = std::make_unique<Gpt>(shape, static_cast<std::uint64_t>(cfg.get<long>("seed")));
     dist::print0("GPT {} layers x {} wide, {} heads, context {}: {:.2f}M parameters\n", shape.n_layer, shape.n_embd,
                  shape.n_head, shape.block_size, shape.parameter_count() / 1e6);
+    model->checkpoint_blocks(cfg.get<bool>("checkpointing"));
     return model;
 }
 
@@ -117,6 +118,8 @@ LEVERS_RECIPE(pretrain) {
     return levers::recipe("pretrain")
         .describe("byte-level GPT on four English books; prints the loss falling and a sample")
         .training({.steps = 1000, .lr = 2e-3, .warmup = 40, .weight_decay = 0.1, .grad_clip = 1.0, .log_every = 50})
+        .param("checkpointing", false, "recompute each block's activations during backward: less memory, "
+               "one more forward per block")
         .param("batch_size", 16, "sequences per step and rank", at_least(1))
         .param("global_batch", 0, "if > 0: sequences per micro-step over all ranks, split evenly (batch_size ignored)",
                at_least(0))

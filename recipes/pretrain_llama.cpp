@@ -72,6 +72,7 @@ std::unique_ptr<models::Llama> make_model(const Config& cfg) {
                  "parameters ({:.2f}M in the tied embeddings)\n",
                  c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.vocab_size,
                  c.max_position_embeddings, c.parameter_count() / 1e6, c.vocab_size * c.hidden_size / 1e6);
+    model->checkpoint_blocks(cfg.get<bool>("checkpointing"));
     return model;
 }
 
@@ -153,6 +154,8 @@ LEVERS_RECIPE(pretrain_llama) {
         .describe("a small Llama (GQA, SwiGLU, RoPE) on the four books with Llama 3's tokenizer; saves a HF "
                   "directory that sft and chat read")
         .training({.steps = 200, .lr = 3e-3, .warmup = 20, .weight_decay = 0.1, .grad_clip = 1.0, .log_every = 25})
+        .param("checkpointing", false, "recompute each block's activations during backward: less memory, "
+               "one more forward per block")
         .param("tokenizer", "", "a directory with tokenizer.json (default: the installed Llama 3 tokenizer)")
         .param("corpus", "", "a .txt file or a directory of them (default: the installed books)")
         .param("hidden", 128, "model width", at_least(1))

@@ -84,6 +84,7 @@ std::unique_ptr<models::LanguageModel> load_model(const Config& cfg) {
     const std::string from = model_dir(cfg).string();
     auto model = models::load_hf_model(from, dist::device(), cfg.run().compute);
     recipes::attach_adapters(*model, cfg, recipes::lora_targets(cfg), from);
+    model->checkpoint_blocks(cfg.get<bool>("checkpointing"));
     return model;
 }
 
@@ -190,6 +191,8 @@ LEVERS_RECIPE(sft) {
         .describe("supervised fine-tuning of a HF model on conversations, instructions or text (JSON lines): the "
                   "loss on the assistant's tokens, examples packed; saves a HF directory and the PEFT adapter")
         .training({.steps = 200, .lr = 1e-3, .warmup = 10, .log_every = 10})
+        .param("checkpointing", false, "recompute each block's activations during backward: less memory, "
+               "one more forward per block")
         .param("model", "", "a Hugging Face model directory (Llama, Mistral, Qwen) with its tokenizer")
         .param("data", "", "the examples: FILE.jsonl, one {\"messages\": [...]}, {\"instruction\", \"input\", "
                            "\"output\"} or {\"text\"} per line")

@@ -21,16 +21,48 @@ thread_local bool g_grad_enabled = true;
 bool grad_enabled() { return g_grad_enabled; }
 InferenceMode::InferenceMode() : before_(g_grad_enabled) { g_grad_enabled = false; }
 InferenceMode::~InferenceMode() { g_grad_enabled = before_; }
+EnableGrad::EnableGrad() : before_(g_grad_enabled) { g_grad_enabled = true; }
+EnableGrad::~EnableGrad() { g_grad_enabled = before_; }
+
+namespace {
+thread_local Tape* g_recompute = nullptr;  // the innermost RecomputeScope's tape, or null
+thread_local int g_recompute_depth = 0;
+// The recompute tapes, one per nesting depth, kept so steady steps reuse their slots. Never destroyed, as tape().
+std::vector<Tape*>& recompute_tapes() {
+    thread_local auto* tapes = new std::vector<Tape*>;
+    return *tapes;
+}
+}  // namespace
 
 Tape& tape() {
+    if (g_recompute) return *g_recompute;
     // Never destroyed: tensors may outlive the thread's static destruction order.
     thread_local Tape* t = new Tape;
     return *t;
 }
 
+RecomputeScope::RecomputeScope() : before_(g_recompute) {
+    auto& tapes = recompute_tapes();
+    if (static_cast<int>(tapes.size()) <= g_recompute_depth) {
+        tapes.push_back(new Tape);
+        tapes.back()->set_tracks_leaves(false);
+    }
+    g_recompute = tapes[static_cast<std::size_t>(g_recompute_depth++)];
+}
+
+RecomputeScope::~RecomputeScope() {
+    --g_recompute_depth;
+    g_recompute = before_;
+}
+
 Node* record(const char* op, BackwardFn backward, std::initializer_list<const Tensor*> inputs,
              std::initializer_list<Tensor*> outputs) {
     return tape().record(op, backward, inputs, outputs);
+}
+
+Node* record_using(const char* op, BackwardFn backward, std::initializer_list<const Tensor*> inputs,
+                   std::initializer_list<Tensor*> outputs, const std::vector<Tensor>& leaves) {
+    return tape().record(op, backward, inputs, outputs, &leaves);
 }
 
 namespace {
@@ -135,18 +167,24 @@ Edge Tape::edge_for(const Tensor& t, std::int32_t node) {
     Leaf* leaf = t.leaf();
     if (leaf && leaf->requires_grad) {
         e.leaf = t.leaf_ptr();
-        if (leaf->tape != this || leaf->generation != generation_) {  // its first use in this graph
-            leaf->tape = this;
-            leaf->generation = generation_;
-            leaf->first_use = node;
-            leaves_.push_back(leaf);
-        }
+        note_first_use(t, node);
     }
     return e;
 }
 
+void Tape::note_first_use(const Tensor& t, std::int32_t node) {
+    Leaf* leaf = t.leaf();
+    if (!tracks_leaves_ || !leaf || !leaf->requires_grad) return;
+    if (leaf->tape != this || leaf->generation != generation_) {  // its first use in this graph
+        leaf->tape = this;
+        leaf->generation = generation_;
+        leaf->first_use = node;
+        leaves_.push_back(leaf);
+    }
+}
+
 Node* Tape::record(const char* op, BackwardFn backward, std::initializer_list<const Tensor*> inputs,
-                   std::initializer_list<Tensor*> outputs) {
+                   std::initializer_list<Tensor*> outputs, const std::vector<Tensor>* leaves) {
     if (!g_grad_enabled) return nullptr;
     bool needed = false;
     for (const Tensor* t : inputs) {
@@ -154,6 +192,8 @@ Node* Tape::record(const char* op, BackwardFn backward, std::initializer_list<co
         needed |= t->value_ref().tape == this;  // its graph (or a freed one: backward through it is refused)
         needed |= t->leaf() && t->leaf()->requires_grad;
     }
+    if (leaves)
+        for (const Tensor& t : *leaves) needed |= t.leaf() && t.leaf()->requires_grad;
     if (!needed) return nullptr;
     if (live_ == 0 && !nodes_.empty()) reset();  // no tensor of the old graph is alive: drop it
     LEVERS_CHECK(inputs.size() <= Node::kInputs && outputs.size() <= Node::kOutputs,
@@ -166,6 +206,8 @@ Node* Tape::record(const char* op, BackwardFn backward, std::initializer_list<co
         if (t && t->defined()) n.in[static_cast<std::size_t>(n.n_in)] = edge_for(*t, index);
         ++n.n_in;
     }
+    if (leaves)
+        for (const Tensor& t : *leaves) note_first_use(t, index);
     for (Tensor* t : outputs) {
         const auto k = static_cast<std::size_t>(n.n_out);
         n.out_shape[k] = t->shape();

@@ -56,6 +56,39 @@ private:
     bool before_;
 };
 
+// Grad mode on for a scope, where backward has turned it off: a block
+// recomputed during backward (activation checkpointing) records again.
+class EnableGrad {
+public:
+    EnableGrad();
+    ~EnableGrad();
+    EnableGrad(const EnableGrad&) = delete;
+    EnableGrad& operator=(const EnableGrad&) = delete;
+
+private:
+    bool before_;
+};
+
+class Tape;
+
+// For a scope, the calling thread's ops record on a tape of its own (nested
+// scopes take one each, kept for reuse), with grad mode on: a checkpointed
+// block recomputed inside the backward of the outer tape, which must not
+// grow while it is walked. That tape tracks no parameter's first use and
+// tells no listener (GradHooks): the outer graph announced the block's
+// parameters and reports them final after the block's node (record_using).
+class RecomputeScope {
+public:
+    RecomputeScope();
+    ~RecomputeScope();
+    RecomputeScope(const RecomputeScope&) = delete;
+    RecomputeScope& operator=(const RecomputeScope&) = delete;
+
+private:
+    Tape* before_;
+    EnableGrad grad_;
+};
+
 class Backward;
 using BackwardFn = void (*)(Backward& b);
 
@@ -183,6 +216,13 @@ private:
 // record). Sets the outputs' records. `backward` needs nothing saved.
 Node* record(const char* op, BackwardFn backward, std::initializer_list<const Tensor*> inputs,
              std::initializer_list<Tensor*> outputs);
+// The same for an op that also uses `leaves` it does not take as inputs (a
+// checkpointed block's parameters): recorded if any of them needs a
+// gradient too, and their first use in the graph is this node, so the
+// parameter sets' listeners hear that backward computes them and that they
+// are final once it has passed the node.
+Node* record_using(const char* op, BackwardFn backward, std::initializer_list<const Tensor*> inputs,
+                   std::initializer_list<Tensor*> outputs, const std::vector<Tensor>& leaves);
 // The same for an op whose backward reads a `State` of its own (saved tensors
 // as SavedTensor fields, attributes): returns the state to fill, or null.
 // The backward's type names the state, so the two cannot disagree.
@@ -211,8 +251,10 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 class Tape {
 public:
     Node* record(const char* op, BackwardFn backward, std::initializer_list<const Tensor*> inputs,
-                 std::initializer_list<Tensor*> outputs);
+                 std::initializer_list<Tensor*> outputs, const std::vector<Tensor>* leaves = nullptr);
     void backward(const Tensor& root, const Tensor* gradient);
+    // A recompute's tape (RecomputeScope): leaves' first uses are not tracked, listeners not told.
+    void set_tracks_leaves(bool on) { tracks_leaves_ = on; }
     std::size_t nodes() const { return nodes_.size(); }  // recorded and not yet dropped
 
     // Handles of tensors this tape made (Tensor's copy and destroy keep count).
@@ -225,6 +267,7 @@ private:
     friend class Backward;
     void reset();
     Edge edge_for(const Tensor& t, std::int32_t node);
+    void note_first_use(const Tensor& leaf, std::int32_t node);
     // Adds `g` into the gradient slot of `edge`'s target (a producer's output or a leaf).
     void accumulate(const Edge& edge, const Tensor& g, bool shared);
     Tensor& slot(const Edge& edge, bool*& owned);
@@ -242,7 +285,9 @@ private:
     std::int64_t live_ = 0;
     std::size_t consumed_ = 0;
     std::uint32_t generation_ = 1;
+    bool tracks_leaves_ = true;
 };
+// The calling thread's tape (a RecomputeScope's, inside one).
 Tape& tape();
 
 }  // namespace levers::autograd

@@ -1,5 +1,6 @@
 #include "framework/dist/zero.hpp"
 
+#include "framework/core/device_memory.hpp"
 #include "framework/core/error.hpp"
 #include "framework/dist/context.hpp"
 
@@ -31,19 +32,24 @@ FlatShard bucket_shard(std::int64_t n, std::int64_t bucket_elems, int world, int
 
 void gather_buckets(Backend& group, const Tensor& flat, std::int64_t bucket_elems) {
     const int world = group.world_size(), rank = group.rank();
-    const auto width = static_cast<std::int64_t>(size_of(flat.dtype()));
-    auto* base = static_cast<std::byte*>(flat.raw());
-    for (const auto& [begin, end] : gradient_buckets(flat.numel(), bucket_elems)) {
-        const std::int64_t len = end - begin;
-        if (len % world == 0) {
-            group.all_gather_in_place(base + begin * width, len / world, flat.dtype());
-            continue;
-        }
-        // The uneven bucket (the buffer's first): everyone's chunk summed with zeros elsewhere, which is exact.
-        const auto [lo, hi] = Backend::chunk(len, world, rank);
+    const auto buckets = gradient_buckets(flat.numel(), bucket_elems);
+    // The uneven bucket (the buffer's first) is summed with zeros outside each rank's chunk, which is exact.
+    for (const auto& [begin, end] : buckets) {
+        if ((end - begin) % world == 0) continue;
+        const auto [lo, hi] = Backend::chunk(end - begin, world, rank);
         if (lo > 0) flat.slice(begin, begin + lo).zero();
         if (begin + hi < end) flat.slice(begin + hi, end).zero();
-        group.all_reduce(base + begin * width, len, flat.dtype(), ReduceOp::sum);
+    }
+    // A card's group runs on a stream of its own: the optimizer's update and those zeros must be done first.
+    if (!flat.device().is_cpu()) device_synchronize();
+    const auto width = static_cast<std::int64_t>(size_of(flat.dtype()));
+    auto* base = static_cast<std::byte*>(flat.raw());
+    for (const auto& [begin, end] : buckets) {
+        const std::int64_t len = end - begin;
+        if (len % world == 0)
+            group.all_gather_in_place(base + begin * width, len / world, flat.dtype());
+        else
+            group.all_reduce(base + begin * width, len, flat.dtype(), ReduceOp::sum);
     }
 }
 

@@ -6,6 +6,7 @@
 #include "framework/core/autograd.hpp"
 #include "framework/core/function.hpp"
 #include "framework/nn/attention.hpp"
+#include "framework/nn/checkpoint.hpp"
 #include "framework/nn/containers.hpp"
 #include "framework/nn/conv.hpp"
 #include "framework/nn/gated_mlp.hpp"

@@ -52,10 +52,11 @@ run bf16 "${card[@]}" "${args[@]}" --device cuda --precision bf16
 run cpu_x2 "$cpu" "${args[@]}" --gpus 2
 LEVERS_EMULATED_CARDS=2 run f32_x2 "${card[@]}" "${args[@]}" --gpus 2 --device cuda
 LEVERS_EMULATED_CARDS=2 run bf16_x2 "${card[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16
-# ZeRO-2 on the cards (buckets small enough for several): AdamW's state and the averaged gradients sharded.
+# ZeRO-2 on the cards (buckets small enough for several): AdamW's state and the averaged gradients sharded;
+# in bf16 with activation checkpointing too (the recompute records the bf16 compute copies).
 zero2=(--gpus 2 --device cuda --set zero=2 --set bucket_mb=0.05)
 LEVERS_EMULATED_CARDS=2 run f32_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}"
-LEVERS_EMULATED_CARDS=2 run bf16_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}" --precision bf16
+LEVERS_EMULATED_CARDS=2 run bf16_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}" --precision bf16 --set checkpointing=true
 # Two "nodes" of one card each, as srun or torchrun --nnodes start them: the
 # ranks meet at rank 0's TCP store, NCCL carries the gradients and, staged
 # through the cards, the host collectives.

@@ -25,6 +25,28 @@ std::vector<fs::path> step_files(const fs::path& dir) {
     return out;
 }
 
+// The shard files beside checkpoint `file` (`<file>.shard-*`).
+std::vector<fs::path> shard_files(const fs::path& file) {
+    std::vector<fs::path> out;
+    const std::string prefix = file.filename().string() + ".shard-";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(file.parent_path(), ec))
+        if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path());
+    return out;
+}
+
+// `from`'s shard files copied beside `to`, each atomically (a temporary, then renamed); `to`'s old ones dropped.
+void copy_shards(const fs::path& from, const fs::path& to) {
+    for (const auto& old : shard_files(to)) fs::remove(old);
+    const std::string suffix_at = from.filename().string();
+    for (const auto& shard : shard_files(from)) {
+        const fs::path dst = to.string() + shard.filename().string().substr(suffix_at.size());
+        const fs::path tmp = dst.string() + ".tmp";
+        fs::copy_file(shard, tmp, fs::copy_options::overwrite_existing);
+        fs::rename(tmp, dst);
+    }
+}
+
 }  // namespace
 
 std::optional<fs::path> newest_checkpoint(const fs::path& run) {
@@ -39,15 +61,23 @@ CheckpointKeeper::CheckpointKeeper(fs::path run_dir, int keep_last, std::string 
     fs::create_directories(dir_);
 }
 
+fs::path CheckpointKeeper::step_path(long step) const { return dir_ / fmt::format("step-{:08}.ckpt", step); }
+
 void CheckpointKeeper::save(long step, std::optional<double> metric,
                             const std::function<void(const fs::path&)>& write) {
-    write(dir_ / fmt::format("step-{:08}.ckpt", step));
+    write(step_path(step));
     auto files = step_files(dir_);
-    for (std::size_t i = 0; i + static_cast<std::size_t>(keep_last_) < files.size(); ++i) fs::remove(files[i]);
+    for (std::size_t i = 0; i + static_cast<std::size_t>(keep_last_) < files.size(); ++i) {
+        fs::remove(files[i]);  // the file first: without it, its shards are no checkpoint
+        for (const auto& shard : shard_files(files[i])) fs::remove(shard);
+    }
     if (!best_metric_.empty() && metric &&
         (!best_ || (maximize_ ? *metric > *best_ : *metric < *best_))) {
         best_ = metric;
-        write(dir_ / "best.ckpt");
+        const fs::path best = dir_ / "best.ckpt";
+        fs::remove(best);  // its old shards go next, the new ones come before the file
+        copy_shards(step_path(step), best);
+        write(best);
     }
 }
 

@@ -15,8 +15,12 @@ public:
     CheckpointKeeper(std::filesystem::path run_dir, int keep_last, std::string best_metric, bool maximize);
 
     // Writes step `step` through `write(path)` (atomic), then drops the oldest
-    // beyond keep_last; also writes best.ckpt when `metric` beats the best so far.
+    // beyond keep_last (with the shard files beside them); also writes
+    // best.ckpt when `metric` beats the best so far, copying step `step`'s
+    // shard files beside it.
     void save(long step, std::optional<double> metric, const std::function<void(const std::filesystem::path&)>& write);
+    // Where step `step`'s checkpoint goes (its shards are written beside it first).
+    std::filesystem::path step_path(long step) const;
     const std::string& best_metric() const { return best_metric_; }
 
 private:

@@ -143,7 +143,16 @@ AfterStep checkpoint_every(long every, long last_step, long grad_accum, Checkpoi
                                               const Metrics* eval) {
         if (st.step % every != 0 && st.step != last_step) return;
         const auto states = gather_data_states(spec, data);
-        const train::OptimizerState optimizer = train::whole_state(opt, params.size());  // collective under ZeRO
+        // Under ZeRO on one node each rank writes its shard of AdamW's state, before rank 0 writes the file
+        // that completes the checkpoint; across nodes the shards are gathered for rank 0 (collective).
+        train::OptimizerState optimizer;
+        if (!opt.shard().covers(params.size()) && dist::local_world_size() == dist::world_size()) {
+            train::save_optimizer_shard(keeper.step_path(st.step), opt, dist::rank(), dist::world_size());
+            dist::barrier();
+            optimizer = {.steps = opt.steps_taken(), .shards = dist::world_size()};
+        } else {
+            optimizer = train::whole_state(opt, params.size());
+        }
         std::optional<double> metric;
         if (eval && eval->count(keeper.best_metric())) metric = eval->at(keeper.best_metric());
         if (dist::is_main())

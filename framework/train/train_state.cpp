@@ -7,12 +7,66 @@ namespace levers::train {
 
 namespace {
 constexpr const char* kKind = "levers-train-state";
+constexpr const char* kShardKind = "levers-optimizer-shard";
 }
 
 OptimizerState whole_state(const AdamW& optimizer, std::int64_t n) {
     return {dist::unshard(optimizer.first_moment(), optimizer.shard(), n),
             dist::unshard(optimizer.second_moment(), optimizer.shard(), n), optimizer.steps_taken()};
 }
+
+std::filesystem::path shard_path(const std::filesystem::path& file, int rank, int world) {
+    return file.string() + ".shard-" + std::to_string(rank) + "-of-" + std::to_string(world);
+}
+
+void save_optimizer_shard(const std::filesystem::path& file, const AdamW& optimizer, int rank, int world) {
+    nlohmann::json meta = {{"kind", kShardKind}, {"rank", rank}, {"world_size", world},
+                           {"ranges", optimizer.shard().ranges}, {"adamw_steps", optimizer.steps_taken()}};
+    write_checkpoint(shard_path(file, rank, world), meta,
+                     {{"adamw/m", optimizer.first_moment()}, {"adamw/v", optimizer.second_moment()}});
+}
+
+namespace {
+// The whole moments of `n` elements from the `world` shard files beside `file`.
+void read_shards(TrainState& s, const std::filesystem::path& file, int world, std::int64_t n) {
+    Tensor m, v;
+    std::vector<char> seen(static_cast<std::size_t>(n), 0);
+    for (int r = 0; r < world; ++r) {
+        const auto path = shard_path(file, r, world);
+        LEVERS_CHECK(std::filesystem::exists(path), "{}: its optimizer shard {} is missing (a checkpoint written by "
+                     "{} ranks keeps one file per rank beside it)", file.string(), path.string(), world);
+        const Checkpoint shard = read_checkpoint(path);
+        std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+        try {
+            LEVERS_CHECK(shard.metadata.at("kind") == kShardKind && shard.metadata.at("rank") == r &&
+                             shard.metadata.at("world_size") == world,
+                         "{}: not shard {} of {} of {}", path.string(), r, world, file.string());
+            ranges = shard.metadata.at("ranges").get<decltype(ranges)>();
+        } catch (const nlohmann::json::exception& e) {
+            LEVERS_FAIL("{}: incomplete shard metadata: {}", path.string(), e.what());
+        }
+        const Tensor &sm = shard.at("adamw/m"), &sv = shard.at("adamw/v");
+        if (!m.defined()) {
+            m = Tensor::zeros({n}, sm.dtype());
+            v = Tensor::zeros({n}, sv.dtype());
+        }
+        std::int64_t at = 0;
+        for (const auto& [b, e] : ranges) {
+            LEVERS_CHECK(0 <= b && b <= e && e <= n && at + (e - b) <= sm.numel(),
+                         "{}: range [{}, {}) does not fit {} moments of {} elements", path.string(), b, e, sm.numel(), n);
+            m.slice(b, e).copy_from(sm.slice(at, at + (e - b)));
+            v.slice(b, e).copy_from(sv.slice(at, at + (e - b)));
+            for (std::int64_t i = b; i < e; ++i) seen[static_cast<std::size_t>(i)] += 1;
+            at += e - b;
+        }
+    }
+    for (std::int64_t i = 0; i < n; ++i)
+        LEVERS_CHECK(seen[static_cast<std::size_t>(i)] == 1, "{}: its {} shards hold element {} of the optimizer's "
+                     "state {} times", file.string(), world, i, static_cast<int>(seen[static_cast<std::size_t>(i)]));
+    s.file.tensors.push_back({"adamw/m", m});
+    s.file.tensors.push_back({"adamw/v", v});
+}
+}  // namespace
 
 void save_train_state(const std::filesystem::path& path, nlohmann::json metadata, const ParamSet& params,
                       const OptimizerState& optimizer, const LoopState& loop, const std::vector<nlohmann::json>& data) {
@@ -24,8 +78,13 @@ void save_train_state(const std::filesystem::path& path, nlohmann::json metadata
     std::vector<NamedTensor> tensors;
     for (std::size_t i = 0; i < params.entries().size(); ++i)
         tensors.push_back({"param/" + params.entries()[i].name, params.param_tensor(static_cast<int>(i))});
-    tensors.push_back({"adamw/m", optimizer.m});
-    tensors.push_back({"adamw/v", optimizer.v});
+    if (optimizer.shards > 0) {
+        metadata["adamw_shards"] = optimizer.shards;
+        metadata["adamw_elements"] = params.size();
+    } else {
+        tensors.push_back({"adamw/m", optimizer.m});
+        tensors.push_back({"adamw/v", optimizer.v});
+    }
     write_checkpoint(path, metadata, tensors);
 }
 
@@ -48,6 +107,8 @@ TrainState read_train_state(const std::filesystem::path& path) {
     }
     LEVERS_CHECK(s.world_size >= 1 && static_cast<int>(s.data.size()) == s.world_size,
                  "{}: metadata says {} ranks but holds {} data states", file, s.world_size, s.data.size());
+    if (const int shards = meta.value("adamw_shards", 0); shards > 0)
+        read_shards(s, path, shards, meta.value("adamw_elements", std::int64_t{0}));
     return s;
 }
 

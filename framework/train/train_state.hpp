@@ -4,6 +4,13 @@
 //   metadata  {"kind": "levers-train-state", "recipe", "config", "world_size", "grad_accum",
 //              "loop": LoopState, "adamw_steps", "data": [each rank's data state], ...}
 //   tensors   "param/<name>" for every trained parameter, "adamw/m", "adamw/v"
+//
+// Under ZeRO with every rank on one node, AdamW's state is written sharded:
+// each rank writes its own shard beside the file (`<file>.shard-<r>-of-<W>`:
+// its moments, compactly, and the ranges they belong to), then rank 0 the
+// file itself, which says so ("adamw_shards": W, no moment tensors). The file
+// comes last, so a checkpoint is whole when it exists. Reading puts the shards
+// together, so it loads on any number of ranks, sharded or not.
 #pragma once
 
 #include "framework/core/checkpoint.hpp"
@@ -30,15 +37,22 @@ struct TrainState {
 // the rank counts that would fit when `world` does not divide it.
 long grad_accum_on(const TrainState& state, int world, const std::filesystem::path& path);
 
-// AdamW's moments over the whole flat buffer, and its step count.
+// AdamW's moments over the whole flat buffer (undefined when each rank
+// wrote its shard: `shards` of them), and its step count.
 struct OptimizerState {
     Tensor m, v;
     long steps = 0;
+    int shards = 0;
 };
 // Collective when the optimizer holds a shard (ZeRO): every rank's moments
-// put together, on every rank. So a checkpoint holds the whole state and
-// loads on any number of ranks, sharded or not.
+// put together, on every rank (for ranks on several nodes, whose shard files
+// would not meet in one directory).
 OptimizerState whole_state(const AdamW& optimizer, std::int64_t n);
+
+// The shard file of `rank` of `world` beside checkpoint `file`.
+std::filesystem::path shard_path(const std::filesystem::path& file, int rank, int world);
+// Writes this rank's shard of AdamW's state beside `file`, atomically.
+void save_optimizer_shard(const std::filesystem::path& file, const AdamW& optimizer, int rank, int world);
 
 // Writes atomically (a crash leaves the previous file); `metadata` holds the
 // recipe's name and config and is completed here.

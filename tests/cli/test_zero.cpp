@@ -1,6 +1,7 @@
 // ZeRO stages 1 and 2 against data parallelism, and resuming on another
 // number of ranks with the global batch kept, through the real binaries.
 #include "framework/core/checkpoint.hpp"
+#include "framework/train/train_state.hpp"
 #include "tests/cli/run_metrics.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/process.hpp"
@@ -51,11 +52,16 @@ TEST_CASE("ZeRO-1 and ZeRO-2 follow data parallelism's loss curve; their checkpo
             INFO(r.output);
             REQUIRE(r.code == 0);
             check_close(losses(ddp, 1), losses(z, 1));
-            const auto a = levers::read_checkpoint(ddp / "checkpoints" / "step-00000008.ckpt");
-            const auto b = levers::read_checkpoint(z / "checkpoints" / "step-00000008.ckpt");
+            // Each rank wrote its shard of AdamW's state beside the file, which holds none itself.
+            const fs::path at8 = z / "checkpoints" / "step-00000008.ckpt";
+            for (int r = 0; r < gpus; ++r) CHECK(fs::exists(levers::train::shard_path(at8, r, gpus)));
+            CHECK(levers::read_checkpoint(at8).metadata["adamw_shards"] == gpus);
+            CHECK(!fs::exists(levers::train::shard_path(at8, gpus, gpus + 1)));
+            const auto a = levers::train::read_train_state(ddp / "checkpoints" / "step-00000008.ckpt");
+            const auto b = levers::train::read_train_state(at8);  // the shards put together
             for (const char* name : {"adamw/m", "adamw/v"}) {
                 CAPTURE(name);
-                const auto &x = a.at(name), &y = b.at(name);
+                const auto &x = a.file.at(name), &y = b.file.at(name);
                 REQUIRE(x.numel() == y.numel());
                 double worst = 0, scale = 0;
                 for (std::int64_t i = 0; i < x.numel(); ++i) {
@@ -114,4 +120,29 @@ TEST_CASE("resuming on a number of ranks that cannot share the global batch is r
     CHECK(r.output.find("2 micro-batches per step (2 ranks x grad_accum 1), which 3 ranks cannot share evenly; "
                         "resume it with --gpus 1, 2") != std::string::npos);
     CHECK(!fs::exists(tmp.path() / "again"));  // no run directory made
+}
+
+TEST_CASE("sharded checkpoints: old ones go with their shards, a missing shard is named" *
+          needs({Data::books})) {
+    TempDir tmp;
+    const fs::path run = tmp.path() / "run";
+    auto args = tiny(run, 2, 1, 2);
+    args.insert(args.end(), {"--set", "checkpoint_every=2", "--set", "eval_every=2"});  // steps 2, 4, 6, 8; keeps 3
+    auto r = run_recipe(args);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    const fs::path dir = run / "checkpoints";
+    CHECK(!fs::exists(dir / "step-00000002.ckpt"));
+    CHECK(!fs::exists(levers::train::shard_path(dir / "step-00000002.ckpt", 0, 2)));
+    CHECK(!fs::exists(levers::train::shard_path(dir / "step-00000002.ckpt", 1, 2)));
+    for (const char* kept : {"step-00000004.ckpt", "step-00000006.ckpt", "step-00000008.ckpt"})
+        for (int rank : {0, 1}) CHECK(fs::exists(levers::train::shard_path(dir / kept, rank, 2)));
+    fs::remove(levers::train::shard_path(dir / "step-00000004.ckpt", 1, 2));
+    auto again = tiny(tmp.path() / "again", 2, 1, 2);
+    again.insert(again.end(), {"--resume", (dir / "step-00000004.ckpt").string()});
+    auto b = run_recipe(again);
+    CHECK(b.code == 2);
+    CHECK(b.output.find("step-00000004.ckpt: its optimizer shard " +
+                        levers::train::shard_path(dir / "step-00000004.ckpt", 1, 2).string() + " is missing") !=
+          std::string::npos);
 }

@@ -146,3 +146,26 @@ TEST_CASE("sharded checkpoints: old ones go with their shards, a missing shard i
                         levers::train::shard_path(dir / "step-00000004.ckpt", 1, 2).string() + " is missing") !=
           std::string::npos);
 }
+
+TEST_CASE("a sharded ZeRO-2 checkpoint of a Llama exports to one Hugging Face directory: resumed on one rank at its "
+          "last step, the run trains nothing and writes the model" * needs({Data::books, Data::hf_tokenizers})) {
+    TempDir tmp;
+    const std::vector<std::string> small = {"--threads", "1", "--set", "hidden=64", "--set", "intermediate=96",
+                                            "--set", "layers=1", "--set", "heads=1", "--set", "kv_heads=1", "--set",
+                                            "context=64", "--set", "batch_size=1", "--set", "eval_every=0", "--set",
+                                            "eval_batches=1", "--set", "sample_tokens=0", "--set", "steps=2"};
+    const fs::path trained = tmp.path() / "trained", exported = tmp.path() / "exported";
+    auto a = run_recipe(concat({"run", "pretrain_llama", "--gpus", "2", "--out", trained.string(), "--set", "zero=2",
+                                "--set", "checkpoint_every=2"}, small));
+    INFO(a.output);
+    REQUIRE(a.code == 0);
+    const fs::path at2 = trained / "checkpoints" / "step-00000002.ckpt";
+    REQUIRE(fs::exists(levers::train::shard_path(at2, 1, 2)));
+    auto b = run_recipe(concat({"run", "pretrain_llama", "--gpus", "1", "--out", exported.string(), "--resume",
+                                at2.string()}, small));
+    INFO(b.output);
+    REQUIRE(b.code == 0);
+    CHECK(read_text(exported / "metrics.csv").find('\n') + 1 == read_text(exported / "metrics.csv").size());  // header only
+    CHECK(read_text(trained / "model" / "model.safetensors") == read_text(exported / "model" / "model.safetensors"));
+    CHECK(fs::exists(exported / "model" / "tokenizer.json"));
+}

@@ -30,7 +30,12 @@ void ParamSet::to_device(Device device, DType grad_dtype) {
         moved.copy_from(params_);
         params_ = moved;
     }
-    if (grads_.defined()) grads_ = Tensor::persistent({size_}, grad_dtype, device);
+    // Gradients already where and as asked are zeroed in place: a second buffer would double their memory
+    // while the model's views still hold the first (a model placed on the CPU it was built on).
+    if (grads_.defined() && (grads_.device() != device || grads_.dtype() != grad_dtype))
+        grads_ = Tensor::persistent({size_}, grad_dtype, device);
+    else if (grads_.defined())
+        grads_.zero();
     ++version_;
 }
 

@@ -4,6 +4,8 @@
 // averaged for it; the whole buffer is one range.
 #pragma once
 
+#include "framework/core/tensor.hpp"
+
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -22,5 +24,11 @@ struct FlatShard {
     }
     bool covers(std::int64_t n) const { return size() == n; }
 };
+
+// Between a flat tensor of the whole buffer and a rank's compact part of it
+// (size() elements, the ranges one after another), on any devices: the
+// part's values put in their places, and taken from them.
+void shard_to_whole(const FlatShard& shard, const Tensor& part, const Tensor& whole);
+void whole_to_shard(const FlatShard& shard, const Tensor& whole, const Tensor& part);
 
 }  // namespace levers

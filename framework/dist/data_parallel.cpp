@@ -21,7 +21,7 @@ Backend* group_for(const ParamSet& params) {
 
 ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero)
     : params_(params), zero_(zero), shard_(FlatShard::whole(params.size())) {
-    LEVERS_CHECK(zero >= 0 && zero <= 2, "zero must be 0 (data parallel), 1 or 2 (ZeRO stages), got {}", zero);
+    check_zero_stage(zero);
     if (!backend()) {  // a world of one: nothing to shard
         zero_ = 0;
         return;

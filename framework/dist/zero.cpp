@@ -8,6 +8,10 @@
 
 namespace levers::dist {
 
+void check_zero_stage(int zero) {
+    LEVERS_CHECK(zero >= 0 && zero <= 2, "zero must be 0 (data parallel), 1 or 2 (ZeRO stages), got {}", zero);
+}
+
 std::vector<std::pair<std::int64_t, std::int64_t>> gradient_buckets(std::int64_t n, std::int64_t bucket_elems) {
     const std::int64_t b = std::max<std::int64_t>(1, bucket_elems);
     std::vector<std::pair<std::int64_t, std::int64_t>> out;
@@ -57,11 +61,7 @@ Tensor unshard(const Tensor& part, const FlatShard& shard, std::int64_t n) {
     if (shard.covers(n)) return part;
     LEVERS_CHECK(backend(), "a shard of {} of {} elements in a world of one", shard.size(), n);
     Tensor whole = Tensor::zeros({n}, part.dtype());
-    std::int64_t at = 0;
-    for (const auto& [b, e] : shard.ranges) {
-        whole.slice(b, e).copy_from(part.slice(at, at + (e - b)));
-        at += e - b;
-    }
+    shard_to_whole(shard, part, whole);
     backend()->all_reduce(whole.raw(), n, whole.dtype(), ReduceOp::sum);  // each element held by one rank
     return whole;
 }

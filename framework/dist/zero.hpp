@@ -18,6 +18,9 @@
 
 namespace levers::dist {
 
+// Throws levers::Error unless `zero` is a stage levers runs: 0 (data parallel), 1 or 2.
+void check_zero_stage(int zero);
+
 // The buckets GradientSync cuts from n elements, [begin, end) from the end
 // of the buffer backwards (the order backward finishes them).
 std::vector<std::pair<std::int64_t, std::int64_t>> gradient_buckets(std::int64_t n, std::int64_t bucket_elems);

@@ -3,6 +3,7 @@
 #include "framework/core/clock.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/dist/data_parallel.hpp"
+#include "framework/dist/zero.hpp"
 #include "framework/train/metrics_log.hpp"
 #include "framework/train/param_kernels.hpp"
 #include "framework/train/progress_console.hpp"
@@ -26,7 +27,7 @@ void LoopOptions::validate() const {
     LEVERS_CHECK(early_stop.metric.empty() || (early_stop.patience >= 1 && early_stop.min_delta >= 0),
                  "early stopping needs patience >= 1 and min_delta >= 0, got {} and {}", early_stop.patience,
                  early_stop.min_delta);
-    LEVERS_CHECK(zero >= 0 && zero <= 2, "zero must be 0 (data parallel), 1 or 2 (ZeRO stages), got {}", zero);
+    dist::check_zero_stage(zero);
     LEVERS_CHECK(start.step >= 0 && start.step <= steps, "cannot resume at step {} of a run of {} steps", start.step,
                  steps);
 }
@@ -127,7 +128,7 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
     }
     result.steps = st.step;
     result.optimizer_state_elements = optimizer.first_moment().numel() + optimizer.second_moment().numel();
-    result.averaged_gradient_elements = options.zero == 2 && dist::backend() ? ddp.shard().size() : params.size();
+    result.averaged_gradient_elements = ddp.zero() == 2 ? ddp.shard().size() : params.size();
     result.best_step = st.best_step;
     result.best_metric = st.best_metric;
     result.seconds = seconds_since(start);

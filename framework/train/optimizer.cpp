@@ -44,12 +44,8 @@ void AdamW::load(const Tensor& m, const Tensor& v, long steps) {
     LEVERS_CHECK(m.shape() == whole && v.shape() == whole && m.dtype() == m_.dtype() && v.dtype() == v_.dtype(),
                  "AdamW moments of shape {} do not fit {} parameters", m.shape().str(), params_.size());
     LEVERS_CHECK(steps >= 0, "AdamW step count must be >= 0, got {}", steps);
-    std::int64_t at = 0;
-    for (const auto& [b, e] : shard_.ranges) {
-        m_.slice(at, at + (e - b)).copy_from(m.slice(b, e));
-        v_.slice(at, at + (e - b)).copy_from(v.slice(b, e));
-        at += e - b;
-    }
+    whole_to_shard(shard_, m, m_);
+    whole_to_shard(shard_, v, v_);
     step_ = steps;
 }
 

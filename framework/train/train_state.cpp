@@ -50,15 +50,16 @@ void read_shards(TrainState& s, const std::filesystem::path& file, int world, st
             m = Tensor::zeros({n}, sm.dtype());
             v = Tensor::zeros({n}, sv.dtype());
         }
-        std::int64_t at = 0;
+        const FlatShard held{ranges};
         for (const auto& [b, e] : ranges) {
-            LEVERS_CHECK(0 <= b && b <= e && e <= n && at + (e - b) <= sm.numel(),
-                         "{}: range [{}, {}) does not fit {} moments of {} elements", path.string(), b, e, sm.numel(), n);
-            m.slice(b, e).copy_from(sm.slice(at, at + (e - b)));
-            v.slice(b, e).copy_from(sv.slice(at, at + (e - b)));
+            LEVERS_CHECK(0 <= b && b <= e && e <= n, "{}: range [{}, {}) is outside the {} elements", path.string(),
+                         b, e, n);
             for (std::int64_t i = b; i < e; ++i) seen[static_cast<std::size_t>(i)] += 1;
-            at += e - b;
         }
+        LEVERS_CHECK(held.size() == sm.numel() && held.size() == sv.numel(),
+                     "{}: its ranges hold {} elements, its moments {}", path.string(), held.size(), sm.numel());
+        shard_to_whole(held, sm, m);
+        shard_to_whole(held, sv, v);
     }
     for (std::int64_t i = 0; i < n; ++i)
         LEVERS_CHECK(seen[static_cast<std::size_t>(i)] == 1, "{}: its {} shards hold element {} of the optimizer's "

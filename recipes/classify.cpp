@@ -119,6 +119,7 @@ LEVERS_RECIPE(classify) {
         .param("eval_every", 1000, "steps between validation passes", at_least(0))
         .param("data", "", "directory of the four Fashion-MNIST IDX files (default: Debian's)")
         .param("checkpoint_every", 1000, "steps between training checkpoints in the run directory (0: none)", at_least(0))
+        .micro_batch("batch_size")
         .model(make_mlp)
         .data(load_images)
         .step(train_step)

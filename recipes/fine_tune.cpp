@@ -164,8 +164,7 @@ LEVERS_RECIPE(fine_tune) {
         .describe("adapts a pretrained language model (a HF directory or a GPT) to another text with LoRA or every "
                   "weight; reports validation loss before and after")
         .training({.steps = 300, .lr = 2e-3, .warmup = 20, .log_every = 25})
-        .param("checkpointing", false, "recompute each block's activations during backward: less memory, "
-               "one more forward per block")
+        .activation_checkpointing()
         .param("model", "", "a Hugging Face model directory (Llama, Mistral, Qwen), instead of --set base=")
         .param("base", "runs/pretrain/latest/model.ckpt",
                "the pretrained GPT: a pretrain run's model.ckpt, or GPT-2 weights (.safetensors)")
@@ -178,6 +177,7 @@ LEVERS_RECIPE(fine_tune) {
         .param("eval_batches", 16, "batches per validation pass", at_least(1))
         .param("checkpoint_every", 100, "steps between training checkpoints in the run directory (0: none)", at_least(0))
         .check(check)
+        .micro_batch("batch_size")
         .model(load_base)
         .data(load_text)
         .step(train_step)

@@ -118,8 +118,7 @@ LEVERS_RECIPE(pretrain) {
     return levers::recipe("pretrain")
         .describe("byte-level GPT on four English books; prints the loss falling and a sample")
         .training({.steps = 1000, .lr = 2e-3, .warmup = 40, .weight_decay = 0.1, .grad_clip = 1.0, .log_every = 50})
-        .param("checkpointing", false, "recompute each block's activations during backward: less memory, "
-               "one more forward per block")
+        .activation_checkpointing()
         .param("batch_size", 16, "sequences per step and rank", at_least(1))
         .param("global_batch", 0, "if > 0: sequences per micro-step over all ranks, split evenly (batch_size ignored)",
                at_least(0))
@@ -139,6 +138,7 @@ LEVERS_RECIPE(pretrain) {
         .param("temperature", 0.8, "sampling temperature", at_least(0))
         .param("top_k", 40, "sample among the k likeliest bytes (0: all)", at_least(0))
         .param("checkpoint_every", 500, "steps between training checkpoints in the run directory (0: none)", at_least(0))
+        .micro_batch("batch_size")
         .model(make_gpt)
         .data(load_books)
         .step(train_step)

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <mutex>
 #include <optional>
 
 namespace {
@@ -30,11 +31,17 @@ fs::path tokenizer_dir(const Config& cfg) {
     return dir.empty() ? data::data_dir() / "tokenizers" / "llama3" : fs::path(dir);
 }
 
+// The last directory's tokenizer is kept: the check, the model and the data
+// each need it, and `recipe plan` builds them many times.
 std::shared_ptr<data::BpeTokenizer> read_tokenizer(const fs::path& dir) {
     LEVERS_CHECK(fs::is_regular_file(dir / "tokenizer.json"), "--set tokenizer={}: no tokenizer.json there (the "
                  "set-up installs Llama 3's, Qwen 3's and Llama 2's under {})", dir.string(),
                  (data::data_dir() / "tokenizers").string());
-    return models::hf_tokenizer(dir, std::numeric_limits<std::int32_t>::max());
+    static std::mutex mutex;
+    static std::pair<fs::path, std::shared_ptr<data::BpeTokenizer>> last;
+    std::lock_guard lock(mutex);
+    if (last.first != dir || !last.second) last = {dir, models::hf_tokenizer(dir, std::numeric_limits<std::int32_t>::max())};
+    return last.second;
 }
 
 // The architecture of Llama 3 at the chosen size, with the tokenizer's vocabulary and special tokens.
@@ -154,8 +161,7 @@ LEVERS_RECIPE(pretrain_llama) {
         .describe("a small Llama (GQA, SwiGLU, RoPE) on the four books with Llama 3's tokenizer; saves a HF "
                   "directory that sft and chat read")
         .training({.steps = 200, .lr = 3e-3, .warmup = 20, .weight_decay = 0.1, .grad_clip = 1.0, .log_every = 25})
-        .param("checkpointing", false, "recompute each block's activations during backward: less memory, "
-               "one more forward per block")
+        .activation_checkpointing()
         .param("tokenizer", "", "a directory with tokenizer.json (default: the installed Llama 3 tokenizer)")
         .param("corpus", "", "a .txt file or a directory of them (default: the installed books)")
         .param("hidden", 128, "model width", at_least(1))
@@ -172,6 +178,7 @@ LEVERS_RECIPE(pretrain_llama) {
         .param("prompt", "The", "text the sample starts from")
         .param("sample_tokens", 40, "tokens to generate after training (0: none)", at_least(0))
         .check(check)
+        .micro_batch("batch_size")
         .model(make_model)
         .data(load_books)
         .step(train_step)

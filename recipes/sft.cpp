@@ -191,8 +191,7 @@ LEVERS_RECIPE(sft) {
         .describe("supervised fine-tuning of a HF model on conversations, instructions or text (JSON lines): the "
                   "loss on the assistant's tokens, examples packed; saves a HF directory and the PEFT adapter")
         .training({.steps = 200, .lr = 1e-3, .warmup = 10, .log_every = 10})
-        .param("checkpointing", false, "recompute each block's activations during backward: less memory, "
-               "one more forward per block")
+        .activation_checkpointing()
         .param("model", "", "a Hugging Face model directory (Llama, Mistral, Qwen) with its tokenizer")
         .param("data", "", "the examples: FILE.jsonl, one {\"messages\": [...]}, {\"instruction\", \"input\", "
                            "\"output\"} or {\"text\"} per line")
@@ -206,6 +205,7 @@ LEVERS_RECIPE(sft) {
         .param("eval_batches", 8, "batches per validation pass", at_least(1))
         .param("checkpoint_every", 100, "steps between training checkpoints in the run directory (0: none)", at_least(0))
         .check(check)
+        .micro_batch("batch_size")
         .model(load_model)
         .data(load_examples)
         .step(train_step)

@@ -2,6 +2,7 @@
 
 #include "framework/app/bench/bench_cli.hpp"
 #include "framework/app/cli_parts.hpp"
+#include "framework/app/plan_command.hpp"
 #include "framework/app/plot.hpp"
 #include "framework/app/run_command.hpp"
 #include "framework/app/status_command.hpp"
@@ -35,6 +36,7 @@ Examples:
   {recipe} run {pretrain}                          GPT on the book corpus (CPU)
   {recipe} run {pretrain} --set steps=2000 --set lr=1e-3
   {recipe} run {pretrain} --gpus 4                 4 ranks, gradients averaged
+  {recipe} plan {pretrain} --gpus 8 --device cuda --memory 80GB   memory per rank, largest micro-batch
   {recipe} sweep {classify} --grid lr=1e-3,3e-3 --grid seed=1,2
   {recipe} plot runs/{pretrain}/latest             loss and evaluation curves to a PNG
   {recipe} bench scaling {pretrain} --gpus 1,2     throughput and speedup at each card count
@@ -131,12 +133,30 @@ int main(int argc, char** argv) {
     run->add_option("--restarts", flags.restarts,
                     "when a rank fails, start the job again from its latest checkpoint, this many times at most "
                     "(default 0)");
+    run->add_option("--memory", flags.memory, "each rank's memory for --set micro_batch=auto, e.g. 80GB (default: "
+                                              "the card's, or the CPU's available memory shared by the ranks)");
     bool run_no_wait = false;
     run->add_flag("--no-wait", run_no_wait, "fail at once if the cards are busy instead of queueing");
     run->footer(ex("\nExamples:\n  {recipe} run {pretrain} --set steps=300 --set batch_size=8\n"
                    "  {recipe} run {fine_tune} --gpus 8 --out runs/ft8\n"
                    "  {recipe} run {pretrain} --resume latest --set steps=8000\n"
                    "  {recipe} run {pretrain} --gpus 2 --restarts 3 --set checkpoint_every=100"));
+
+    PlanFlags plan_flags;
+    auto* plan = app.add_subcommand("plan", "A run's memory per rank before it starts: weights, gradients, optimizer "
+                                            "state, activations, and the largest micro-batch that fits");
+    plan->add_option("name", plan_flags.name, "recipe name")->required();
+    plan->add_option("--set", plan_flags.sets, "set a parameter: --set name=value (repeatable)");
+    plan->add_option("--gpus", plan_flags.gpus, "ranks, one per card (default: the recipe's)");
+    plan->add_option("--device", plan_flags.device, "where the ranks would compute: auto, cpu or cuda (cuda needs "
+                                                    "no card here, only its memory: from a card, or --memory)")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    add_precision_option(*plan, plan_flags.precision, "what they would compute in");
+    plan->add_option("--memory", plan_flags.memory, "each rank's memory, e.g. 80GB (default: the card's, or the "
+                                                    "CPU's available memory shared by the ranks)");
+    plan->footer(ex("\nExamples:\n  {recipe} plan {pretrain} --gpus 4\n"
+                    "  {recipe} plan {pretrain} --gpus 8 --device cuda --memory 80GB --precision bf16 --set zero=2\n"
+                    "  {recipe} run {pretrain} --gpus 4 --set micro_batch=auto"));
 
     SubmitFlags submit_flags;
     auto* submit = app.add_subcommand("submit", "Hand a job to Slurm: an sbatch script in a new run directory");
@@ -242,6 +262,7 @@ int main(int argc, char** argv) {
             if (run->count("--resume") > 0) flags.resume = resume_what;
             return run_recipe(flags, argc, argv);
         }
+        if (plan->parsed()) return plan_command(plan_flags);
         if (sweep->parsed()) return sweep_recipe(sweep_flags);
         if (submit->parsed()) return submit_recipe(submit_flags);
         if (status->parsed()) return show_status();

@@ -1,6 +1,7 @@
 #include "framework/app/run_command.hpp"
 
 #include "framework/app/job_slots.hpp"
+#include "framework/app/plan_command.hpp"
 #include "framework/app/rank_join.hpp"
 #include "framework/app/restarts.hpp"
 #include "framework/app/run_config.hpp"
@@ -69,10 +70,19 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
                      r.name());
         run.resume = fs::absolute(find_checkpoint(flags.resume->empty() ? "latest" : *flags.resume, r.name()));
     }
-    Config cfg = run.resume.empty() ? resolve_config(r, flags.sets) : resumed_config(r, run.resume, flags.sets);
+    std::vector<std::string> sets = flags.sets;
+    const bool auto_micro_batch = take_auto_micro_batch(sets);
+    Config cfg = run.resume.empty() ? resolve_config(r, sets) : resumed_config(r, run.resume, sets);
+    if (auto_micro_batch && run.micro_batch > 0) {  // a launched rank: its launcher planned
+        const LoopSpec* spec = r.loop_spec();
+        LEVERS_CHECK(spec && !spec->micro_batch.empty(), "LEVERS_MICRO_BATCH: recipe '{}' has no micro-batch", r.name());
+        cfg.set(spec->micro_batch, std::to_string(run.micro_batch));
+    }
     LEVERS_CHECK(flags.threads >= 0, "--threads must be >= 0 (0: the cores shared among ranks), got {}", flags.threads);
     LEVERS_CHECK(flags.timeout_s > 0, "--timeout must be > 0 seconds, got {}", flags.timeout_s);
     LEVERS_CHECK(flags.restarts >= 0, "--restarts must be >= 0 (0: a failed job stays failed), got {}", flags.restarts);
+    LEVERS_CHECK(flags.memory.empty() || auto_micro_batch, "--memory {} is what --set micro_batch=auto plans with; "
+                 "add that, or leave --memory out", flags.memory);
     if (env.source == "levers") {
         run.compute = resolve_precision(flags.precision, env.device);
         cfg.set_run(run);
@@ -80,6 +90,12 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     }
     r.check(cfg);
     if (env.distributed()) {
+        if (auto_micro_batch) {  // every rank plans alike
+            const Device::Kind kind = resolve_device(flags.device, 1);
+            run.grad_accum = choose_micro_batch(
+                r, cfg, {.ranks = env.world_size, .device = kind, .compute = resolve_precision(flags.precision, kind),
+                         .memory = flags.memory.empty() ? 0 : parse_memory_size(flags.memory)});
+        }
         cfg.set_run(run);  // the rank resolves its device and precision, and rank 0 its directory
         return run_as_external_rank(r, std::move(cfg), env, flags, argc, argv);
     }
@@ -88,6 +104,11 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     LEVERS_CHECK(gpus >= 1, "--gpus must be >= 1, got {}", gpus);
     const Device::Kind device = resolve_device(flags.device, gpus);
     run.compute = resolve_precision(flags.precision, device);
+    if (auto_micro_batch) {  // planned once here; the ranks get the choice (run_exports)
+        run.grad_accum = choose_micro_batch(r, cfg, {.ranks = gpus, .device = device, .compute = run.compute,
+                                                     .memory = flags.memory.empty() ? 0 : parse_memory_size(flags.memory)});
+        run.micro_batch = cfg.get<long>(r.loop_spec()->micro_batch);
+    }
     if (!run.resume.empty())  // the saved global batch must split over this many ranks
         train::grad_accum_on(train::read_train_state(run.resume), gpus, run.resume);
     check_job_fits(gpus, device);

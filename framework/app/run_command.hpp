@@ -25,6 +25,7 @@ struct RunFlags {
     bool wait = true;  // for cards
     std::optional<std::string> resume;  // --resume PATH|latest
     int restarts = 0;  // --restarts K: a failed job starts again from its latest checkpoint, K times at most
+    std::string memory;  // --memory SIZE: each rank's, for --set micro_batch=auto (default: the device's)
 };
 
 // Returns the exit code; throws levers::Error for bad input (exit 2).

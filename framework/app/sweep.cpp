@@ -176,7 +176,8 @@ private:
         bp::environment env = boost::this_process::environment();
         env.set("LEVERS_CARDS", fmt::format("{}", fmt::join(lease.slots(), ",")));  // the cell does not queue again
         if (ledger_.kind() == Device::Kind::cuda) env.set("CUDA_VISIBLE_DEVICES", env.get("LEVERS_CARDS"));
-        for (const char* v : {"LEVERS_RUN_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "LEVERS_SEGMENT"})
+        for (const char* v : {"LEVERS_RUN_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "LEVERS_SEGMENT",
+                              "LEVERS_MICRO_BATCH", "LEVERS_GRAD_ACCUM"})
             if (env.find(v) != env.end()) env.erase(v);
         fmt::print("sweep: cell {:02} started ({}) on {} {}\n", i, describe_cell(out.params),
                    ledger_.kind() == Device::Kind::cpu ? "slot" : "card", fmt::join(lease.slots(), ","));

@@ -2,6 +2,7 @@
 
 #include "framework/core/device_runtime.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/shape_trace.hpp"
 
 namespace levers {
 
@@ -16,14 +17,14 @@ DeviceRuntime& runtime(const char* what) {
 StoragePool& card_pool() {
     static StoragePool* pool = new StoragePool(  // never destroyed: blocks may be released during exit
         [](std::size_t bytes) { return runtime("card memory").allocate(bytes); },
-        [](void* p) { runtime("card memory").release(p); },
+        [](void* p, std::size_t) { runtime("card memory").release(p); },
         [] {
             std::size_t free_bytes = 0, total = 0;
             runtime("card memory").memory_info(free_bytes, total);
             return fmt::format(", {:.1f} of {:.1f} MiB free (a smaller batch_size would fit)", free_bytes / 1048576.0,
                                total / 1048576.0);
         },
-        "the card");
+        "the card", &tensor_memory(Device::Kind::cuda));
     return *pool;
 }
 
@@ -53,15 +54,18 @@ std::shared_ptr<std::byte> device_alloc_unpooled(std::size_t bytes) {
 
 void* compute_stream() { return runtime("a CUDA stream").stream(); }
 
+// Inside a shape trace nothing reaches the card (there may be none).
 void device_copy(void* dst, const void* src, std::size_t bytes) {
-    if (bytes > 0) runtime("a copy to or from a card").copy(dst, src, bytes);
+    if (bytes > 0 && !shape_tracing()) runtime("a copy to or from a card").copy(dst, src, bytes);
 }
 
 void device_zero(void* dst, std::size_t bytes) {
-    if (bytes > 0) runtime("zeroing card memory").zero(dst, bytes);
+    if (bytes > 0 && !shape_tracing()) runtime("zeroing card memory").zero(dst, bytes);
 }
 
-void device_synchronize() { runtime("waiting for a card").synchronize(); }
+void device_synchronize() {
+    if (!shape_tracing()) runtime("waiting for a card").synchronize();
+}
 
 MemoryStats device_memory_stats() { return device_runtime() ? card_pool().stats() : MemoryStats{}; }
 

@@ -58,6 +58,8 @@ inline constexpr Variable kLeversJob[] = {
     {"LEVERS_LIVE_PROGRESS", "1: rank 0 sends its progress line for the launcher to redraw in place"},
     {"LEVERS_RUN_DIR", "the job's run directory (config, logs, metrics, checkpoints, result)"},
     {"LEVERS_RESUME", "the checkpoint every rank resumes from (recipe run --resume)"},
+    {"LEVERS_MICRO_BATCH", "--set micro_batch=auto: the micro-batch the launcher's plan chose, for every rank"},
+    {"LEVERS_GRAD_ACCUM", "--set micro_batch=auto: the gradient accumulation that keeps the samples per step"},
     {"LEVERS_CARDS", "cards a sweep gave this job, e.g. 0,1 (it takes them without queueing)"},
     {"LEVERS_JOB_TOKEN", "jobs of other launchers: a secret every rank shares; the store refuses other jobs"},
     {"LEVERS_STORE_PORT", "jobs of other launchers: the port of levers' rendezvous store"},

@@ -2,6 +2,7 @@
 
 #include "framework/core/device_memory.hpp"
 #include "framework/core/device_runtime.hpp"
+#include "framework/core/shape_trace.hpp"
 
 #include <map>
 #include <memory>
@@ -64,6 +65,7 @@ KernelFn kernel_for(const KernelSlot& slot, Device device, DType dtype) {
 }
 
 void run_kernel(const KernelSlot& slot, Device device, DType dtype, KernelCallBase& call) {
+    if (shape_tracing()) return;  // shapes only: the op made its outputs, nothing is computed
     KernelFn fn = kernel_for(slot, device, dtype);
     call.stream = device.is_cpu() ? nullptr : compute_stream();
     fn(call);

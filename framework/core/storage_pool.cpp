@@ -8,8 +8,9 @@
 
 namespace levers {
 
-StoragePool::StoragePool(Allocate allocate, Release release, Describe describe_full, std::string where)
-    : allocate_(allocate), release_(release), describe_full_(describe_full), where_(std::move(where)) {}
+StoragePool::StoragePool(Allocate allocate, Release release, Describe describe_full, std::string where,
+                         MemoryLedger* ledger)
+    : allocate_(allocate), release_(release), describe_full_(describe_full), where_(std::move(where)), ledger_(ledger) {}
 
 StoragePool::~StoragePool() {
     // Blocks tensors still hold are freed by their deleters when those let go.
@@ -32,8 +33,12 @@ std::shared_ptr<std::byte> StoragePool::make(std::size_t size) {
     }
     LEVERS_CHECK(p != nullptr, "out of memory on {}: {:.1f} MiB asked for{}", where_, size / 1048576.0,
                  describe_full_ ? describe_full_() : std::string());
-    Release release = release_;
-    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [release](std::byte* q) { release(q); });
+    if (ledger_) ledger_->add(size);
+    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
+                                      [release = release_, ledger = ledger_, size](std::byte* q) {
+                                          release(q, size);
+                                          if (ledger) ledger->remove(size);
+                                      });
 }
 
 std::shared_ptr<std::byte> StoragePool::take(std::size_t bytes) {
@@ -82,8 +87,8 @@ void StoragePool::reset_peak() {
 
 StoragePool& cpu_pool() {
     static StoragePool* pool = new StoragePool(  // never destroyed: tensors may outlive static destruction
-        [](std::size_t bytes) { return std::aligned_alloc(64, bytes); }, [](void* p) { std::free(p); }, nullptr,
-        "the CPU");
+        [](std::size_t bytes) { return std::aligned_alloc(64, bytes); }, [](void* p, std::size_t) { std::free(p); },
+        nullptr, "the CPU", &tensor_memory(Device::Kind::cpu));
     return *pool;
 }
 

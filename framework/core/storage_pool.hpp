@@ -13,6 +13,8 @@
 // several steps: each new block a page-fault pass over fresh memory.)
 #pragma once
 
+#include "framework/core/tensor_memory.hpp"
+
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -31,12 +33,14 @@ struct MemoryStats {
 
 class StoragePool {
 public:
-    // `allocate` returns null when the memory is exhausted; `release` frees.
-    // `describe_full` says, for the error, what is left.
+    // `allocate` returns null when the memory is exhausted; `release` frees
+    // (given the size allocated). `describe_full` says, for the error, what
+    // is left. `ledger` (optional) is told every block obtained and freed.
     using Allocate = void* (*)(std::size_t bytes);
-    using Release = void (*)(void* p);
+    using Release = void (*)(void* p, std::size_t bytes);
     using Describe = std::string (*)();
-    StoragePool(Allocate allocate, Release release, Describe describe_full, std::string where);
+    StoragePool(Allocate allocate, Release release, Describe describe_full, std::string where,
+                MemoryLedger* ledger = nullptr);
     ~StoragePool();
     StoragePool(const StoragePool&) = delete;
     StoragePool& operator=(const StoragePool&) = delete;
@@ -60,6 +64,7 @@ private:
     Release release_;
     Describe describe_full_;
     std::string where_;
+    MemoryLedger* ledger_;
     std::size_t held_ = 0, peak_ = 0, allocations_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include "framework/core/device_memory.hpp"
 #include "framework/core/dispatch.hpp"
 #include "framework/core/generic_calls.hpp"
+#include "framework/core/shape_trace.hpp"
 #include "framework/core/storage_pool.hpp"
 
 #include <algorithm>
@@ -125,6 +126,7 @@ void Tensor::set_value_ref(const autograd::ValueRef& ref) {
 
 Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
     const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
+    if (ShapeTrace* trace = shape_trace()) return Tensor(trace->pool(device.kind).take(bytes), shape, dtype, device);
     return Tensor(device.is_cpu() ? cpu_pool().take(bytes) : device_alloc(bytes), shape, dtype, device);
 }
 
@@ -137,14 +139,25 @@ Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
 Tensor Tensor::persistent(Shape shape, DType dtype, Device device) {
     const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
     const std::size_t size = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
+    if (ShapeTrace* trace = shape_trace()) return Tensor(trace->persistent(device.kind, size), shape, dtype, device);
     std::shared_ptr<std::byte> memory;
+    MemoryLedger* ledger = &tensor_memory(device.kind);
     if (device.is_cpu()) {
         void* p = std::aligned_alloc(64, size);
         LEVERS_CHECK(p != nullptr, "out of memory on the CPU: {:.1f} MiB asked for", size / 1048576.0);
-        memory.reset(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+        memory.reset(static_cast<std::byte*>(p), [ledger, size](std::byte* q) {
+            std::free(q);
+            ledger->remove(size);
+        });
     } else {
-        memory = device_alloc_unpooled(size);
+        auto card = device_alloc_unpooled(size);
+        std::byte* p = card.get();
+        memory.reset(p, [card = std::move(card), ledger, size](std::byte*) mutable {
+            card.reset();
+            ledger->remove(size);
+        });
     }
+    ledger->add(size);
     Tensor t(std::move(memory), shape, dtype, device);
     t.zero();
     return t;
@@ -231,7 +244,7 @@ void elementwise(const KernelSlot& slot, const Tensor& out, const Tensor* in, do
 }  // namespace
 
 void Tensor::zero() const {
-    if (numel() == 0) return;
+    if (numel() == 0 || shape_tracing()) return;
     if (!is_contiguous()) return fill_(0);
     if (!device_.is_cpu())
         device_zero(raw(), bytes());
@@ -250,7 +263,7 @@ void Tensor::copy_(const Tensor& other) const {
     static const KernelSlot& copy = kernel_slot_of<ElementwiseCall>("copy");
     LEVERS_CHECK(broadcastable(other.shape(), shape_) && broadcast_shapes("copy_", other.shape(), shape_) == shape_,
                  "copy_: a {} source does not broadcast to this tensor's {}", other.shape().str(), shape_.str());
-    if (numel() == 0) return;
+    if (numel() == 0 || shape_tracing()) return;
     if (other.dtype() == dtype_ && other.shape() == shape_ && is_contiguous() && other.is_contiguous()) {
         if (device_.is_cpu())
             std::memmove(raw(), other.raw(), bytes());

@@ -2,6 +2,7 @@
 
 #include "framework/core/gpu.hpp"
 #include "framework/core/rng.hpp"
+#include "framework/core/shape_trace.hpp"
 #include "framework/nn/module.hpp"
 
 #include <algorithm>
@@ -12,6 +13,7 @@ namespace levers::nn {
 namespace {
 // Fills host values `t` (f32 or f64) as `init` says, drawing from `rng`.
 void fill(const Tensor& t, const Init& init, Rng& rng) {
+    if (shape_tracing()) return;  // a plan lays the model out without writing it
     const std::int64_t n = t.numel();
     // fan_in: the elements each output row reads (a Linear's in_features; a convolution's in · kh · kw).
     const std::int64_t fan_in = t.shape().ndim() >= 2 && t.shape()[0] > 0 ? n / t.shape()[0] : t.shape().last();

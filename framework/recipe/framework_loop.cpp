@@ -109,7 +109,8 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
 train::LoopOptions framework_loop_options(const LoopSpec& spec, const Config& cfg) {
     train::LoopOptions options = loop_options(cfg);
     options.unit = "samples";  // what MicroResult::items counts; .adjust_loop may say "tok"
-    options.grad_accum = spec.grad_accum.resolve(cfg);
+    // --set micro_batch=auto's accumulation, which keeps the samples per step the recipe's settings give.
+    options.grad_accum = cfg.run().grad_accum > 0 ? cfg.run().grad_accum : spec.grad_accum.resolve(cfg);
     options.eval_every = spec.eval_every.resolve(cfg);
     options.early_stop = spec.early_stop;
     options.eval_at_start = spec.eval_at_start;
@@ -169,20 +170,23 @@ AfterStep checkpoint_every(long every, long last_step, long grad_accum, Checkpoi
 // (for the benchmarks; a collective), the evaluations, early stopping.
 Result loop_result(const LoopSpec& spec, const LoopResult& run, const ParamSet& params) {
     const auto world = static_cast<std::size_t>(dist::world_size()), me = static_cast<std::size_t>(dist::rank());
-    std::vector<double> peak_mb(world, 0.0), state_mb(world, 0.0), grads_mb(world, 0.0);
+    std::vector<double> peak_mb(world, 0.0), state_mb(world, 0.0), grads_mb(world, 0.0), tensors_mb(world, 0.0);
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
     peak_mb[me] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    tensors_mb[me] = static_cast<double>(run.peak_tensor_bytes) / (1 << 20);
     const double mb = static_cast<double>(size_of(params.dtype())) / (1 << 20);
     state_mb[me] = static_cast<double>(run.optimizer_state_elements) * mb;
     grads_mb[me] = static_cast<double>(run.averaged_gradient_elements) * static_cast<double>(size_of(params.grad_dtype())) / (1 << 20);
     dist::all_reduce_sum(peak_mb);
     dist::all_reduce_sum(state_mb);
     dist::all_reduce_sum(grads_mb);
+    dist::all_reduce_sum(tensors_mb);
 
     Result out = {{"loss", run.loss},
                   {"trainable_parameters", params.size()},
                   {"peak_rss_mb", peak_mb},
+                  {"peak_memory_mb", tensors_mb},  // tensors on the device through the first step: what a plan predicts
                   {"optimizer_state_mb", state_mb},    // AdamW's moments each rank keeps
                   {"averaged_gradients_mb", grads_mb},  // the gradients averaged for each rank's update
                   {"steps", run.steps},

@@ -67,6 +67,11 @@ void check_loop(const RecipeDef& def) {
     check_count(name, "evaluate_every", loop.eval_every, defaults, 0);
     check_count(name, "checkpoint_every", loop.checkpoint_every, defaults, 0);
     check_count(name, "grad_accum", loop.grad_accum, defaults, 1);
+    if (!loop.micro_batch.empty())
+        LEVERS_CHECK(defaults.has(loop.micro_batch) &&
+                         std::holds_alternative<long>(defaults.values()[defaults.index(loop.micro_batch)]),
+                     "recipe '{}': .micro_batch(\"{}\") names no int parameter; declare it with .param", name,
+                     loop.micro_batch);
     LEVERS_CHECK(loop.keep_last >= 1, "recipe '{}': keep_checkpoints({}) must keep at least one", name,
                  loop.keep_last);
     LEVERS_CHECK(loop.best_metric.empty() || loop.evaluate,
@@ -118,6 +123,8 @@ void declare_training(RecipeDef& def, const TrainingDefaults& d) {
               "the averaged gradients)", between(0, 2));
     def.training_declared = true;
 }
+
+void name_micro_batch(RecipeDef& def, const std::string& param) { def.loop.micro_batch = param; }
 
 Plan freeze(const RecipeDef& def) {
     LEVERS_CHECK(valid_identifier(def.name), "recipe name '{}' must be lower-case letters, digits, _ or -", def.name);

@@ -92,6 +92,10 @@ struct LoopSpec {
     std::function<nlohmann::json(const void*)> save_data;
     std::function<void(void*, const nlohmann::json&)> load_data;
     Count eval_every = 0, checkpoint_every = 0, grad_accum = 1;
+    // The int parameter that is a rank's micro-batch (.micro_batch), and the
+    // bool one that turns activation checkpointing on (.activation_checkpointing):
+    // what `recipe plan` varies and --set micro_batch=auto sets.
+    std::string micro_batch, checkpointing;
     int keep_last = 3;       // checkpoints kept, newest first
     std::string best_metric;  // also keep best.ckpt by this metric (default: early stopping's)
     bool best_maximize = false;
@@ -131,6 +135,7 @@ namespace detail {
 void set_gpus(RecipeDef& def, int n);
 void add_param(RecipeDef& def, const std::string& name, ParamValue value, std::string help, Bounds bounds);
 void declare_training(RecipeDef& def, const TrainingDefaults& defaults);
+void name_micro_batch(RecipeDef& def, const std::string& param);
 Plan freeze(const RecipeDef& def);
 
 // A parameter's default as the variant holds it: integers as long, floating point as double, text as string.
@@ -205,6 +210,8 @@ public:
     const std::vector<ParamSpec>& params() const { return r_->params; }
     Config defaults() const { return Config(r_->params); }
     bool framework_loop() const { return r_->loop.set(); }
+    // The framework-owned loop's functions (null for .run recipes): what the memory plan traces.
+    const LoopSpec* loop_spec() const { return framework_loop() ? &r_->loop : nullptr; }
 
     // Runs the body as this rank of the current job (collective when it has several ranks).
     Result run(const Config& cfg) const;
@@ -378,6 +385,22 @@ public:
         return *this;
     }
     // Micro-batches per optimizer step (a number or an int parameter's name).
+    // The int parameter that is a rank's micro-batch (samples per forward):
+    // `recipe plan` varies it and --set micro_batch=auto sets it (with the
+    // loop's grad_accum, keeping the samples per step).
+    BasicRecipe& micro_batch(const std::string& param) {
+        detail::name_micro_batch(def_, param);
+        return *this;
+    }
+    // Declares the bool parameter "checkpointing" (default off) that the
+    // model's maker reads to recompute its blocks' activations during
+    // backward (nn::checkpoint); `recipe plan` weighs both.
+    BasicRecipe& activation_checkpointing() {
+        detail::add_param(def_, "checkpointing", false, "recompute each block's activations during backward: less "
+                          "memory, one more forward per block", {});
+        def_.loop.checkpointing = "checkpointing";
+        return *this;
+    }
     BasicRecipe& grad_accum(Count k) {
         def_.loop.grad_accum = std::move(k);
         return *this;

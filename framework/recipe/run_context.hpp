@@ -16,6 +16,9 @@ struct RunContext {
     bool device_auto = false;      // --device auto: a model needing an op the card lacks trains on the CPU instead
     std::filesystem::path dir;     // the run directory (empty: none, as in unit tests)
     std::filesystem::path resume;  // the checkpoint this run resumes from (empty: none)
+    // --set micro_batch=auto's choice, made once by whoever starts the job
+    // (0: none): the recipe's micro-batch parameter, and the loop's grad_accum.
+    long micro_batch = 0, grad_accum = 0;
 };
 
 }  // namespace levers

@@ -47,6 +47,10 @@ std::vector<std::pair<std::string, std::string>> run_exports(const RunContext& r
     std::vector<std::pair<std::string, std::string>> out;
     if (!run.dir.empty()) out.emplace_back("LEVERS_RUN_DIR", run.dir.string());
     if (!run.resume.empty()) out.emplace_back("LEVERS_RESUME", run.resume.string());
+    if (run.micro_batch > 0) {
+        out.emplace_back("LEVERS_MICRO_BATCH", std::to_string(run.micro_batch));
+        out.emplace_back("LEVERS_GRAD_ACCUM", std::to_string(run.grad_accum));
+    }
     return out;
 }
 
@@ -55,7 +59,12 @@ RunContext exported_run() {
         const char* v = env::get(name);
         return v && *v ? fs::path(v) : fs::path();
     };
-    return {.dir = path("LEVERS_RUN_DIR"), .resume = path("LEVERS_RESUME")};
+    const auto count = [](const char* name) {
+        const char* v = env::get(name);
+        return v && *v ? std::atol(v) : 0L;
+    };
+    return {.dir = path("LEVERS_RUN_DIR"), .resume = path("LEVERS_RESUME"), .micro_batch = count("LEVERS_MICRO_BATCH"),
+            .grad_accum = count("LEVERS_GRAD_ACCUM")};
 }
 
 void write_json_file(const fs::path& path, const nlohmann::json& j) {

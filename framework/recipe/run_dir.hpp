@@ -22,10 +22,11 @@ namespace levers {
 // it cannot be made or is in use.
 std::filesystem::path make_run_dir(const std::string& recipe, const std::string& out, const std::string& prefix = "");
 
-// The variables that hand `run`'s directory and checkpoint to the ranks a
-// launcher starts (LEVERS_RUN_DIR, LEVERS_RESUME; those left empty are not set).
+// The variables that hand `run`'s directory, checkpoint and micro-batch
+// choice to the ranks a launcher starts (LEVERS_RUN_DIR, LEVERS_RESUME,
+// LEVERS_MICRO_BATCH and LEVERS_GRAD_ACCUM; those left empty are not set).
 std::vector<std::pair<std::string, std::string>> run_exports(const RunContext& run);
-// Their reverse: the directory and checkpoint this rank's starter exported
+// Their reverse: what this rank's starter exported
 // (levers' launcher, or recipe submit's script for the directory); empty
 // where not set. The rest of the context is the defaults.
 RunContext exported_run();

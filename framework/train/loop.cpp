@@ -1,6 +1,7 @@
 #include "framework/train/loop.hpp"
 
 #include "framework/core/clock.hpp"
+#include "framework/core/tensor_memory.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/dist/data_parallel.hpp"
 #include "framework/dist/zero.hpp"
@@ -87,6 +88,7 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
         lr = options.lr.at(step);
         optimizer.step(lr);
         ddp.gather_params();  // under ZeRO: every rank's updated shard to all
+        if (step == options.start.step) result.peak_tensor_bytes = tensor_memory(params.device().kind).peak();
         st.step = step + 1;
         st.items += grads.items;
         st.window_loss += grads.loss;

@@ -73,6 +73,10 @@ struct LoopResult {
     // This rank's share of the flat buffers: AdamW's state (two moments) and
     // the gradients averaged for it (all of them unless ZeRO-2), in elements.
     std::int64_t optimizer_state_elements = 0, averaged_gradient_elements = 0;
+    // The most this process's tensors held on the parameters' device from its
+    // start through its first step (framework/core/tensor_memory.hpp): what
+    // `recipe plan` predicts.
+    std::size_t peak_tensor_bytes = 0;
 };
 
 // Runs options.steps optimizer steps. `micro_step(step, micro)` must add this

@@ -1,0 +1,315 @@
+#include "framework/recipe/memory_plan.hpp"
+
+#include "framework/core/device_runtime.hpp"
+#include "framework/core/error.hpp"
+#include "framework/core/shape_trace.hpp"
+#include "framework/dist/zero.hpp"
+#include "framework/recipe/framework_loop.hpp"
+#include "framework/recipe/recipe.hpp"
+#include "framework/train/optimizer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fcntl.h>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+
+namespace levers {
+
+namespace {
+
+// Stdout silenced while a trace builds the recipe's model and data (they announce themselves).
+class QuietStdout {
+public:
+    QuietStdout() {
+        std::fflush(stdout);
+        saved_ = ::dup(1);
+        const int null = ::open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            ::dup2(null, 1);
+            ::close(null);
+        }
+    }
+    ~QuietStdout() {
+        std::fflush(stdout);
+        if (saved_ >= 0) {
+            ::dup2(saved_, 1);
+            ::close(saved_);
+        }
+    }
+    QuietStdout(const QuietStdout&) = delete;
+    QuietStdout& operator=(const QuietStdout&) = delete;
+
+private:
+    int saved_ = -1;
+};
+
+// One traced step: what the target device held when the model and data were
+// built (and at most while building), and at most during the step.
+struct Traced {
+    std::size_t built = 0, build_peak = 0, step_peak = 0;
+    std::size_t weights = 0, gradients = 0;
+    std::size_t optimizer[3] = {};  // filled when asked
+};
+
+Device target_device(const PlanTarget& t) { return t.device == Device::Kind::cpu ? Device::cpu() : Device::cuda(0); }
+
+// AdamW's persistent bytes for the largest shard any rank keeps at `zero`.
+std::size_t optimizer_bytes(ParamSet& params, MemoryLedger& ledger, int zero, int ranks, std::int64_t bucket_bytes) {
+    FlatShard shard = FlatShard::whole(params.size());
+    if (zero > 0 && ranks > 1) {
+        const auto elem = static_cast<std::int64_t>(size_of(params.grad_dtype()));
+        const std::int64_t bucket = dist::shard_bucket_elems(std::max<std::int64_t>(1, bucket_bytes / elem), ranks);
+        for (int r = 0; r < ranks; ++r) {
+            FlatShard s = dist::bucket_shard(params.size(), bucket, ranks, r);
+            if (r == 0 || s.size() > shard.size()) shard = s;
+        }
+    }
+    const std::size_t before = ledger.held();
+    const train::AdamW opt(params, {}, shard);
+    return ledger.held() - before;
+}
+
+Traced trace_step(const LoopSpec& spec, Config cfg, const PlanTarget& target, long micro, bool checkpointing,
+                  bool with_optimizer, std::int64_t bucket_bytes) {
+    cfg.set(spec.micro_batch, std::to_string(micro));
+    if (!spec.checkpointing.empty()) cfg.set(spec.checkpointing, checkpointing ? "true" : "false");
+    const Device device = target_device(target);
+    Traced t;
+    ShapeTrace trace;
+    MemoryLedger& held = trace.memory(device.kind);
+    LoopSpec::Erased model, data;
+    {
+        QuietStdout quiet;
+        model = spec.make_model(cfg);
+        if (!device.is_cpu()) {
+            LEVERS_CHECK(spec.to_device, "its model type has no to(Device, DType), so it runs on the CPU only");
+            spec.to_device(model.get(), device, target.compute);
+        }
+        data = spec.make_data(cfg);
+    }
+    ParamSet& params = spec.params_of(model.get());
+    t.gradients = params.grads().defined() ? params.grads().bytes() : 0;
+    t.built = held.held();
+    t.build_peak = held.peak();
+    if (with_optimizer)
+        for (int zero = 0; zero <= 2; ++zero)
+            t.optimizer[zero] = optimizer_bytes(params, held, zero, target.ranks, bucket_bytes);
+    held.reset_peak();
+    {
+        QuietStdout quiet;
+        spec.step(model.get(), data.get(), StepInfo{});
+    }
+    t.step_peak = held.peak();
+    return t;
+}
+
+// This machine's memory per rank: the card's, or the CPU's available memory shared by the ranks.
+std::size_t machine_memory(const PlanTarget& target) {
+    if (target.device == Device::Kind::cuda) {
+        DeviceRuntime* rt = device_runtime();
+        LEVERS_CHECK(rt != nullptr && rt->count() > 0, "no card here to read its memory from ({}); give --memory, e.g. "
+                     "--memory 80GB", rt ? "the runtime sees none" : device_backend_error());
+        std::size_t free_bytes = 0, total = 0;
+        rt->memory_info(free_bytes, total);
+        return total;
+    }
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    std::size_t kb = 0;
+    std::string unit;
+    while (meminfo >> key >> kb >> unit)
+        if (key == "MemAvailable:") return kb * 1024 / static_cast<std::size_t>(target.ranks);
+    LEVERS_FAIL("cannot read the available memory from /proc/meminfo; give --memory, e.g. --memory 16GB");
+}
+
+// The largest micro-batch up to `limit` whose traced peak is within `budget`,
+// to within a 64th. The peak is not linear in the micro-batch at small ones
+// (a chunked loss holds a fixed chunk; the pools round to size classes), so
+// the search takes the slope between its last two traces: growing at most
+// eightfold while they fit, then narrowing the bracket, secant and halving in
+// turn, each guess a trace.
+long largest_fitting(const std::function<std::size_t(long)>& peak_at, std::size_t budget, long limit) {
+    if (peak_at(1) > budget) return 0;
+    long lo = 1, hi = 0, prev = 0;  // lo fits, hi (once known) does not
+    for (int turn = 0; turn < 24 && lo < limit; ++turn) {
+        if (hi > 0 && hi - lo <= std::max<long>(1, lo / 64)) break;
+        const long other = hi > 0 ? hi : prev;
+        long next = lo * 2;
+        if (other > 0 && (hi == 0 || turn % 2 == 0)) {
+            const double slope = (double(peak_at(other)) - double(peak_at(lo))) / double(other - lo);
+            if (slope > 0) next = lo + static_cast<long>(double(budget - peak_at(lo)) / slope);
+        } else if (hi > 0) {
+            next = lo + (hi - lo) / 2;
+        }
+        next = std::clamp(next, lo + 1, hi > 0 ? hi - 1 : std::min(limit, lo * 8));
+        if (peak_at(next) <= budget) {
+            prev = lo;
+            lo = next;
+        } else {
+            hi = next;
+        }
+    }
+    return lo;
+}
+
+}  // namespace
+
+const MemoryPlan::Fit& MemoryPlan::fit(int zero_stage, bool checkpointing_on) const {
+    for (const Fit& f : fits)
+        if (f.zero == zero_stage && f.checkpointing == checkpointing_on) return f;
+    LEVERS_FAIL("the plan has no entry for ZeRO {} with checkpointing {}", zero_stage, checkpointing_on ? "on" : "off");
+}
+
+MemoryPlan plan_memory(const Plan& recipe, const Config& cfg, const PlanTarget& target, bool only_configured) {
+    const LoopSpec* spec = recipe.loop_spec();
+    LEVERS_CHECK(spec != nullptr, "recipe '{}' owns its loop (.run): levers cannot trace its step to plan its memory",
+                 recipe.name());
+    LEVERS_CHECK(!spec->micro_batch.empty(), "recipe '{}' names no micro-batch parameter (.micro_batch(\"...\") in "
+                 "its declaration), so there is nothing to plan", recipe.name());
+    LEVERS_CHECK(target.ranks >= 1, "--gpus must be >= 1, got {}", target.ranks);
+    MemoryPlan plan;
+    plan.recipe = recipe.name();
+    plan.micro_batch_param = spec->micro_batch;
+    plan.target = target;
+    plan.capacity = target.memory > 0 ? target.memory : machine_memory(target);
+    plan.usable = plan.capacity - plan.capacity / 10;
+    const train::LoopOptions options = framework_loop_options(*spec, cfg);
+    plan.micro_batch = cfg.get<long>(spec->micro_batch);
+    plan.grad_accum = options.grad_accum;
+    plan.zero = options.zero;
+    plan.can_checkpoint = !spec->checkpointing.empty();
+    plan.checkpointing = plan.can_checkpoint && cfg.get<bool>(spec->checkpointing);
+
+    std::map<std::pair<long, bool>, Traced> traced;
+    auto at = [&](long micro, bool ckpt) -> const Traced& {
+        auto it = traced.find({micro, ckpt});
+        if (it == traced.end())
+            it = traced.emplace(std::pair{micro, ckpt},
+                                trace_step(*spec, cfg, target, micro, ckpt, traced.empty(), options.bucket_bytes)).first;
+        return it->second;
+    };
+    const Traced& configured = at(plan.micro_batch, plan.checkpointing);
+    plan.weights = configured.built - configured.gradients;  // the data's tensors too, where they are on the target
+    plan.gradients = configured.gradients;
+    std::copy(std::begin(configured.optimizer), std::end(configured.optimizer), std::begin(plan.optimizer));
+    auto peak = [&](long micro, bool ckpt, int zero) {
+        const Traced& t = at(micro, ckpt);
+        return std::max(t.build_peak, t.step_peak + plan.optimizer[zero]);
+    };
+    plan.peak = peak(plan.micro_batch, plan.checkpointing, plan.zero);
+    for (bool ckpt : {false, true}) {
+        if (ckpt && !plan.can_checkpoint) continue;
+        // At the configured micro-batch m: what its step adds, and the slope to 2m.
+        const long m = plan.micro_batch;
+        const Traced &one = at(m, ckpt), &two = at(2 * m, ckpt);
+        auto& a = plan.activations[ckpt ? 1 : 0];
+        a.per_sample = (static_cast<double>(two.step_peak) - static_cast<double>(one.step_peak)) / double(m);
+        a.fixed = static_cast<double>(one.step_peak - one.built) - a.per_sample * double(m);
+    }
+
+    const long per_rank = plan.micro_batch * plan.grad_accum;
+    const long limit = std::max<long>(65536, per_rank);
+    std::map<std::pair<bool, std::size_t>, long> largest;  // by checkpointing and optimizer bytes (stages may agree)
+    for (bool ckpt : {false, true}) {
+        if (ckpt && !plan.can_checkpoint) continue;
+        for (int zero = 0; zero <= 2; ++zero) {
+            if (only_configured && (ckpt != plan.checkpointing || zero != plan.zero)) continue;
+            MemoryPlan::Fit f{.zero = zero, .checkpointing = ckpt};
+            auto [it, fresh] = largest.try_emplace({ckpt, plan.optimizer[zero]}, 0);
+            if (fresh) it->second = largest_fitting([&](long m) { return peak(m, ckpt, zero); }, plan.usable, limit);
+            f.largest = it->second;
+            f.capped = f.largest == limit;
+            for (long d = std::min(f.largest, per_rank); d >= 1; --d)
+                if (per_rank % d == 0) {
+                    f.micro_batch = d;
+                    f.grad_accum = per_rank / d;
+                    f.peak = peak(d, ckpt, zero);
+                    break;
+                }
+            plan.fits.push_back(f);
+        }
+    }
+    return plan;
+}
+
+std::string memory_text(double bytes) {
+    if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
+    return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
+}
+
+std::size_t parse_memory_size(const std::string& text) {
+    std::size_t pos = 0;
+    double value = 0;
+    try {
+        value = std::stod(text, &pos);
+    } catch (const std::exception&) {
+        pos = 0;
+    }
+    std::string unit;
+    for (std::size_t i = pos; i < text.size(); ++i)
+        if (!std::isspace(static_cast<unsigned char>(text[i])))
+            unit += static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
+    const std::map<std::string, double> units = {{"B", 1.0},         {"KB", 1024.0},     {"KIB", 1024.0},
+                                                 {"MB", 1048576.0},  {"MIB", 1048576.0}, {"GB", 1073741824.0},
+                                                 {"GIB", 1073741824.0}, {"TB", 1099511627776.0},
+                                                 {"TIB", 1099511627776.0}};
+    const auto it = units.find(unit);
+    LEVERS_CHECK(pos > 0 && value > 0 && std::isfinite(value) && it != units.end(),
+                 "--memory {}: give a size such as 80GB, 141GiB or 512MB", text);
+    return static_cast<std::size_t>(value * it->second);
+}
+
+std::string plan_text(const MemoryPlan& p) {
+    const bool cuda = p.target.device == Device::Kind::cuda;
+    std::string out = fmt::format(
+        "memory plan for {} on {} {} rank{}{}: {} per rank, {} usable (a tenth kept for what tensors do not "
+        "hold: runtime, libraries, communication buffers)\n",
+        p.recipe, p.target.ranks, cuda ? "cuda" : "cpu", p.target.ranks == 1 ? "" : "s",
+        cuda ? fmt::format(" computing in {}", name_of(p.target.compute)) : "", memory_text(double(p.capacity)),
+        memory_text(double(p.usable)));
+    out += fmt::format("per rank{:>20}{:>14}{:>14}\n", "DDP", "ZeRO-1", "ZeRO-2");
+    auto row = [&](const char* what, double a, double b, double c) {
+        out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", what, memory_text(a), memory_text(b), memory_text(c));
+    };
+    row("weights", double(p.weights), double(p.weights), double(p.weights));
+    row("gradients", double(p.gradients), double(p.gradients), double(p.gradients));
+    row("optimizer state", double(p.optimizer[0]), double(p.optimizer[1]), double(p.optimizer[2]));
+    for (int c = 0; c < (p.can_checkpoint ? 2 : 1); ++c)
+        out += fmt::format("activations{}: {} per sample, {} fixed (the step's peak over what is held before it, "
+                           "between {}={} and {})\n", c ? " with checkpointing" : "",
+                           memory_text(p.activations[c].per_sample), memory_text(p.activations[c].fixed),
+                           p.micro_batch_param, p.micro_batch, 2 * p.micro_batch);
+    const long per_rank = p.micro_batch * p.grad_accum;
+    out += fmt::format("as configured ({}={}, grad_accum {}, checkpointing {}, zero {}): peak {} per rank, {}\n",
+                       p.micro_batch_param, p.micro_batch, p.grad_accum, p.checkpointing ? "on" : "off", p.zero,
+                       memory_text(double(p.peak)), p.peak <= p.usable ? "fits" : "does NOT fit");
+    out += fmt::format("largest micro-batch that fits, and what keeps this run's {} samples per step and rank "
+                       "(micro-batch x grad_accum):\n", per_rank);
+    out += fmt::format("  {:<22}{:>16}{:>16}{:>16}\n", "", "DDP", "ZeRO-1", "ZeRO-2");
+    for (int c = 0; c < (p.can_checkpoint ? 2 : 1); ++c) {
+        out += fmt::format("  {:<22}", c ? "with checkpointing" : "keeping activations");
+        for (int zero = 0; zero <= 2; ++zero) {
+            const auto it = std::find_if(p.fits.begin(), p.fits.end(),
+                                         [&](const MemoryPlan::Fit& f) { return f.zero == zero && f.checkpointing == (c == 1); });
+            if (it == p.fits.end()) {
+                out += fmt::format("{:>16}", "-");
+                continue;
+            }
+            const MemoryPlan::Fit& f = *it;
+            const std::string cell = f.largest == 0 ? "none"
+                                     : fmt::format("{}{} ({}x{})", f.largest, f.capped ? "+" : "", f.micro_batch,
+                                                   f.grad_accum);
+            out += fmt::format("{:>16}", cell);
+        }
+        out += "\n";
+    }
+    return out;
+}
+
+}  // namespace levers

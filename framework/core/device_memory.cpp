@@ -21,8 +21,7 @@ StoragePool& card_pool() {
         [] {
             std::size_t free_bytes = 0, total = 0;
             runtime("card memory").memory_info(free_bytes, total);
-            return fmt::format(", {:.1f} of {:.1f} MiB free (a smaller batch_size would fit)", free_bytes / 1048576.0,
-                               total / 1048576.0);
+            return fmt::format(", {:.1f} of {:.1f} MiB free", free_bytes / 1048576.0, total / 1048576.0);
         },
         "the card", &tensor_memory(Device::Kind::cuda));
     return *pool;
@@ -45,8 +44,8 @@ std::shared_ptr<std::byte> device_alloc_unpooled(std::size_t bytes) {
     if (!p) {
         std::size_t free_bytes = 0, total = 0;
         rt.memory_info(free_bytes, total);
-        LEVERS_FAIL("out of memory on the card: {:.1f} MiB asked for, {:.1f} of {:.1f} MiB free (a smaller model or "
-                    "batch_size would fit)", bytes / 1048576.0, free_bytes / 1048576.0, total / 1048576.0);
+        throw OutOfMemory("the card", bytes,
+                          fmt::format(", {:.1f} of {:.1f} MiB free", free_bytes / 1048576.0, total / 1048576.0));
     }
     DeviceRuntime* owner = &rt;
     return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [owner](std::byte* q) { owner->release(q); });

@@ -31,8 +31,7 @@ std::shared_ptr<std::byte> StoragePool::make(std::size_t size) {
         release_free();
         p = allocate_(size);
     }
-    LEVERS_CHECK(p != nullptr, "out of memory on {}: {:.1f} MiB asked for{}", where_, size / 1048576.0,
-                 describe_full_ ? describe_full_() : std::string());
+    if (!p) throw OutOfMemory(where_, size, describe_full_ ? describe_full_() : std::string());
     if (ledger_) ledger_->add(size);
     return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
                                       [release = release_, ledger = ledger_, size](std::byte* q) {

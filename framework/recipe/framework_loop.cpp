@@ -2,9 +2,11 @@
 
 #include "framework/core/dispatch.hpp"
 #include "framework/core/live_progress.hpp"
+#include "framework/core/storage_pool.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/checkpoints.hpp"
 #include "framework/recipe/loop_params.hpp"
+#include "framework/recipe/memory_plan.hpp"
 #include "framework/train/metrics_log.hpp"
 #include "framework/train/train_state.hpp"
 
@@ -84,14 +86,38 @@ Built build(const std::string& recipe, const LoopSpec& spec, const Config& cfg, 
 
 Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& cfg, Device device, bool& stepped);
 
+// A card that ran out of memory: the model and data are gone (unwound), so the
+// plan traces the run as configured, on shapes alone, and says what fits.
+[[noreturn]] void out_of_memory(const std::string& recipe, const LoopSpec& spec, const Config& cfg, const OutOfMemory& e) {
+    std::string advice;
+    try {
+        const MemoryPlan plan = plan_memory(
+            recipe, spec, cfg, {.ranks = dist::world_size(), .device = Device::Kind::cuda, .compute = cfg.run().compute});
+        advice = out_of_memory_advice(plan);
+    } catch (const Error& plan_failed) {
+        advice = "no memory plan: " + plan_failed.message();
+    }
+    LEVERS_FAIL("rank {}: {}. {}", dist::rank(), e.message(), advice);
+}
+
+Result train_or_explain(const std::string& recipe, const LoopSpec& spec, const Config& cfg, Device device,
+                        bool& stepped) {
+    if (device.is_cpu()) return train_on(recipe, spec, cfg, device, stepped);
+    try {
+        return train_on(recipe, spec, cfg, device, stepped);
+    } catch (const OutOfMemory& e) {
+        out_of_memory(recipe, spec, cfg, e);
+    }
+}
+
 }  // namespace
 
 Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const Config& cfg) {
     const Device device = dist::device();
     bool stepped = false;
-    if (device.is_cpu() || !cfg.run().device_auto) return train_on(recipe, spec, cfg, device, stepped);
+    if (device.is_cpu() || !cfg.run().device_auto) return train_or_explain(recipe, spec, cfg, device, stepped);
     try {
-        return train_on(recipe, spec, cfg, device, stepped);
+        return train_or_explain(recipe, spec, cfg, device, stepped);
     } catch (const MissingKernel& e) {
         // --device auto: a model that needs an op the card lacks trains on the CPU, where every op has a kernel.
         if (stepped) throw;

@@ -170,15 +170,23 @@ MemoryPlan plan_memory(const Plan& recipe, const Config& cfg, const PlanTarget& 
     const LoopSpec* spec = recipe.loop_spec();
     LEVERS_CHECK(spec != nullptr, "recipe '{}' owns its loop (.run): levers cannot trace its step to plan its memory",
                  recipe.name());
+    return plan_memory(recipe.name(), *spec, cfg, target, only_configured);
+}
+
+MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Config& cfg, const PlanTarget& target,
+                       bool only_configured) {
+    const LoopSpec* spec = &loop;
     LEVERS_CHECK(!spec->micro_batch.empty(), "recipe '{}' names no micro-batch parameter (.micro_batch(\"...\") in "
-                 "its declaration), so there is nothing to plan", recipe.name());
+                 "its declaration), so there is nothing to plan", name);
     LEVERS_CHECK(target.ranks >= 1, "--gpus must be >= 1, got {}", target.ranks);
     MemoryPlan plan;
-    plan.recipe = recipe.name();
+    plan.recipe = name;
     plan.micro_batch_param = spec->micro_batch;
     plan.target = target;
     plan.capacity = target.memory > 0 ? target.memory : machine_memory(target);
-    plan.usable = plan.capacity - plan.capacity / 10;
+    // The reserve: a tenth, and on a card cuBLASLt's workspace (kernels/cuda/linear_lt.cu), which no tensor holds.
+    const std::size_t workspace = target.device == Device::Kind::cuda ? std::size_t{32} << 20 : 0;
+    plan.usable = plan.capacity - std::min(plan.capacity, plan.capacity / 10 + workspace);
     const train::LoopOptions options = framework_loop_options(*spec, cfg);
     plan.micro_batch = cfg.get<long>(spec->micro_batch);
     plan.grad_accum = options.grad_accum;
@@ -269,10 +277,10 @@ std::string plan_text(const MemoryPlan& p) {
     const bool cuda = p.target.device == Device::Kind::cuda;
     std::string out = fmt::format(
         "memory plan for {} on {} {} rank{}{}: {} per rank, {} usable (a tenth kept for what tensors do not "
-        "hold: runtime, libraries, communication buffers)\n",
+        "hold: runtime, libraries, communication buffers{})\n",
         p.recipe, p.target.ranks, cuda ? "cuda" : "cpu", p.target.ranks == 1 ? "" : "s",
         cuda ? fmt::format(" computing in {}", name_of(p.target.compute)) : "", memory_text(double(p.capacity)),
-        memory_text(double(p.usable)));
+        memory_text(double(p.usable)), cuda ? "; and cuBLASLt's 32 MiB workspace" : "");
     out += fmt::format("per rank{:>20}{:>14}{:>14}\n", "DDP", "ZeRO-1", "ZeRO-2");
     auto row = [&](const char* what, double a, double b, double c) {
         out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", what, memory_text(a), memory_text(b), memory_text(c));
@@ -310,6 +318,43 @@ std::string plan_text(const MemoryPlan& p) {
         out += "\n";
     }
     return out;
+}
+
+}  // namespace levers
+
+namespace levers {
+
+std::string out_of_memory_advice(const MemoryPlan& p) {
+    const auto& a = p.activations[p.checkpointing ? 1 : 0];
+    std::string out = fmt::format(
+        "The memory plan for this run ({} {} rank{} of {}): weights {}, gradients {}, optimizer state {}, "
+        "activations {} per sample and {} fixed; its peak {} per rank against {} usable.", p.target.ranks,
+        p.target.device == Device::Kind::cuda ? "cuda" : "cpu", p.target.ranks == 1 ? "" : "s",
+        memory_text(double(p.capacity)), memory_text(double(p.weights)), memory_text(double(p.gradients)),
+        memory_text(double(p.optimizer[p.zero])), memory_text(a.per_sample), memory_text(a.fixed),
+        memory_text(double(p.peak)), memory_text(double(p.usable)));
+    // The run's own settings first; another stage or checkpointing only where it fits a larger micro-batch.
+    std::vector<MemoryPlan::Fit> fits = p.fits;
+    std::stable_partition(fits.begin(), fits.end(),
+                          [&](const MemoryPlan::Fit& f) { return f.zero == p.zero && f.checkpointing == p.checkpointing; });
+    std::vector<std::string> changes;
+    long best = 0;
+    for (const MemoryPlan::Fit& f : fits) {
+        if (f.micro_batch <= best) continue;
+        best = f.micro_batch;
+        std::string change = fmt::format("{}={}", p.micro_batch_param, f.micro_batch);
+        if (f.grad_accum != p.grad_accum) change += fmt::format(" with grad_accum {}", f.grad_accum);
+        if (f.checkpointing != p.checkpointing) change += fmt::format(" and --set checkpointing={}", f.checkpointing);
+        if (f.zero != p.zero) change += fmt::format(" and --set zero={}", f.zero);
+        if (std::find(changes.begin(), changes.end(), change) == changes.end()) changes.push_back(change);
+    }
+    if (changes.empty())
+        return out + " Not even a micro-batch of 1 fits: more cards with --set zero=1 (AdamW's state shared), or a "
+                     "card with more memory.";
+    out += " What fits:";
+    for (std::size_t i = 0; i < changes.size() && i < 4; ++i) out += (i ? "; " : " ") + changes[i];
+    return out + ". --set micro_batch=auto picks the largest micro-batch that fits and keeps the samples per step "
+                 "(`recipe plan " + p.recipe + "` prints the whole plan).";
 }
 
 }  // namespace levers

@@ -36,7 +36,7 @@ struct PlanTarget {
 struct MemoryPlan {
     std::string recipe, micro_batch_param;  // the recipe and its micro-batch parameter
     PlanTarget target;
-    std::size_t capacity = 0, usable = 0;   // per rank; usable keeps a tenth in reserve
+    std::size_t capacity = 0, usable = 0;   // per rank; usable keeps a tenth in reserve (and a workspace on cards)
     // Per rank. Weights: the parameters (master and compute copies, frozen
     // ones) and the model's buffers. Gradients: the flat gradient buffer,
     // whole at every stage (levers' ZeRO-2 averages and updates a shard of it).
@@ -73,6 +73,15 @@ struct MemoryPlan {
 // holds that one). Throws levers::Error for a recipe whose loop levers does
 // not own or that names no micro-batch parameter.
 MemoryPlan plan_memory(const Plan& recipe, const Config& cfg, const PlanTarget& target, bool only_configured = false);
+
+struct LoopSpec;
+// The same for the loop of the recipe called `name`.
+MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Config& cfg, const PlanTarget& target,
+                       bool only_configured = false);
+
+// What a rank that ran out of memory says: the plan's figures, and the
+// settings that fit (micro-batch, checkpointing, ZeRO).
+std::string out_of_memory_advice(const MemoryPlan& plan);
 
 // The plan as `recipe plan` prints it.
 std::string plan_text(const MemoryPlan& plan);

@@ -14,16 +14,18 @@
 
 namespace levers::kernels::cuda {
 
+void* workspace_memory(std::size_t bytes);  // runtime.cpp: levers' allocator, a full card an OutOfMemory
+
 namespace {
 
-constexpr std::size_t kWorkspaceBytes = 32u << 20;
+constexpr std::size_t kWorkspaceBytes = 32u << 20;  // also in the memory plan's reserve (framework/recipe/memory_plan.cpp)
 
 struct LtThread {
     cublasLtHandle_t handle = nullptr;
     void* workspace = nullptr;
     LtThread() {
         LEVERS_CUBLAS_CHECK(cublasLtCreate(&handle));
-        LEVERS_CUDA_CHECK(cudaMalloc(&workspace, kWorkspaceBytes));
+        workspace = workspace_memory(kWorkspaceBytes);
     }
 };
 LtThread& lt() {

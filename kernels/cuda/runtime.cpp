@@ -4,10 +4,14 @@
 // as it loads) and NCCL's process group.
 #include "framework/core/device_runtime.hpp"
 
+#include "framework/core/device_memory.hpp"
 #include "framework/core/error.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 
 #include <cuda_runtime.h>
+
+#include <memory>
+#include <vector>
 
 namespace levers::kernels::cuda {
 
@@ -78,6 +82,15 @@ public:
 };
 
 }  // namespace
+
+// A library's workspace (cuBLASLt's) from levers' card allocator: a full card
+// is an OutOfMemory naming the size, as for tensors, not a CUDA status. Kept
+// as long as the calling thread.
+void* workspace_memory(std::size_t bytes) {
+    thread_local std::vector<std::shared_ptr<std::byte>> kept;
+    kept.push_back(device_alloc_unpooled(bytes));
+    return kept.back().get();
+}
 
 }  // namespace levers::kernels::cuda
 

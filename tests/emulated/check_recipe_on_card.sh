@@ -14,8 +14,10 @@
 # with layernorm written as modules, a small CNN, a classifier with an op of
 # the user's own) on one card (f32, bf16) and two against the CPU, and a
 # model using an op no card has kernels for, which `--device auto` keeps on
-# the CPU with one line. Nothing may be left in /dev/shm by the
-# emulated NCCL.
+# the CPU with one line. `recipe plan` of pretrain's card runs must be within
+# 10% of the peaks they measured, and a card too small for the batch (the
+# emulated card's memory limited) must stop the run with the plan's figures
+# and what fits. Nothing may be left in /dev/shm by the emulated NCCL.
 #
 #   check_recipe_on_card.sh CPU_RECIPE CARD_RECIPE CORPUS USER_RECIPES TEST_RECIPES BACKEND
 # (the card binaries, built with the sanitizers, open the emulated card's
@@ -116,15 +118,36 @@ for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 user
 done
 grep -q 'rank 0 of 2 started by torchrun, joined through NCCL' f32_nodes.log ||
     { echo "the two-node run did not join through NCCL:"; cat f32_nodes.log; exit 1; }
+# The memory plan of pretrain's card runs, traced on shapes alone, against the peaks they measured (within 10%:
+# the kernels' own scratch buffers are not traced); then a card too small for the batch asked: the rank stops
+# with the plan's figures and what fits, having written no checkpoint.
+run plan_f32 "${card[@]}" plan "${args[@]:1}" --device cuda
+run plan_bf16 "${card[@]}" plan "${args[@]:1}" --device cuda --precision bf16
+LEVERS_EMULATED_CARDS=2 run plan_f32_x2_zero2 "${card[@]}" plan "${args[@]:1}" "${zero2[@]}"
+if LEVERS_EMULATED_CARD_MEMORY=$((40 << 20)) "${card[@]}" "${args[@]}" --device cuda --set batch_size=512 \
+    --set checkpoint_every=1 --out "$work/oom" >oom.log 2>&1; then
+    echo "a batch too large for a 40 MiB card trained:"; cat oom.log; exit 1
+fi
+for says in "out of memory on the card" "The memory plan for this run (1 cuda rank of 40.0 MiB)" \
+    "What fits: batch_size=" "--set micro_batch=auto picks"; do
+    grep -qF -- "$says" oom.log || { echo "the out-of-memory message lacks '$says':"; cat oom.log; exit 1; }
+done
+[ -z "$(ls "$work/oom/checkpoints")" ] || { echo "the failed run left checkpoints:"; ls "$work/oom/checkpoints"; exit 1; }
 # Tests running beside this one open segments too, for a moment: a leak is one still there a second later.
 [ "$(emulated_segments)" -le "$shm_before" ] || sleep 1
 [ "$(emulated_segments)" -le "$shm_before" ] || { echo "the emulated NCCL left segments in /dev/shm:"; ls /dev/shm; exit 1; }
 
 python3 - <<'PY'
-import json, sys
+import json, re, sys
 def result(name):
     return json.loads(open(name + '.log', 'rb').read().strip().splitlines()[-1])  # the log's sample is raw bytes
 failed = False
+for run in ('f32', 'bf16', 'f32_x2_zero2'):
+    planned = float(re.search(r'peak ([0-9.]+) MiB per rank', open('plan_' + run + '.log').read()).group(1))
+    for measured in result(run)['peak_memory_mb']:
+        ok = abs(planned - measured) <= 0.1 * measured
+        failed |= not ok
+        print(f"plan {run}: {planned:.1f} MiB planned, {measured:.2f} measured {'ok' if ok else 'MORE THAN 10% APART'}")
 for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32', 'bf16'), 'cpu_x2'),
                                     ('_x2_zero2', ('f32', 'bf16'), 'cpu_x2'),
                                     ('_nodes', ('f32',), 'cpu_x2'), ('_tune', ('f32', 'bf16'), 'cpu_tune'),

@@ -1,6 +1,6 @@
 // The CUDA runtime calls levers makes, on the emulated card: cards of
 // compute capability 9.0 (one, or LEVERS_EMULATED_CARDS), device memory
-// from the host heap, copies and fills queued on streams (streams.cpp).
+// from the host heap (LEVERS_EMULATED_CARD_MEMORY bytes each, default 80 GiB), copies and fills queued on streams (streams.cpp).
 #include "emulated_card.hpp"
 
 #include <algorithm>
@@ -19,6 +19,17 @@ thread_local int current_device = 0;
 // kind cudaMemcpyDefault.
 std::mutex allocations_mutex;
 std::map<const char*, std::size_t> allocations;
+std::size_t allocated = 0;  // the sum of `allocations`
+
+// Each card's memory: LEVERS_EMULATED_CARD_MEMORY bytes (default 80 GiB);
+// cudaMalloc past it fails as a full card's does.
+std::size_t card_memory() {
+    static const std::size_t bytes = [] {
+        const char* v = std::getenv("LEVERS_EMULATED_CARD_MEMORY");
+        return v && *v ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) : std::size_t{80} << 30;
+    }();
+    return bytes;
+}
 
 bool on_card(const void* p) {
     const auto* c = static_cast<const char*>(p);
@@ -30,7 +41,11 @@ bool on_card(const void* p) {
 void release(void* p) {
     {
         std::lock_guard lock(allocations_mutex);
-        allocations.erase(static_cast<const char*>(p));
+        const auto it = allocations.find(static_cast<const char*>(p));
+        if (it != allocations.end()) {
+            allocated -= it->second;
+            allocations.erase(it);
+        }
     }
     std::free(p);
 }
@@ -86,7 +101,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
     p->major = 9;
     p->minor = 0;
     p->multiProcessorCount = 132;
-    p->totalGlobalMem = 80ull << 30;
+    p->totalGlobalMem = card_memory();
     p->sharedMemPerBlock = 48 << 10;
     p->sharedMemPerBlockOptin = 227 << 10;
     p->warpSize = 32;
@@ -94,8 +109,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
     return cudaSuccess;
 }
 cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
-    *free_bytes = 64ull << 30;
-    *total_bytes = 80ull << 30;
+    std::lock_guard lock(allocations_mutex);
+    *total_bytes = card_memory();
+    *free_bytes = card_memory() - std::min(allocated, card_memory());
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
@@ -106,12 +122,18 @@ cudaError_t cudaDeviceSynchronize() {
 // Filled with 0xff (NaN in every float type): a kernel that reads memory
 // nobody wrote shows it in its results, as it may on a card.
 cudaError_t cudaMalloc(void** p, std::size_t bytes) {
+    *p = nullptr;
+    {
+        std::lock_guard lock(allocations_mutex);
+        if (allocated + bytes > card_memory()) return cudaErrorMemoryAllocation;
+    }
     *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
     if (!*p) return cudaErrorMemoryAllocation;
     levers::emulation::count_malloc(bytes);
     std::memset(*p, 0xff, bytes);
     std::lock_guard lock(allocations_mutex);
     allocations[static_cast<const char*>(*p)] = bytes;
+    allocated += bytes;
     return cudaSuccess;
 }
 // As on a card, freeing waits for the work queued so far (some may use it).

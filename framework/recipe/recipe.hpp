@@ -13,6 +13,7 @@
 //           .model(make_mlp)                 // M or unique_ptr<M> (const Config&): an nn::Module, or any type with params()
 //           .data(load_images)               // D or unique_ptr<D> (const Config&)
 //           .step(train_step)                // MicroResult (M&, D&, const StepInfo&)
+//           .micro_batch("batch_size")       // the int parameter that is a rank's micro-batch (recipe plan)
 //           .evaluate_every("eval_every", validate)  // Metrics (M&, D&), combined over ranks
 //           .checkpoint_every(500)
 //           .early_stop("val_loss", 3)

@@ -76,7 +76,7 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         {"run pretrain --set steps", "--set expects name=value, got 'steps'"},
         {"run classify --set hidden=16,x", "parameter 'hidden': '16,x' is not a comma-separated list"},
         {"run pretrain --threads -1", "--threads must be >= 0"},
-        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, submit, sweep, plot, bench, "
+        {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, plan, submit, sweep, plot, bench, "
                        "status, workspace, tokenize, help"},
         {"help frobs", "topic: frobs not in {env}"},
         {"run pretrain --gpus 0", "--gpus must be >= 1, got 0"},

@@ -269,10 +269,10 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
     options.after_step = [&](const train::LoopState& st, const train::AdamW& opt, const Metrics* eval) {
         if (regrouped && st.step == resumed.loop.step + 1) {
             const std::int64_t was = resumed.loop.items / resumed.loop.step, now = st.items - resumed.loop.items;
-            LEVERS_CHECK(now == was, "resumed on {} ranks, a step trained {} {} where the {}-rank run trained {}: "
+            LEVERS_CHECK(now == was, "resumed on {} rank{}, a step trained {} {} where the {}-rank run trained {}: "
                          "recipe '{}' sizes its batch by the card count, so the data would differ; resume on {} "
-                         "ranks", dist::world_size(), now, options.unit, resumed.world_size, was, recipe,
-                         resumed.world_size);
+                         "ranks", dist::world_size(), dist::world_size() == 1 ? "" : "s", now, options.unit,
+                         resumed.world_size, was, recipe, resumed.world_size);
         }
         stepped = true;
         if (checkpoint) checkpoint(st, opt, eval);

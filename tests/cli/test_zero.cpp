@@ -122,6 +122,26 @@ TEST_CASE("resuming on a number of ranks that cannot share the global batch is r
     CHECK(!fs::exists(tmp.path() / "again"));  // no run directory made
 }
 
+TEST_CASE("a recipe whose batch per rank follows the card count, resumed on another count, stops at the first "
+          "resumed step before it checkpoints" * needs({Data::books})) {
+    TempDir tmp;
+    // global_batch=4: 2 per rank on 2 ranks; resumed on 1 rank the loop keeps 2 micro-batches per step, but the
+    // recipe makes each of them 4 windows, so a step would train 8 windows where the run trained 4.
+    const fs::path first = tmp.path() / "first";
+    auto a = run_recipe(concat(tiny(first, 2, 1, 0), {"--set", "global_batch=4"}));
+    INFO(a.output);
+    REQUIRE(a.code == 0);
+    auto args = concat(tiny(tmp.path() / "again", 1, 1, 0), {"--set", "global_batch=4"});
+    args.insert(args.end(), {"--resume", (first / "checkpoints" / "step-00000004.ckpt").string()});
+    auto r = run_recipe(args);
+    INFO(r.output);
+    CHECK(r.code != 0);
+    CHECK(r.output.find("resumed on 1 rank, a step trained 128 tok where the 2-rank run trained 64: recipe "
+                        "'pretrain' sizes its batch by the card count, so the data would differ; resume on 2 "
+                        "ranks") != std::string::npos);
+    CHECK(!fs::exists(tmp.path() / "again" / "checkpoints" / "step-00000005.ckpt"));
+}
+
 TEST_CASE("sharded checkpoints: old ones go with their shards, a missing shard is named" *
           needs({Data::books})) {
     TempDir tmp;

@@ -2,7 +2,10 @@
 
 #include "framework/core/device_runtime.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/out_of_memory.hpp"
 #include "framework/core/shape_trace.hpp"
+
+#include <cstring>
 
 namespace levers {
 
@@ -53,9 +56,14 @@ std::shared_ptr<std::byte> device_alloc_unpooled(std::size_t bytes) {
 
 void* compute_stream() { return runtime("a CUDA stream").stream(); }
 
-// Inside a shape trace nothing reaches the card (there may be none).
+// Inside a shape trace nothing reaches the card (there may be none): the
+// traced card's memory is host address space, so small copies (token ids,
+// positions, targets: what host code reads back) are made there, larger ones
+// (weights) not at all.
 void device_copy(void* dst, const void* src, std::size_t bytes) {
-    if (bytes > 0 && !shape_tracing()) runtime("a copy to or from a card").copy(dst, src, bytes);
+    if (bytes == 0) return;
+    if (!shape_tracing()) return runtime("a copy to or from a card").copy(dst, src, bytes);
+    if (bytes <= kTracedCopyBytes) std::memcpy(dst, src, bytes);
 }
 
 void device_zero(void* dst, std::size_t bytes) {

@@ -6,8 +6,10 @@
 // card is not needed to trace one: nothing reaches the card runtime. What
 // `recipe plan` measures a step with (framework/recipe/memory_plan.hpp).
 //
-// Element values are meaningless inside a trace (zeros, mostly), and tensors
-// made in one must not be used after it closes. One trace at a time, opened
+// Element values are meaningless inside a trace, except in tensors host code
+// filled and copies of them up to kTracedCopyBytes (token ids, positions,
+// targets: what ops read on the host to size their work), and tensors made in
+// one must not be used after it closes. One trace at a time, opened
 // and closed on one thread while no other thread computes.
 #pragma once
 
@@ -18,6 +20,9 @@
 #include <memory>
 
 namespace levers {
+
+// Copies inside a trace are made up to this size, skipped beyond it.
+inline constexpr std::size_t kTracedCopyBytes = std::size_t{1} << 20;
 
 class ShapeTrace {
 public:

@@ -1,12 +1,17 @@
 #include "framework/core/storage_pool.hpp"
 
 #include "framework/core/error.hpp"
+#include "framework/core/out_of_memory.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
 
 namespace levers {
+
+OutOfMemory::OutOfMemory(const std::string& where, std::size_t asked, const std::string& left)
+    : Error("", fmt::format("out of memory on {}: {:.1f} MiB asked for{}", where, asked / 1048576.0, left)),
+      asked_(asked) {}
 
 StoragePool::StoragePool(Allocate allocate, Release release, Describe describe_full, std::string where,
                          MemoryLedger* ledger)

@@ -13,7 +13,6 @@
 // several steps: each new block a page-fault pass over fresh memory.)
 #pragma once
 
-#include "framework/core/error.hpp"
 #include "framework/core/tensor_memory.hpp"
 
 #include <cstddef>
@@ -24,20 +23,6 @@
 #include <vector>
 
 namespace levers {
-
-// A device that could not give the memory asked for (a pool's block or a
-// persistent buffer): what was asked, where, and what was left. The
-// framework's loop answers it on a card with the run's memory plan.
-class OutOfMemory : public Error {
-public:
-    OutOfMemory(const std::string& where, std::size_t asked, const std::string& left)
-        : Error("", "out of memory on " + where + ": " + fmt::format("{:.1f} MiB asked for", asked / 1048576.0) + left),
-          asked_(asked) {}
-    std::size_t asked() const { return asked_; }
-
-private:
-    std::size_t asked_;
-};
 
 struct MemoryStats {
     std::size_t in_use = 0;   // held by tensors now

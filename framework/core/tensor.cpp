@@ -263,7 +263,7 @@ void Tensor::copy_(const Tensor& other) const {
     static const KernelSlot& copy = kernel_slot_of<ElementwiseCall>("copy");
     LEVERS_CHECK(broadcastable(other.shape(), shape_) && broadcast_shapes("copy_", other.shape(), shape_) == shape_,
                  "copy_: a {} source does not broadcast to this tensor's {}", other.shape().str(), shape_.str());
-    if (numel() == 0 || shape_tracing()) return;
+    if (numel() == 0 || (shape_tracing() && bytes() > kTracedCopyBytes)) return;
     if (other.dtype() == dtype_ && other.shape() == shape_ && is_contiguous() && other.is_contiguous()) {
         if (device_.is_cpu())
             std::memmove(raw(), other.raw(), bytes());

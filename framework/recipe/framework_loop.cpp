@@ -2,7 +2,7 @@
 
 #include "framework/core/dispatch.hpp"
 #include "framework/core/live_progress.hpp"
-#include "framework/core/storage_pool.hpp"
+#include "framework/core/out_of_memory.hpp"
 #include "framework/dist/context.hpp"
 #include "framework/recipe/checkpoints.hpp"
 #include "framework/recipe/loop_params.hpp"

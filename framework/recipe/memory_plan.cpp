@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <unistd.h>
 
@@ -206,19 +207,28 @@ MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Conf
     plan.weights = configured.built - configured.gradients;  // the data's tensors too, where they are on the target
     plan.gradients = configured.gradients;
     std::copy(std::begin(configured.optimizer), std::end(configured.optimizer), std::begin(plan.optimizer));
-    auto peak = [&](long micro, bool ckpt, int zero) {
-        const Traced& t = at(micro, ckpt);
-        return std::max(t.build_peak, t.step_peak + plan.optimizer[zero]);
+    plan.peak = std::max(configured.build_peak, configured.step_peak + plan.optimizer[plan.zero]);
+    // A micro-batch the recipe refuses (its data has too few rows for it) counts as not fitting, and bounds the search.
+    long data_limit = std::numeric_limits<long>::max();
+    auto peak = [&](long micro, bool ckpt, int zero) -> std::size_t {
+        if (micro > data_limit) return std::numeric_limits<std::size_t>::max();
+        try {
+            const Traced& t = at(micro, ckpt);
+            return std::max(t.build_peak, t.step_peak + plan.optimizer[zero]);
+        } catch (const Error&) {
+            data_limit = micro - 1;
+            return std::numeric_limits<std::size_t>::max();
+        }
     };
-    plan.peak = peak(plan.micro_batch, plan.checkpointing, plan.zero);
     for (bool ckpt : {false, true}) {
         if (ckpt && !plan.can_checkpoint) continue;
         // At the configured micro-batch m: what its step adds, and the slope to 2m.
         const long m = plan.micro_batch;
-        const Traced &one = at(m, ckpt), &two = at(2 * m, ckpt);
+        const Traced& one = at(m, ckpt);
         auto& a = plan.activations[ckpt ? 1 : 0];
-        a.per_sample = (static_cast<double>(two.step_peak) - static_cast<double>(one.step_peak)) / double(m);
-        a.fixed = static_cast<double>(one.step_peak - one.built) - a.per_sample * double(m);
+        if (peak(2 * m, ckpt, 0) != std::numeric_limits<std::size_t>::max())  // else no slope: all fixed
+            a.per_sample = (static_cast<double>(at(2 * m, ckpt).step_peak) - static_cast<double>(one.step_peak)) / double(m);
+        a.fixed = std::max(0.0, static_cast<double>(one.step_peak - one.built) - a.per_sample * double(m));
     }
 
     const long per_rank = plan.micro_batch * plan.grad_accum;
@@ -232,7 +242,8 @@ MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Conf
             auto [it, fresh] = largest.try_emplace({ckpt, plan.optimizer[zero]}, 0);
             if (fresh) it->second = largest_fitting([&](long m) { return peak(m, ckpt, zero); }, plan.usable, limit);
             f.largest = it->second;
-            f.capped = f.largest == limit;
+            f.capped = f.largest == limit ||
+                       (data_limit < limit && f.largest + std::max<long>(1, f.largest / 64) >= data_limit);
             for (long d = std::min(f.largest, per_rank); d >= 1; --d)
                 if (per_rank % d == 0) {
                     f.micro_batch = d;

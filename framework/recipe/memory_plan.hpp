@@ -59,7 +59,7 @@ struct MemoryPlan {
         int zero = 0;
         bool checkpointing = false;
         long largest = 0, micro_batch = 0, grad_accum = 0;
-        bool capped = false;     // `largest` is the search's limit, not memory's
+        bool capped = false;     // `largest` is the search's limit or the data's (it has no more rows), not memory's
         std::size_t peak = 0;    // per rank at `micro_batch`
     };
     std::vector<Fit> fits;

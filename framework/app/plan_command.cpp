@@ -50,7 +50,7 @@ bool take_auto_micro_batch(std::vector<std::string>& sets) {
 
 long choose_micro_batch(const Plan& recipe, Config& cfg, const PlanTarget& target) {
     const MemoryPlan plan = plan_memory(recipe, cfg, target, true);
-    const MemoryPlan::Fit& f = plan.fit(plan.zero, plan.checkpointing);
+    const MemoryPlan::Fit& f = *plan.fit(plan.zero, plan.checkpointing);  // planned: only_configured
     LEVERS_CHECK(f.micro_batch > 0, "--set micro_batch=auto: not even a micro-batch of 1 fits {} per rank "
                  "(usable of {}):\n{}", memory_text(double(plan.usable)), memory_text(double(plan.capacity)),
                  plan_text(plan));

@@ -161,10 +161,10 @@ long largest_fitting(const std::function<std::size_t(long)>& peak_at, std::size_
 
 }  // namespace
 
-const MemoryPlan::Fit& MemoryPlan::fit(int zero_stage, bool checkpointing_on) const {
+const MemoryPlan::Fit* MemoryPlan::fit(int zero_stage, bool checkpointing_on) const {
     for (const Fit& f : fits)
-        if (f.zero == zero_stage && f.checkpointing == checkpointing_on) return f;
-    LEVERS_FAIL("the plan has no entry for ZeRO {} with checkpointing {}", zero_stage, checkpointing_on ? "on" : "off");
+        if (f.zero == zero_stage && f.checkpointing == checkpointing_on) return &f;
+    return nullptr;
 }
 
 MemoryPlan plan_memory(const Plan& recipe, const Config& cfg, const PlanTarget& target, bool only_configured) {
@@ -207,14 +207,15 @@ MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Conf
     plan.weights = configured.built - configured.gradients;  // the data's tensors too, where they are on the target
     plan.gradients = configured.gradients;
     std::copy(std::begin(configured.optimizer), std::end(configured.optimizer), std::begin(plan.optimizer));
-    plan.peak = std::max(configured.build_peak, configured.step_peak + plan.optimizer[plan.zero]);
+    // A run's peak: the most of building it and of its step with the optimizer's state beside.
+    auto peak_of = [&](const Traced& t, int zero) { return std::max(t.build_peak, t.step_peak + plan.optimizer[zero]); };
+    plan.peak = peak_of(configured, plan.zero);
     // A micro-batch the recipe refuses (its data has too few rows for it) counts as not fitting, and bounds the search.
     long data_limit = std::numeric_limits<long>::max();
     auto peak = [&](long micro, bool ckpt, int zero) -> std::size_t {
         if (micro > data_limit) return std::numeric_limits<std::size_t>::max();
         try {
-            const Traced& t = at(micro, ckpt);
-            return std::max(t.build_peak, t.step_peak + plan.optimizer[zero]);
+            return peak_of(at(micro, ckpt), zero);
         } catch (const Error&) {
             data_limit = micro - 1;
             return std::numeric_limits<std::size_t>::max();
@@ -314,13 +315,12 @@ std::string plan_text(const MemoryPlan& p) {
     for (int c = 0; c < (p.can_checkpoint ? 2 : 1); ++c) {
         out += fmt::format("  {:<22}", c ? "with checkpointing" : "keeping activations");
         for (int zero = 0; zero <= 2; ++zero) {
-            const auto it = std::find_if(p.fits.begin(), p.fits.end(),
-                                         [&](const MemoryPlan::Fit& f) { return f.zero == zero && f.checkpointing == (c == 1); });
-            if (it == p.fits.end()) {
+            const MemoryPlan::Fit* found = p.fit(zero, c == 1);
+            if (!found) {
                 out += fmt::format("{:>16}", "-");
                 continue;
             }
-            const MemoryPlan::Fit& f = *it;
+            const MemoryPlan::Fit& f = *found;
             const std::string cell = f.largest == 0 ? "none"
                                      : fmt::format("{}{} ({}x{})", f.largest, f.capped ? "+" : "", f.micro_batch,
                                                    f.grad_accum);

@@ -64,7 +64,8 @@ struct MemoryPlan {
     };
     std::vector<Fit> fits;
 
-    const Fit& fit(int zero_stage, bool checkpointing_on) const;
+    // The entry for a stage and checkpointing, or null where the plan has none (only_configured, below).
+    const Fit* fit(int zero_stage, bool checkpointing_on) const;
 };
 
 // Traces the recipe's step as `cfg` configures it on `target`, and its

@@ -4,8 +4,10 @@
 #
 #   memory: a GPT of 99.8M parameters (12 layers x 832 wide, byte vocabulary,
 #     context 64, batch 1 per rank, 2 steps) on 1, 2, 4 and 8 ranks, each
-#     stage; per rank: parameters, AdamW's state, the gradients averaged for
-#     the rank's update, and the peak resident memory.
+#     stage; per rank: parameters, AdamW's state, the gradients kept between
+#     steps (ZeRO-2: the rank's shard), their sum against DDP's, the peak of
+#     tensor memory (parameters, gradients and ZeRO-2's buckets, AdamW's
+#     state, activations) and of resident memory.
 #   speed: the default 0.84M-parameter GPT (batch 16 x 128 per rank) on 2 and
 #     4 ranks, DDP, ZeRO-1 and ZeRO-2 alternating within each round; median
 #     tokens/s over the rounds, as ratios to DDP.
@@ -43,9 +45,9 @@ if [[ $what == memory || $what == all ]]; then
     python3 - "$out" <<'PY'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
-# Rank 0 also writes model.ckpt at the end (pretrain's finish): the other ranks' peak is the step's.
-print("| ranks | stage | parameters MB | AdamW state MB | averaged gradients MB | peak RSS MB, rank 0 | peak RSS MB, other ranks (max) | state vs DDP | other ranks' peak vs DDP |")
-print("|---|---|---|---|---|---|---|---|---|")
+# Rank 0 also writes model.ckpt at the end (pretrain's finish): the other ranks' resident peak is the step's.
+print("| ranks | stage | parameters MB | AdamW state MB | gradients kept MB | state + gradients vs DDP | peak tensor MB | peak RSS MB, rank 0 | peak RSS MB, other ranks (max) | tensor peak vs DDP |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for ranks in (1, 2, 4, 8):
     ddp = json.loads((out / f"mem-{ranks}-0.json").read_text())
     for zero in (0, 1, 2):
@@ -55,12 +57,13 @@ for ranks in (1, 2, 4, 8):
         d = json.loads(f.read_text())
         params_mb = d["trainable_parameters"] * 4 / 2**20
         state, grads = max(d["optimizer_state_mb"]), max(d["averaged_gradients_mb"])
-        peaks, ddp_peaks = d["peak_rss_mb"], ddp["peak_rss_mb"]
-        others = max(peaks[1:]) if len(peaks) > 1 else float("nan")
-        ddp_others = max(ddp_peaks[1:]) if len(ddp_peaks) > 1 else float("nan")
+        ddp_kept = max(ddp["optimizer_state_mb"]) + max(ddp["averaged_gradients_mb"])
+        tensors = max(d["peak_memory_mb"])
+        peaks = d["peak_rss_mb"]
+        others = f"{max(peaks[1:]):.0f}" if len(peaks) > 1 else "-"
         name = "DDP" if zero == 0 else f"ZeRO-{zero}"
-        print(f"| {ranks} | {name} | {params_mb:.0f} | {state:.0f} | {grads:.0f} | {peaks[0]:.0f} | {others:.0f} | "
-              f"{state / max(ddp['optimizer_state_mb']):.3f} | {others / ddp_others:.2f} |")
+        print(f"| {ranks} | {name} | {params_mb:.0f} | {state:.0f} | {grads:.0f} | {(state + grads) / ddp_kept:.3f} | "
+              f"{tensors:.0f} | {peaks[0]:.0f} | {others} | {tensors / max(ddp['peak_memory_mb']):.2f} |")
 PY
 fi
 

@@ -219,6 +219,19 @@ Node* Tape::record(const char* op, BackwardFn backward, std::initializer_list<co
     return &n;
 }
 
+namespace {
+// Who listens to this leaf's gradient: its parameter set's hooks (DDP's), if any.
+GradHooks* hooks_of(const Leaf* l) { return l->set ? l->set->grad_hooks() : nullptr; }
+
+// The leaf's gradient, bound at its first write to what its set's listener
+// provides where the set keeps none (ZeRO-2's buckets); undefined: make one.
+Tensor& leaf_grad(Leaf* l) {
+    if (!l->grad.defined())
+        if (GradHooks* hooks = hooks_of(l)) l->grad = hooks->grad_storage(l->entry);
+    return l->grad;
+}
+}  // namespace
+
 Tensor& Tape::slot(const Edge& edge, bool*& owned) {
     Node& producer = nodes_[static_cast<std::size_t>(edge.node)];
     owned = &producer.grad_owned[static_cast<std::size_t>(edge.output)];
@@ -231,7 +244,7 @@ void Tape::accumulate(const Edge& edge, const Tensor& given, bool shared) {
     const Tensor g = strided ? given.contiguous() : given;
     shared = shared && !strided;
     if (edge.leaf) {
-        Tensor& lg = edge.leaf->grad;
+        Tensor& lg = leaf_grad(edge.leaf.get());
         if (!lg.defined()) {
             lg = shared ? g.clone() : g;
         } else {
@@ -266,15 +279,10 @@ const Tensor& Tape::one_like(const Tensor& root) {
     return ones_.back();
 }
 
-namespace {
-// Who listens to this leaf's gradient: its parameter set's hooks (DDP's), if any.
-GradHooks* hooks_of(const Leaf* l) { return l->set ? l->set->grad_hooks() : nullptr; }
-}  // namespace
-
 void Tape::mark_leaves_final(std::int32_t node, std::int64_t& cursor) {
     for (; cursor >= 0 && leaves_[static_cast<std::size_t>(cursor)]->first_use >= node; --cursor) {
         Leaf* l = leaves_[static_cast<std::size_t>(cursor)];
-        if (GradHooks* hooks = hooks_of(l)) hooks->grad_final(l->entry);
+        if (GradHooks* hooks = hooks_of(l)) hooks->grad_final(l->entry, l->grad);
     }
 }
 
@@ -308,6 +316,9 @@ void Tape::backward(const Tensor& root, const Tensor* gradient) {
     }
     InferenceMode no_recording;  // backward functions call kernels, never ops; views of gradients record nothing
 
+    // A parameter's gradient is where its set keeps it now (nowhere yet while the set is sharded: leaf_grad).
+    for (Leaf* l : leaves_)
+        if (l->set) l->grad = l->set->grad_tensor(l->entry);
     // Sets with listeners (DDP's) hear which of their gradients this graph computes.
     sets_.clear();
     for (Leaf* l : leaves_)
@@ -364,7 +375,7 @@ Tensor Backward::write_grad(int k) {
             *owned = true;
             return s;
         }
-    } else if (e.leaf && !e.leaf->grad.defined()) {
+    } else if (e.leaf && !leaf_grad(e.leaf.get()).defined()) {
         e.leaf->grad = Tensor::empty(e.shape, e.dtype, e.device);
         return e.leaf->grad;
     }
@@ -377,7 +388,7 @@ Tensor Backward::add_grad(int k) {
     const Edge& e = node_.in[static_cast<std::size_t>(k)];
     if (e.stale) freed(node_.op);
     if (e.leaf) {
-        if (!e.leaf->grad.defined()) e.leaf->grad = Tensor::zeros(e.shape, e.dtype, e.device);
+        if (!leaf_grad(e.leaf.get()).defined()) e.leaf->grad = Tensor::zeros(e.shape, e.dtype, e.device);
         return e.leaf->grad;
     }
     bool* owned = nullptr;

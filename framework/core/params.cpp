@@ -16,7 +16,10 @@ int ParamSet::add(std::string name, Shape shape, bool decay) {
 void ParamSet::allocate(DType dtype, bool with_grads) {
     LEVERS_CHECK(dtype == DType::f32 || dtype == DType::f64, "parameters are f32 or f64, not {}", name_of(dtype));
     params_ = Tensor::persistent({size_}, dtype);
-    grads_ = with_grads ? Tensor::persistent({size_}, dtype) : Tensor();
+    grads_ = Tensor();
+    with_grads_ = with_grads;
+    grad_dtype_ = dtype;
+    grad_shard_ = {};
     ++version_;
 }
 
@@ -30,12 +33,14 @@ void ParamSet::to_device(Device device, DType grad_dtype) {
         moved.copy_from(params_);
         params_ = moved;
     }
-    // Gradients already where and as asked are zeroed in place: a second buffer would double their memory
-    // while the model's views still hold the first (a model placed on the CPU it was built on).
-    if (grads_.defined() && (grads_.device() != device || grads_.dtype() != grad_dtype))
-        grads_ = Tensor::persistent({size_}, grad_dtype, device);
-    else if (grads_.defined())
+    // Gradients already where and as asked are zeroed in place; others are made there at their first use.
+    if (grads_.defined() && grads_.device() == device && grads_.dtype() == grad_dtype && !sharded_grads()) {
         grads_.zero();
+    } else {
+        grads_ = Tensor();
+        grad_shard_ = {};
+    }
+    if (with_grads_) grad_dtype_ = grad_dtype;
     ++version_;
 }
 
@@ -47,7 +52,9 @@ void ParamSet::convert(DType dtype) {
     Tensor converted = Tensor::persistent({size_}, dtype);
     converted.copy_from(params_.to(Device::cpu(), dtype));
     params_ = converted;
-    if (grads_.defined()) grads_ = Tensor::persistent({size_}, dtype);
+    grads_ = Tensor();  // made in the new dtype at first use
+    grad_shard_ = {};
+    grad_dtype_ = dtype;
     ++version_;
 }
 
@@ -56,10 +63,41 @@ Tensor ParamSet::param_tensor(int id) const {
     return params_.slice(e.offset, e.offset + e.shape.numel()).view(e.shape);
 }
 
+const Tensor& ParamSet::grads() const {
+    if (with_grads_ && !grads_.defined() && params_.defined())
+        grads_ = Tensor::persistent({sharded_grads() ? grad_shard_.size() : size_}, grad_dtype_, params_.device());
+    return grads_;
+}
+
 Tensor ParamSet::grad_tensor(int id) const {
     const Entry& e = entry(id);
-    LEVERS_CHECK(grads_.defined(), "parameter '{}' has no gradient (a frozen set)", e.name);
-    return grads_.slice(e.offset, e.offset + e.shape.numel()).view(e.shape);
+    LEVERS_CHECK(with_grads_, "parameter '{}' has no gradient (a frozen set)", e.name);
+    if (sharded_grads()) return {};
+    return grads().slice(e.offset, e.offset + e.shape.numel()).view(e.shape);
+}
+
+Tensor ParamSet::grad_slice(std::int64_t begin, std::int64_t end) const {
+    if (!sharded_grads()) return grads().slice(begin, end);
+    std::int64_t at = 0;  // where the range's elements start in the compact buffer
+    for (const auto& [b, e] : grad_shard_.ranges) {
+        if (b <= begin && end <= e) return grads().slice(at + (begin - b), at + (end - b));
+        at += e - b;
+    }
+    LEVERS_FAIL("gradients [{}, {}) are not in this rank's shard", begin, end);
+}
+
+void ParamSet::shard_grads(const FlatShard& shard) {
+    LEVERS_CHECK(with_grads_, "shard_grads() on a set without gradients");
+    LEVERS_CHECK(!shard.ranges.empty() && shard.ranges.back().second <= size_, "a shard of {} elements outside {}",
+                 shard.size(), size_);
+    grads_ = Tensor();  // the whole buffer goes; the shard's is made at first use
+    grad_shard_ = shard;
+}
+
+void ParamSet::unshard_grads() {
+    if (!sharded_grads()) return;
+    grads_ = Tensor();
+    grad_shard_ = {};
 }
 
 int ParamSet::find(const std::string& name) const {

@@ -1,12 +1,14 @@
 // A model's parameters and their gradients, each in one flat contiguous buffer.
 //
 // Parameters are declared with add(), then allocate(); every parameter is a
-// view into the flat buffer, so the data-parallel layer reduces slices of
+// view into the flat buffer (the gradients' buffer is made, zeroed, at its
+// first use: a set whose gradients ZeRO-2 shards never holds the whole), so the data-parallel layer reduces slices of
 // grads() in place and the optimizer sweeps one array. Entries are laid out
 // in the order declared: models declare them in forward order, so backward
 // finishes the end of the buffer first.
 #pragma once
 
+#include "framework/core/flat_shard.hpp"
 #include "framework/core/tensor.hpp"
 
 #include <cstdint>
@@ -22,14 +24,18 @@ namespace levers {
 // backward_begins(); will_compute(entry) for each entry whose gradient this
 // pass computes; planned() (every other entry's gradient is final already);
 // then grad_final(entry) for each of those once backward has passed the last
-// node that adds to it.
+// node that adds to it, given the entry's gradient (the listener may take it).
+// Where the set keeps no gradient for an entry (sharded_grads()), the engine
+// asks grad_storage(entry) at its first write: zeroed memory the listener
+// provides (a bucket's), or an undefined tensor for the engine to make its own.
 class GradHooks {
 public:
     virtual ~GradHooks() = default;
     virtual void backward_begins() = 0;
     virtual void will_compute(int entry) = 0;
     virtual void planned() = 0;
-    virtual void grad_final(int entry) = 0;
+    virtual void grad_final(int entry, Tensor& grad) = 0;
+    virtual Tensor grad_storage(int /*entry*/) { return {}; }
 };
 
 class ParamSet {
@@ -46,7 +52,7 @@ public:
     // Creates the zeroed flat buffers, parameters and (unless `with_grads` is
     // false: frozen parameters) gradients in `dtype` (f32 or f64).
     void allocate(DType dtype = DType::f32, bool with_grads = true);
-    bool has_grads() const { return grads_.defined(); }
+    bool has_grads() const { return with_grads_; }
     // Moves the parameters to `device` and makes zeroed gradients there (if
     // the set has gradients) in `grad_dtype`: the parameters' dtype, or bf16
     // on a card (for a model computing in bf16; the parameters stay the
@@ -57,22 +63,38 @@ public:
     void convert(DType dtype);
     Device device() const { return params_.device(); }
     DType dtype() const { return params_.dtype(); }
-    DType grad_dtype() const { return grads_.dtype(); }
+    DType grad_dtype() const { return grad_dtype_; }
     bool allocated() const { return params_.defined(); }
 
-    // Views of one entry.
+    // Views of one entry. grad_tensor is undefined while the gradients are sharded.
     Tensor param_tensor(int id) const;
     Tensor grad_tensor(int id) const;
     // The host pointer to an entry's parameters (f32 or f64 on the CPU).
     template <class T> T* param(int id) const { return params_.data<T>() + entry(id).offset; }
 
     const Tensor& params() const { return params_; }  // flat [size()]
-    const Tensor& grads() const { return grads_; }    // flat [size()]
+    // Flat [size()] (made zeroed here at first use); while sharded, the
+    // shard's elements only, compactly. Undefined for a set without gradients.
+    const Tensor& grads() const;
+    // The gradients of elements [begin, end) of the flat buffer: a slice of
+    // grads(); while sharded, [begin, end) must lie in one of the shard's ranges.
+    Tensor grad_slice(std::int64_t begin, std::int64_t end) const;
+
+    // ZeRO-2 (dist/data_parallel.hpp): the set keeps gradients for `shard`
+    // only (zeroed; the whole buffer goes), and a backward pass's gradients
+    // live where the set's listener puts them. unshard_grads() keeps the
+    // whole zeroed buffer again; to_device() and convert() do too.
+    void shard_grads(const FlatShard& shard);
+    void unshard_grads();
+    // The shard kept, or null when the gradients are whole.
+    const FlatShard* sharded_grads() const { return grad_shard_.ranges.empty() ? nullptr : &grad_shard_; }
     const std::vector<Entry>& entries() const { return entries_; }
     const Entry& entry(int id) const { return entries_[static_cast<std::size_t>(id)]; }
     int find(const std::string& name) const;  // -1 if absent
     std::int64_t size() const { return size_; }
-    void zero_grad() { grads_.zero(); }  // (no-op without gradients)
+    void zero_grad() {  // (no-op without gradients, or before they are made)
+        if (grads_.defined()) grads_.zero();
+    }
     // Bumped by whoever changes the parameters (the optimizer, loading): a
     // compute copy in another dtype knows when to refresh.
     std::uint64_t version() const { return version_; }
@@ -86,7 +108,11 @@ public:
 private:
     std::vector<Entry> entries_;
     std::int64_t size_ = 0;
-    Tensor params_, grads_;
+    Tensor params_;
+    mutable Tensor grads_;  // made by grads() at first use
+    bool with_grads_ = false;
+    DType grad_dtype_ = DType::f32;
+    FlatShard grad_shard_;  // empty: the gradients are whole
     std::uint64_t version_ = 0;
     GradHooks* hooks_ = nullptr;
 };

@@ -22,10 +22,9 @@ Backend* group_for(const ParamSet& params) {
 ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero)
     : params_(params), zero_(zero), shard_(FlatShard::whole(params.size())) {
     check_zero_stage(zero);
-    if (!backend()) {  // a world of one: nothing to shard
-        zero_ = 0;
-        return;
-    }
+    if (!backend()) zero_ = 0;  // a world of one: nothing to shard
+    if (zero_ != 2) params.unshard_grads();  // a set an earlier ZeRO-2 loop left sharded
+    if (!backend()) return;
     const bool on_card = !params.device().is_cpu();
     Backend* group = group_for(params);
     group->broadcast(params.params().raw(), params.params().bytes(), 0);
@@ -36,10 +35,16 @@ ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero)
         bucket_elems_ = shard_bucket_elems(bucket_elems_, group->world_size());
         shard_ = bucket_shard(params.size(), bucket_elems_, group->world_size(), group->rank());
     }
-    const auto averaging = zero_ == 2 ? GradientSync::Averaging::chunks : GradientSync::Averaging::everywhere;
-    sync_ = std::make_unique<GradientSync>(*group, params.grads().raw(), params.grad_dtype(), params.size(),
-                                           bucket_elems_, on_card ? compute_stream() : nullptr, averaging);
-    frontier_ = std::make_unique<FinalFrontier>(params, [this](std::int64_t from) { sync_->ready_from(from); });
+    void* stream = on_card ? compute_stream() : nullptr;
+    if (zero_ == 2) {
+        params.shard_grads(shard_);  // the whole gradient buffer goes: buckets hold a backward's gradients
+        sync_ = std::make_unique<GradientSync>(*group, params, bucket_elems_, stream);
+    } else {
+        sync_ = std::make_unique<GradientSync>(*group, params.grads().raw(), params.grad_dtype(), params.size(),
+                                               bucket_elems_, stream);
+    }
+    frontier_ = std::make_unique<FinalFrontier>(params, [this](std::int64_t from) { sync_->ready_from(from); },
+                                                zero_ == 2 ? sync_.get() : nullptr);
 }
 
 ParamSync::~ParamSync() { disarm(); }

@@ -38,14 +38,17 @@ public:
 
     // Collective: every rank starts from rank 0's parameters. `zero`: 0 (DDP:
     // every rank averages and updates everything), 1 (each rank updates its
-    // shard of the averaged gradients), 2 (each bucket is reduce-scattered:
-    // a rank's averaged gradients are its shard's only).
+    // shard of the averaged gradients), 2 (the set keeps its shard of the
+    // gradients only, ParamSet::shard_grads: each bucket is reduce-scattered
+    // into it as backward finishes it, on every micro-batch).
     explicit ParamSync(ParamSet& params, std::int64_t bucket_bytes = kDefaultBucketBytes, int zero = 0);
     ~ParamSync();
 
     // Before the backward pass whose gradients are to be averaged (a step's
-    // last micro-batch): buckets start as backward finishes them.
+    // last micro-batch; every micro-batch under ZeRO-2, whose gradients have
+    // nowhere else to go): buckets start as backward finishes them.
     void arm();
+    bool averages_every_micro_batch() const { return zero_ == 2; }
     // After that backward: returns when every bucket is averaged.
     void finish();
     // The bucket machinery, or null in a world of one (for its timings).

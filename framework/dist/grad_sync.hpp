@@ -10,6 +10,15 @@
 // Every rank reports the same offsets in the same order, so the collectives
 // match. The offsets come from the autograd engine through FinalFrontier, the
 // listener data parallelism sets on the model's ParamSet.
+//
+// Under ZeRO-2 the set keeps only this rank's shard of the gradients
+// (ParamSet::shard_grads) and no whole buffer exists: each bucket's gradients
+// live in memory of its own from backward's first write into it (parameters
+// wholly inside a bucket accumulate straight into it; one that straddles two
+// is copied in when final) until its reduce-scatter is done and this rank's
+// chunk has been added into the shard. At most kInFlight buckets wait for
+// their collective at once, so the gradients a rank holds during backward are
+// its shard and a few buckets, not the whole (DeepSpeed's stage 2).
 #pragma once
 
 #include "framework/core/params.hpp"
@@ -18,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -28,18 +38,24 @@ namespace levers::dist {
 // frontier: `ready(offset)` each time every gradient from `offset` to the end
 // of the flat buffer has become final in this backward pass. Parameters the
 // pass does not use are final from its start.
+class GradientSync;
+
 class FinalFrontier final : public GradHooks {
 public:
-    FinalFrontier(const ParamSet& params, std::function<void(std::int64_t offset)> ready);
+    // `sharded`: the buckets that hold the gradients while the set keeps a shard (ZeRO-2), else null.
+    FinalFrontier(const ParamSet& params, std::function<void(std::int64_t offset)> ready,
+                  GradientSync* sharded = nullptr);
     void backward_begins() override;
     void will_compute(int entry) override;
     void planned() override;
-    void grad_final(int entry) override;
+    void grad_final(int entry, Tensor& grad) override;
+    Tensor grad_storage(int entry) override;
 
 private:
     void advance();
     const ParamSet& params_;
     std::function<void(std::int64_t)> ready_;
+    GradientSync* sharded_;
     std::vector<char> final_;   // per entry, during a backward pass
     std::size_t frontier_ = 0;  // entries [frontier_, n) are final and announced
 };
@@ -54,8 +70,23 @@ public:
     // stream backward's kernels run on (cards only).
     GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
                  void* card_stream = nullptr, Averaging averaging = Averaging::everywhere);
+    // ZeRO-2: `params` keep their shard of gradients only (ParamSet::shard_grads
+    // with bucket_shard's ranges for these buckets); each backward's gradients
+    // are averaged into it, adding to what earlier micro-batches left there.
+    GradientSync(Backend& group, ParamSet& params, std::int64_t bucket_elems, void* card_stream = nullptr);
     GradientSync(const GradientSync&) = delete;
     GradientSync& operator=(const GradientSync&) = delete;
+    ~GradientSync();
+
+    // Buckets waiting for their reduce-scatter at once, at most (ZeRO-2): one
+    // reduced while backward fills the next.
+    static constexpr std::size_t kInFlight = 1;
+    // ZeRO-2, for the autograd engine (GradHooks): where an entry's gradient
+    // accumulates (a view of its bucket, made zeroed on first use; undefined
+    // for an entry that straddles two buckets), and an entry's final gradient
+    // copied into its buckets where it is not in one already (`grad` is let go).
+    Tensor storage(int entry);
+    void take(int entry, Tensor& grad);
 
     // Gradients in [from, n) will not change again in this step. Called from
     // one thread (backward's).
@@ -72,10 +103,25 @@ public:
     double busy_waiting_seconds() const { return queue_->busy().waiting; }
 
 private:
+    // A bucket of the sharded gradients: [begin, end) of the flat buffer, this
+    // rank's chunk [lo, hi) of it, that chunk's place in the shard, and its
+    // memory while it has some.
+    struct Bucket {
+        std::int64_t begin = 0, end = 0, lo = 0, hi = 0, at = 0;
+        Tensor memory;
+        Work work;
+    };
     void queue_until(std::int64_t from);
     void* at(std::int64_t i) const { return grads_ + i * static_cast<std::int64_t>(size_of(dtype_)); }
+    std::size_t bucket_of(std::int64_t element) const;  // index into buckets_
+    Tensor& memory_of(Bucket& b);
+    void drain_oldest();  // waits for the oldest bucket in flight and adds its chunk into the shard
 
     std::unique_ptr<CollectiveQueue> queue_;
+    ParamSet* sharded_ = nullptr;  // ZeRO-2's set, else null
+    std::vector<Bucket> buckets_;   // ZeRO-2: in the order queued (from the end of the buffer)
+    std::size_t next_bucket_ = 0;   // ZeRO-2: buckets_[next_bucket_..] are not queued yet
+    std::deque<std::size_t> in_flight_;
     std::byte* grads_;
     DType dtype_;
     Averaging averaging_;

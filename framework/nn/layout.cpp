@@ -128,7 +128,7 @@ void Layout::bind() {
         leaf.requires_grad = p->trainable_;
         leaf.set = p->trainable_ ? &trainable : nullptr;
         leaf.entry = p->trainable_ ? id : -1;
-        leaf.grad = p->trainable_ ? trainable.grad_tensor(id) : Tensor();
+        leaf.grad = Tensor();  // bound by backward to where the set keeps it then (a view of the flat buffer)
         if (p->trainable_) p->compute_.set_leaf(p->leaf_);
     }
 }

@@ -3,6 +3,8 @@
 #include "framework/core/device_runtime.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/shape_trace.hpp"
+#include "framework/core/storage_pool.hpp"
+#include "framework/dist/grad_sync.hpp"
 #include "framework/dist/zero.hpp"
 #include "framework/recipe/framework_loop.hpp"
 #include "framework/recipe/recipe.hpp"
@@ -18,6 +20,8 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
+#include <tuple>
 #include <unistd.h>
 
 namespace levers {
@@ -54,26 +58,65 @@ private:
 // built (and at most while building), and at most during the step.
 struct Traced {
     std::size_t built = 0, build_peak = 0, step_peak = 0;
-    std::size_t weights = 0, gradients = 0;
-    std::size_t optimizer[3] = {};  // filled when asked
+    std::size_t weights = 0, gradients = 0;  // the whole flat gradient buffer, as the trace holds it
+    // Filled when asked: per stage, AdamW's state, and the largest shard of ZeRO-2's gradients with its buckets.
+    std::size_t optimizer[3] = {}, shard_gradients = 0, grad_buckets = 0;
 };
 
 Device target_device(const PlanTarget& t) { return t.device == Device::Kind::cpu ? Device::cpu() : Device::cuda(0); }
 
-// AdamW's persistent bytes for the largest shard any rank keeps at `zero`.
-std::size_t optimizer_bytes(ParamSet& params, MemoryLedger& ledger, int zero, int ranks, std::int64_t bucket_bytes) {
+// The gradient buckets' size in elements at `zero`, as dist::ParamSync cuts them.
+std::int64_t bucket_elems(const ParamSet& params, int zero, int ranks, std::int64_t bucket_bytes) {
+    const auto elem = static_cast<std::int64_t>(size_of(params.grad_dtype()));
+    const std::int64_t b = std::max<std::int64_t>(1, bucket_bytes / elem);
+    return zero > 0 && ranks > 1 ? dist::shard_bucket_elems(b, ranks) : b;
+}
+
+// The largest shard any rank keeps at `zero`.
+FlatShard largest_shard(const ParamSet& params, int zero, int ranks, std::int64_t bucket_bytes) {
     FlatShard shard = FlatShard::whole(params.size());
     if (zero > 0 && ranks > 1) {
-        const auto elem = static_cast<std::int64_t>(size_of(params.grad_dtype()));
-        const std::int64_t bucket = dist::shard_bucket_elems(std::max<std::int64_t>(1, bucket_bytes / elem), ranks);
+        const std::int64_t bucket = bucket_elems(params, zero, ranks, bucket_bytes);
         for (int r = 0; r < ranks; ++r) {
             FlatShard s = dist::bucket_shard(params.size(), bucket, ranks, r);
             if (r == 0 || s.size() > shard.size()) shard = s;
         }
     }
+    return shard;
+}
+
+// AdamW's persistent bytes for the largest shard any rank keeps at `zero`.
+std::size_t optimizer_bytes(ParamSet& params, MemoryLedger& ledger, int zero, int ranks, std::int64_t bucket_bytes) {
     const std::size_t before = ledger.held();
-    const train::AdamW opt(params, {}, shard);
+    const train::AdamW opt(params, {}, largest_shard(params, zero, ranks, bucket_bytes));
     return ledger.held() - before;
+}
+
+// What ZeRO-2's buckets hold at most during backward (GradientSync), each a
+// block of the pool: kInFlight buckets reducing, the one filling, and, while
+// a parameter that straddles two is copied in, the next one and that
+// parameter's own gradient. A freed block serves later requests of its size
+// class only, so each class of straddling gradients keeps one.
+std::size_t zero2_bucket_bytes(const ParamSet& params, int ranks, std::int64_t bucket_bytes) {
+    if (ranks < 2) return 0;
+    const std::int64_t bucket = bucket_elems(params, 2, ranks, bucket_bytes);
+    const std::size_t width = size_of(params.grad_dtype());
+    std::vector<std::size_t> sizes;
+    for (const auto& [b, e] : dist::gradient_buckets(params.size(), bucket))
+        sizes.push_back(StoragePool::rounded(static_cast<std::size_t>(e - b) * width));
+    std::sort(sizes.rbegin(), sizes.rend());
+    sizes.resize(std::min(sizes.size(), dist::GradientSync::kInFlight + 2));
+    std::size_t sum = 0;
+    for (std::size_t s : sizes) sum += s;
+    const auto bucket_of = [&](std::int64_t x) { return (params.size() - 1 - x) / bucket; };
+    std::set<std::size_t> straddling;  // size classes
+    for (const auto& e : params.entries()) {
+        const std::int64_t n = e.shape.numel();
+        if (n > 0 && bucket_of(e.offset) != bucket_of(e.offset + n - 1))
+            straddling.insert(StoragePool::rounded(static_cast<std::size_t>(n) * width));
+    }
+    for (std::size_t s : straddling) sum += s;
+    return sum;
 }
 
 Traced trace_step(const LoopSpec& spec, Config cfg, const PlanTarget& target, long micro, bool checkpointing,
@@ -95,12 +138,16 @@ Traced trace_step(const LoopSpec& spec, Config cfg, const PlanTarget& target, lo
         data = spec.make_data(cfg);
     }
     ParamSet& params = spec.params_of(model.get());
-    t.gradients = params.grads().defined() ? params.grads().bytes() : 0;
+    t.build_peak = held.peak();  // before the gradients' buffer, which a run makes at its first use (ZeRO-2: never)
+    t.gradients = params.has_grads() ? params.grads().bytes() : 0;
     t.built = held.held();
-    t.build_peak = held.peak();
-    if (with_optimizer)
+    if (with_optimizer && params.has_grads()) {
         for (int zero = 0; zero <= 2; ++zero)
             t.optimizer[zero] = optimizer_bytes(params, held, zero, target.ranks, bucket_bytes);
+        t.shard_gradients = static_cast<std::size_t>(largest_shard(params, 2, target.ranks, bucket_bytes).size()) *
+                            size_of(params.grad_dtype());
+        t.grad_buckets = zero2_bucket_bytes(params, target.ranks, bucket_bytes);
+    }
     held.reset_peak();
     {
         QuietStdout quiet;
@@ -205,10 +252,17 @@ MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Conf
     };
     const Traced& configured = at(plan.micro_batch, plan.checkpointing);
     plan.weights = configured.built - configured.gradients;  // the data's tensors too, where they are on the target
-    plan.gradients = configured.gradients;
+    plan.gradients[0] = plan.gradients[1] = configured.gradients;
+    plan.gradients[2] = target.ranks > 1 ? configured.shard_gradients : configured.gradients;
+    plan.grad_buckets = configured.grad_buckets;
     std::copy(std::begin(configured.optimizer), std::end(configured.optimizer), std::begin(plan.optimizer));
-    // A run's peak: the most of building it and of its step with the optimizer's state beside.
-    auto peak_of = [&](const Traced& t, int zero) { return std::max(t.build_peak, t.step_peak + plan.optimizer[zero]); };
+    // A run's peak: the most of building it (the whole gradient buffer is made with the model) and of its step with
+    // the optimizer's state beside; under ZeRO-2 the step holds the shard and the live buckets in the whole's place.
+    auto peak_of = [&](const Traced& t, int zero) {
+        std::size_t step = t.step_peak + plan.optimizer[zero];
+        if (zero == 2 && target.ranks > 1) step = step - t.gradients + plan.gradients[2] + plan.grad_buckets;
+        return std::max(t.build_peak, step);
+    };
     plan.peak = peak_of(configured, plan.zero);
     // A micro-batch the recipe refuses (its data has too few rows for it) counts as not fitting, and bounds the search.
     long data_limit = std::numeric_limits<long>::max();
@@ -234,13 +288,14 @@ MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Conf
 
     const long per_rank = plan.micro_batch * plan.grad_accum;
     const long limit = std::max<long>(65536, per_rank);
-    std::map<std::pair<bool, std::size_t>, long> largest;  // by checkpointing and optimizer bytes (stages may agree)
+    // By checkpointing, optimizer bytes and sharded gradients (stages may agree).
+    std::map<std::tuple<bool, std::size_t, bool>, long> largest;
     for (bool ckpt : {false, true}) {
         if (ckpt && !plan.can_checkpoint) continue;
         for (int zero = 0; zero <= 2; ++zero) {
             if (only_configured && (ckpt != plan.checkpointing || zero != plan.zero)) continue;
             MemoryPlan::Fit f{.zero = zero, .checkpointing = ckpt};
-            auto [it, fresh] = largest.try_emplace({ckpt, plan.optimizer[zero]}, 0);
+            auto [it, fresh] = largest.try_emplace({ckpt, plan.optimizer[zero], zero == 2}, 0);
             if (fresh) it->second = largest_fitting([&](long m) { return peak(m, ckpt, zero); }, plan.usable, limit);
             f.largest = it->second;
             f.capped = f.largest == limit ||
@@ -298,7 +353,9 @@ std::string plan_text(const MemoryPlan& p) {
         out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", what, memory_text(a), memory_text(b), memory_text(c));
     };
     row("weights", double(p.weights), double(p.weights), double(p.weights));
-    row("gradients", double(p.gradients), double(p.gradients), double(p.gradients));
+    row("gradients", double(p.gradients[0]), double(p.gradients[1]), double(p.gradients[2]));
+    if (p.grad_buckets > 0)
+        out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", "  + in backward", "-", "-", memory_text(double(p.grad_buckets)));
     row("optimizer state", double(p.optimizer[0]), double(p.optimizer[1]), double(p.optimizer[2]));
     for (int c = 0; c < (p.can_checkpoint ? 2 : 1); ++c)
         out += fmt::format("activations{}: {} per sample, {} fixed (the step's peak over what is held before it, "
@@ -341,7 +398,7 @@ std::string out_of_memory_advice(const MemoryPlan& p) {
         "The memory plan for this run ({} {} rank{} of {}): weights {}, gradients {}, optimizer state {}, "
         "activations {} per sample and {} fixed; its peak {} per rank against {} usable.", p.target.ranks,
         p.target.device == Device::Kind::cuda ? "cuda" : "cpu", p.target.ranks == 1 ? "" : "s",
-        memory_text(double(p.capacity)), memory_text(double(p.weights)), memory_text(double(p.gradients)),
+        memory_text(double(p.capacity)), memory_text(double(p.weights)), memory_text(double(p.gradients[p.zero])),
         memory_text(double(p.optimizer[p.zero])), memory_text(a.per_sample), memory_text(a.fixed),
         memory_text(double(p.peak)), memory_text(double(p.usable)));
     // The run's own settings first; another stage or checkpointing only where it fits a larger micro-batch.

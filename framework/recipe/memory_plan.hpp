@@ -37,11 +37,14 @@ struct MemoryPlan {
     std::string recipe, micro_batch_param;  // the recipe and its micro-batch parameter
     PlanTarget target;
     std::size_t capacity = 0, usable = 0;   // per rank; usable keeps a tenth in reserve (and a workspace on cards)
-    // Per rank. Weights: the parameters (master and compute copies, frozen
-    // ones) and the model's buffers. Gradients: the flat gradient buffer,
-    // whole at every stage (levers' ZeRO-2 averages and updates a shard of it).
-    std::size_t weights = 0, gradients = 0;
-    std::size_t optimizer[3] = {};  // AdamW's moments per rank: DDP, ZeRO-1, ZeRO-2
+    // Per rank, by stage (DDP, ZeRO-1, ZeRO-2). Weights: the parameters
+    // (master and compute copies, frozen ones) and the model's buffers.
+    // Gradients: the flat buffer (DDP, ZeRO-1) or the largest shard (ZeRO-2);
+    // `grad_buckets`: what ZeRO-2's buckets hold at most during backward (an
+    // estimate from the buckets' and parameters' sizes, not traced).
+    std::size_t weights = 0;
+    std::size_t gradients[3] = {}, grad_buckets = 0;
+    std::size_t optimizer[3] = {};  // AdamW's moments
     long micro_batch = 0, grad_accum = 1;   // as configured: samples per step and rank = their product
     bool checkpointing = false, can_checkpoint = false;
     int zero = 0;

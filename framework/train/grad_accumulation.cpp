@@ -13,11 +13,12 @@ StepGradients accumulate_gradients(ParamSet& params, dist::ParamSync& ddp, long 
     params.zero_grad();
     StepGradients out;
     for (long micro = 0; micro < grad_accum; ++micro) {
-        // Only the last micro-batch's backward starts the averaging; earlier ones just accumulate.
-        const bool last_micro = micro + 1 == grad_accum;
-        if (last_micro) ddp.arm();
+        // Only the last micro-batch's backward starts the averaging; earlier ones just accumulate (under ZeRO-2
+        // each is averaged into the rank's shard: there is no whole buffer to accumulate in).
+        const bool sync = micro + 1 == grad_accum || ddp.averages_every_micro_batch();
+        if (sync) ddp.arm();
         const MicroResult r = micro_step(step, micro);
-        if (last_micro) ddp.finish();  // every bucket averaged over ranks
+        if (sync) ddp.finish();  // every bucket averaged over ranks
         out.loss += r.loss / static_cast<double>(grad_accum);
         out.items += r.items * dist::world_size();
     }

@@ -1,7 +1,8 @@
 // One optimizer step's gradients: the micro-batches' gradients accumulate in
 // params.grads(), the last micro-batch's backward averages them over ranks in
-// buckets (dist::ParamSync) as it finishes them, and the sum is divided by the
-// number of micro-batches. A recipe that owns its loop can use it as the
+// buckets (dist::ParamSync) as it finishes them (under ZeRO-2 every
+// micro-batch's, into the rank's shard), and the sum is divided by the number
+// of micro-batches. A recipe that owns its loop can use it as the
 // training loop does.
 #pragma once
 

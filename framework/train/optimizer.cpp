@@ -33,7 +33,7 @@ void AdamW::step(double lr) {
     for (std::size_t i = 0; i < shard_.ranges.size(); ++i) {
         const auto [b, e] = shard_.ranges[i];
         ops::adamw_update(params_.params().slice(b, e), m_.slice(at, at + (e - b)), v_.slice(at, at + (e - b)),
-                          params_.grads().slice(b, e), chunks_[i], h, step_);
+                          params_.grad_slice(b, e), chunks_[i], h, step_);
         at += e - b;
     }
     params_.changed();

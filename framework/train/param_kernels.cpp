@@ -17,14 +17,14 @@ double clip_grad_norm(ParamSet& params, const FlatShard& shard, double max_norm)
     if (shard.covers(params.size())) return clip_grad_norm(params, max_norm);
     std::vector<double> sum_sq{0.0};
     for (const auto& [b, e] : shard.ranges) {
-        const double part = ops::clip_grad_norm(params.grads().slice(b, e), 0);  // the norm only
+        const double part = ops::clip_grad_norm(params.grad_slice(b, e), 0);  // the norm only
         sum_sq[0] += part * part;
     }
     dist::all_reduce_sum(sum_sq);
     const double norm = std::sqrt(sum_sq[0]);
     if (max_norm > 0 && norm > max_norm) {
         const double s = max_norm / (norm + 1e-6);  // the whole buffer's factor (kernels/cpu/grad_clip.cpp)
-        for (const auto& [b, e] : shard.ranges) ops::scale_(params.grads().slice(b, e), s);
+        for (const auto& [b, e] : shard.ranges) ops::scale_(params.grad_slice(b, e), s);
     }
     return norm;
 }

@@ -115,7 +115,9 @@ TEST_CASE("autograd: a parameter set's listener hears the plan, then each gradie
         void backward_begins() override { calls.push_back("begins"); }
         void will_compute(int entry) override { calls.push_back(fmt::format("computes {}", entry)); }
         void planned() override { calls.push_back("planned"); }
-        void grad_final(int entry) override { calls.push_back(fmt::format("final {}", entry)); }
+        void grad_final(int entry, Tensor& grad) override {
+            calls.push_back(fmt::format("final {}{}", entry, grad.defined() ? "" : " without its gradient"));
+        }
     } heard;
     params.set_grad_hooks(&heard);
     const Tensor x = Tensor::from(std::vector<float>(8, 0.5f), {2, 4});

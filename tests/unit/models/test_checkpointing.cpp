@@ -46,7 +46,10 @@ struct Recorder final : GradHooks {
     void backward_begins() override { computed.assign(params.entries().size(), 0); }
     void will_compute(int e) override { computed[static_cast<std::size_t>(e)] = 1; }
     void planned() override {}
-    void grad_final(int e) override { at_final.emplace_back(e, params.grad_tensor(e).clone()); }
+    void grad_final(int e, Tensor& grad) override {
+        CHECK(grad.raw() == params.grad_tensor(e).raw());  // the engine hands over the entry's gradient itself
+        at_final.emplace_back(e, grad.clone());
+    }
     ParamSet& params;
     std::vector<char> computed;
     std::vector<std::pair<int, Tensor>> at_final;

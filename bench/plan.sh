@@ -8,11 +8,13 @@
 #   gpt-ckpt:   the same with activation checkpointing, batch 32
 #   gpt2:       GPT-2 small's blocks (12 x 768, 12 heads, context 256), batch 4
 #   gpt-zero1:  the default GPT on 2 ranks under ZeRO-1, batch 16 per rank
+#   gpt2-zero2: GPT-2 small's blocks on 4 ranks under ZeRO-2 (gradients
+#               sharded: the buckets backward fills are traced), batch 2
 #   llama:      pretrain_llama (Llama 3's tokenizer: a 128K vocabulary), batch 4
 #   llama-ckpt: the same with checkpointing, batch 16
 #
 # and, where this build has the emulated card (tests/emulated), pretrain's
-# small GPT on it in f32 and bf16. The corpus is 200 KB of one book, so the
+# small GPT on it in f32, bf16, and on two cards under ZeRO-2. The corpus is 200 KB of one book, so the
 # recipes' final evaluation over the validation split stays short.
 #
 #   bash bench/plan.sh
@@ -48,6 +50,8 @@ PY
     measure gpt2 "$build/recipe" pretrain 1 --set n_layer=12 --set n_embd=768 --set n_head=12 --set block_size=256 \
         --set batch_size=4
     measure gpt-zero1 "$build/recipe" pretrain 2 --set batch_size=16 --set zero=1
+    measure gpt2-zero2 "$build/recipe" pretrain 4 --set n_layer=12 --set n_embd=768 --set n_head=12 \
+        --set block_size=256 --set batch_size=2 --set zero=2
     measure llama "$build/recipe" pretrain_llama 1 --set batch_size=4
     measure llama-ckpt "$build/recipe" pretrain_llama 1 --set batch_size=16 --set checkpointing=true
     emulated=$build/tests/emulated/liblevers_cuda_emulated.so
@@ -56,6 +60,8 @@ PY
         card=(--device cuda --set n_layer=1 --set n_embd=64 --set n_head=1 --set block_size=32 --set batch_size=8)
         measure card-f32 "$build/tests/emulated/recipe_emulated" pretrain 1 "${card[@]}"
         measure card-bf16 "$build/tests/emulated/recipe_emulated" pretrain 1 "${card[@]}" --precision bf16
+        LEVERS_EMULATED_CARDS=2 measure card-zero2 "$build/tests/emulated/recipe_emulated" pretrain 2 "${card[@]}" \
+            --set zero=2 --set bucket_mb=0.05
     fi
 } >"$out/rows.jsonl"
 python3 - "$out/rows.jsonl" <<'PY'

@@ -19,14 +19,15 @@ Backend* group_for(const ParamSet& params) {
 }
 }  // namespace
 
-ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero)
+ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero, Backend* group)
     : params_(params), zero_(zero), shard_(FlatShard::whole(params.size())) {
     check_zero_stage(zero);
-    if (!backend()) zero_ = 0;  // a world of one: nothing to shard
+    const bool alone = !group && !backend();
+    if (alone) zero_ = 0;  // a world of one: nothing to shard
     if (zero_ != 2) params.unshard_grads();  // a set an earlier ZeRO-2 loop left sharded
-    if (!backend()) return;
-    const bool on_card = !params.device().is_cpu();
-    Backend* group = group_for(params);
+    if (alone) return;
+    group_ = group ? group : group_for(params);
+    group = group_;
     group->broadcast(params.params().raw(), params.params().bytes(), 0);
     params.changed();
     const auto elem = static_cast<std::int64_t>(size_of(params.grad_dtype()));
@@ -35,7 +36,7 @@ ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero)
         bucket_elems_ = shard_bucket_elems(bucket_elems_, group->world_size());
         shard_ = bucket_shard(params.size(), bucket_elems_, group->world_size(), group->rank());
     }
-    void* stream = on_card ? compute_stream() : nullptr;
+    void* stream = group->queues_on_card() ? compute_stream() : nullptr;
     if (zero_ == 2) {
         params.shard_grads(shard_);  // the whole gradient buffer goes: buckets hold a backward's gradients
         sync_ = std::make_unique<GradientSync>(*group, params, bucket_elems_, stream);
@@ -64,7 +65,7 @@ void ParamSync::finish() {
 
 void ParamSync::gather_params() {
     if (zero_ == 0) return;
-    gather_buckets(*group_for(params_), params_.params(), bucket_elems_);
+    gather_buckets(*group_, params_.params(), bucket_elems_);
     params_.changed();
 }
 

@@ -41,7 +41,9 @@ public:
     // shard of the averaged gradients), 2 (the set keeps its shard of the
     // gradients only, ParamSet::shard_grads: each bucket is reduce-scattered
     // into it as backward finishes it, on every micro-batch).
-    explicit ParamSync(ParamSet& params, std::int64_t bucket_bytes = kDefaultBucketBytes, int zero = 0);
+    // `group`: the one to average over, where not the job's (the memory plan's traced group).
+    explicit ParamSync(ParamSet& params, std::int64_t bucket_bytes = kDefaultBucketBytes, int zero = 0,
+                       Backend* group = nullptr);
     ~ParamSync();
 
     // Before the backward pass whose gradients are to be averaged (a step's
@@ -65,6 +67,7 @@ public:
 private:
     void disarm();
     ParamSet& params_;
+    Backend* group_ = nullptr;  // null in a world of one
     int zero_ = 0;
     std::int64_t bucket_elems_ = 0;
     FlatShard shard_;

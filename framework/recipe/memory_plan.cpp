@@ -3,8 +3,8 @@
 #include "framework/core/device_runtime.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/shape_trace.hpp"
-#include "framework/core/storage_pool.hpp"
-#include "framework/dist/grad_sync.hpp"
+#include "framework/dist/data_parallel.hpp"
+#include "framework/dist/traced_group.hpp"
 #include "framework/dist/zero.hpp"
 #include "framework/recipe/framework_loop.hpp"
 #include "framework/recipe/recipe.hpp"
@@ -20,7 +20,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <set>
 #include <tuple>
 #include <unistd.h>
 
@@ -58,9 +57,9 @@ private:
 // built (and at most while building), and at most during the step.
 struct Traced {
     std::size_t built = 0, build_peak = 0, step_peak = 0;
-    std::size_t weights = 0, gradients = 0;  // the whole flat gradient buffer, as the trace holds it
-    // Filled when asked: per stage, AdamW's state, and the largest shard of ZeRO-2's gradients with its buckets.
-    std::size_t optimizer[3] = {}, shard_gradients = 0, grad_buckets = 0;
+    std::size_t weights = 0, gradients = 0;  // the whole flat gradient buffer (not made under ZeRO-2)
+    // Filled when asked: per stage, AdamW's state, and the largest shard of ZeRO-2's gradients.
+    std::size_t optimizer[3] = {}, shard_gradients = 0;
 };
 
 Device target_device(const PlanTarget& t) { return t.device == Device::Kind::cpu ? Device::cpu() : Device::cuda(0); }
@@ -92,35 +91,25 @@ std::size_t optimizer_bytes(ParamSet& params, MemoryLedger& ledger, int zero, in
     return ledger.held() - before;
 }
 
-// What ZeRO-2's buckets hold at most during backward (GradientSync), each a
-// block of the pool: kInFlight buckets reducing, the one filling, and, while
-// a parameter that straddles two is copied in, the next one and that
-// parameter's own gradient. A freed block serves later requests of its size
-// class only, so each class of straddling gradients keeps one.
-std::size_t zero2_bucket_bytes(const ParamSet& params, int ranks, std::int64_t bucket_bytes) {
-    if (ranks < 2) return 0;
+// The rank whose ZeRO shard is the largest.
+int largest_shard_rank(const ParamSet& params, int ranks, std::int64_t bucket_bytes) {
     const std::int64_t bucket = bucket_elems(params, 2, ranks, bucket_bytes);
-    const std::size_t width = size_of(params.grad_dtype());
-    std::vector<std::size_t> sizes;
-    for (const auto& [b, e] : dist::gradient_buckets(params.size(), bucket))
-        sizes.push_back(StoragePool::rounded(static_cast<std::size_t>(e - b) * width));
-    std::sort(sizes.rbegin(), sizes.rend());
-    sizes.resize(std::min(sizes.size(), dist::GradientSync::kInFlight + 2));
-    std::size_t sum = 0;
-    for (std::size_t s : sizes) sum += s;
-    const auto bucket_of = [&](std::int64_t x) { return (params.size() - 1 - x) / bucket; };
-    std::set<std::size_t> straddling;  // size classes
-    for (const auto& e : params.entries()) {
-        const std::int64_t n = e.shape.numel();
-        if (n > 0 && bucket_of(e.offset) != bucket_of(e.offset + n - 1))
-            straddling.insert(StoragePool::rounded(static_cast<std::size_t>(n) * width));
-    }
-    for (std::size_t s : straddling) sum += s;
-    return sum;
+    int best = 0;
+    std::int64_t most = -1;
+    for (int r = 0; r < ranks; ++r)
+        if (const std::int64_t n = dist::bucket_shard(params.size(), bucket, ranks, r).size(); n > most) {
+            most = n;
+            best = r;
+        }
+    return best;
 }
 
+// One traced step. `zero2` (with more than one rank): the step runs under
+// ZeRO-2's own gradient machinery (dist::ParamSync) over a group that
+// carries nothing, as the rank with the largest shard, so its shard and
+// the buckets backward fills and frees are traced as the run makes them.
 Traced trace_step(const LoopSpec& spec, Config cfg, const PlanTarget& target, long micro, bool checkpointing,
-                  bool with_optimizer, std::int64_t bucket_bytes) {
+                  bool zero2, bool with_optimizer, std::int64_t bucket_bytes) {
     cfg.set(spec.micro_batch, std::to_string(micro));
     if (!spec.checkpointing.empty()) cfg.set(spec.checkpointing, checkpointing ? "true" : "false");
     const Device device = target_device(target);
@@ -139,19 +128,29 @@ Traced trace_step(const LoopSpec& spec, Config cfg, const PlanTarget& target, lo
     }
     ParamSet& params = spec.params_of(model.get());
     t.build_peak = held.peak();  // before the gradients' buffer, which a run makes at its first use (ZeRO-2: never)
-    t.gradients = params.has_grads() ? params.grads().bytes() : 0;
+    const std::size_t width = size_of(params.grad_dtype());
+    t.gradients = params.has_grads() ? static_cast<std::size_t>(params.size()) * width : 0;
+    zero2 = zero2 && target.ranks > 1 && params.has_grads();
+    if (!zero2 && params.has_grads()) params.grads();  // made, as a run's first backward makes them
     t.built = held.held();
     if (with_optimizer && params.has_grads()) {
         for (int zero = 0; zero <= 2; ++zero)
             t.optimizer[zero] = optimizer_bytes(params, held, zero, target.ranks, bucket_bytes);
         t.shard_gradients = static_cast<std::size_t>(largest_shard(params, 2, target.ranks, bucket_bytes).size()) *
-                            size_of(params.grad_dtype());
-        t.grad_buckets = zero2_bucket_bytes(params, target.ranks, bucket_bytes);
+                            width;
     }
     held.reset_peak();
     {
         QuietStdout quiet;
-        spec.step(model.get(), data.get(), StepInfo{});
+        if (zero2) {
+            dist::TracedGroup group(largest_shard_rank(params, target.ranks, bucket_bytes), target.ranks);
+            dist::ParamSync sync(params, bucket_bytes, 2, &group);
+            sync.arm();
+            spec.step(model.get(), data.get(), StepInfo{});
+            sync.finish();
+        } else {
+            spec.step(model.get(), data.get(), StepInfo{});
+        }
     }
     t.step_peak = held.peak();
     return t;
@@ -242,34 +241,37 @@ MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Conf
     plan.can_checkpoint = !spec->checkpointing.empty();
     plan.checkpointing = plan.can_checkpoint && cfg.get<bool>(spec->checkpointing);
 
-    std::map<std::pair<long, bool>, Traced> traced;
-    auto at = [&](long micro, bool ckpt) -> const Traced& {
-        auto it = traced.find({micro, ckpt});
+    // Traces by micro-batch, checkpointing, and whether ZeRO-2 shards the gradients (its step holds other memory).
+    const bool sharded_grads = target.ranks > 1;
+    std::map<std::tuple<long, bool, bool>, Traced> traced;
+    auto at = [&](long micro, bool ckpt, bool zero2 = false) -> const Traced& {
+        zero2 = zero2 && sharded_grads;
+        auto it = traced.find({micro, ckpt, zero2});
         if (it == traced.end())
-            it = traced.emplace(std::pair{micro, ckpt},
-                                trace_step(*spec, cfg, target, micro, ckpt, traced.empty(), options.bucket_bytes)).first;
+            it = traced.emplace(std::tuple{micro, ckpt, zero2}, trace_step(*spec, cfg, target, micro, ckpt, zero2,
+                                                                           traced.empty(), options.bucket_bytes)).first;
         return it->second;
     };
     const Traced& configured = at(plan.micro_batch, plan.checkpointing);
     plan.weights = configured.built - configured.gradients;  // the data's tensors too, where they are on the target
     plan.gradients[0] = plan.gradients[1] = configured.gradients;
-    plan.gradients[2] = target.ranks > 1 ? configured.shard_gradients : configured.gradients;
-    plan.grad_buckets = configured.grad_buckets;
+    plan.gradients[2] = sharded_grads ? configured.shard_gradients : configured.gradients;
     std::copy(std::begin(configured.optimizer), std::end(configured.optimizer), std::begin(plan.optimizer));
-    // A run's peak: the most of building it (the whole gradient buffer is made with the model) and of its step with
-    // the optimizer's state beside; under ZeRO-2 the step holds the shard and the live buckets in the whole's place.
-    auto peak_of = [&](const Traced& t, int zero) {
-        std::size_t step = t.step_peak + plan.optimizer[zero];
-        if (zero == 2 && target.ranks > 1) step = step - t.gradients + plan.gradients[2] + plan.grad_buckets;
-        return std::max(t.build_peak, step);
-    };
-    plan.peak = peak_of(configured, plan.zero);
+    // A run's peak: the most of building it and of its step with the optimizer's state beside.
+    auto peak_of = [&](const Traced& t, int zero) { return std::max(t.build_peak, t.step_peak + plan.optimizer[zero]); };
+    if (sharded_grads) {  // what ZeRO-2's step adds beyond DDP's activations and its shard: the buckets
+        const Traced& z2 = at(plan.micro_batch, plan.checkpointing, true);
+        const double more = (double(z2.step_peak) - double(z2.built)) -
+                            (double(configured.step_peak) - double(configured.built)) - double(plan.gradients[2]);
+        plan.grad_buckets = static_cast<std::size_t>(std::max(0.0, more));
+    }
+    plan.peak = peak_of(at(plan.micro_batch, plan.checkpointing, plan.zero == 2), plan.zero);
     // A micro-batch the recipe refuses (its data has too few rows for it) counts as not fitting, and bounds the search.
     long data_limit = std::numeric_limits<long>::max();
     auto peak = [&](long micro, bool ckpt, int zero) -> std::size_t {
         if (micro > data_limit) return std::numeric_limits<std::size_t>::max();
         try {
-            return peak_of(at(micro, ckpt), zero);
+            return peak_of(at(micro, ckpt, zero == 2), zero);
         } catch (const Error&) {
             data_limit = micro - 1;
             return std::numeric_limits<std::size_t>::max();

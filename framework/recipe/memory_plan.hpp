@@ -40,8 +40,8 @@ struct MemoryPlan {
     // Per rank, by stage (DDP, ZeRO-1, ZeRO-2). Weights: the parameters
     // (master and compute copies, frozen ones) and the model's buffers.
     // Gradients: the flat buffer (DDP, ZeRO-1) or the largest shard (ZeRO-2);
-    // `grad_buckets`: what ZeRO-2's buckets hold at most during backward (an
-    // estimate from the buckets' and parameters' sizes, not traced).
+    // `grad_buckets`: what ZeRO-2's step holds beyond DDP's activations and
+    // its shard (the buckets backward fills and frees), traced.
     std::size_t weights = 0;
     std::size_t gradients[3] = {}, grad_buckets = 0;
     std::size_t optimizer[3] = {};  // AdamW's moments

@@ -36,10 +36,9 @@ void FinalFrontier::advance() {
 }
 
 GradientSync::GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
-                           void* card_stream, Averaging averaging)
+                           void* card_stream)
     : grads_(static_cast<std::byte*>(grads)),
       dtype_(dtype),
-      averaging_(averaging),
       n_(n),
       bucket_(std::max<std::int64_t>(1, bucket_elems)),
       next_end_(n) {
@@ -48,8 +47,7 @@ GradientSync::GradientSync(Backend& group, void* grads, DType dtype, std::int64_
 }
 
 GradientSync::GradientSync(Backend& group, ParamSet& params, std::int64_t bucket_elems, void* card_stream)
-    : GradientSync(group, nullptr, params.grad_dtype(), params.size(), bucket_elems, card_stream,
-                   Averaging::chunks) {
+    : GradientSync(group, nullptr, params.grad_dtype(), params.size(), bucket_elems, card_stream) {
     sharded_ = &params;
     const FlatShard* shard = params.sharded_grads();
     LEVERS_CHECK(shard != nullptr, "ZeRO-2's gradient buckets need a set that keeps a shard of its gradients");
@@ -129,8 +127,7 @@ void GradientSync::queue_until(std::int64_t from) {
     while (next_end_ > 0) {
         const std::int64_t begin = std::max<std::int64_t>(0, next_end_ - bucket_);
         if (begin < from) break;
-        last_ = averaging_ == Averaging::chunks ? queue_->reduce_scatter(at(begin), next_end_ - begin, dtype_, ReduceOp::mean)
-                                                : queue_->all_reduce(at(begin), next_end_ - begin, dtype_, ReduceOp::mean);
+        last_ = queue_->all_reduce(at(begin), next_end_ - begin, dtype_, ReduceOp::mean);
         next_end_ = begin;
     }
 }

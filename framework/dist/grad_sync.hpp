@@ -62,14 +62,11 @@ private:
 
 class GradientSync {
 public:
-    // What a bucket's collective leaves: the mean on every rank (DDP, ZeRO-1),
-    // or on each rank the mean of its chunk of the bucket (ZeRO-2: zero.hpp).
-    enum class Averaging { everywhere, chunks };
-
-    // `grads`: n elements of `dtype` (bf16 only on a card). `card_stream`: the
-    // stream backward's kernels run on (cards only).
+    // Each bucket of `grads` averaged on every rank (DDP, ZeRO-1). `grads`: n
+    // elements of `dtype` (bf16 only on a card). `card_stream`: the stream
+    // backward's kernels run on (cards only).
     GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
-                 void* card_stream = nullptr, Averaging averaging = Averaging::everywhere);
+                 void* card_stream = nullptr);
     // ZeRO-2: `params` keep their shard of gradients only (ParamSet::shard_grads
     // with bucket_shard's ranges for these buckets); each backward's gradients
     // are averaged into it, adding to what earlier micro-batches left there.
@@ -124,7 +121,6 @@ private:
     std::deque<std::size_t> in_flight_;
     std::byte* grads_;
     DType dtype_;
-    Averaging averaging_;
     std::int64_t n_, bucket_;
     std::int64_t next_end_;  // buckets [.., next_end_) are not queued yet
     Work last_;              // the last bucket queued

@@ -71,27 +71,7 @@ std::int64_t bucket_elems(const ParamSet& params, int zero, int ranks, std::int6
     return zero > 0 && ranks > 1 ? dist::shard_bucket_elems(b, ranks) : b;
 }
 
-// The largest shard any rank keeps at `zero`.
-FlatShard largest_shard(const ParamSet& params, int zero, int ranks, std::int64_t bucket_bytes) {
-    FlatShard shard = FlatShard::whole(params.size());
-    if (zero > 0 && ranks > 1) {
-        const std::int64_t bucket = bucket_elems(params, zero, ranks, bucket_bytes);
-        for (int r = 0; r < ranks; ++r) {
-            FlatShard s = dist::bucket_shard(params.size(), bucket, ranks, r);
-            if (r == 0 || s.size() > shard.size()) shard = s;
-        }
-    }
-    return shard;
-}
-
-// AdamW's persistent bytes for the largest shard any rank keeps at `zero`.
-std::size_t optimizer_bytes(ParamSet& params, MemoryLedger& ledger, int zero, int ranks, std::int64_t bucket_bytes) {
-    const std::size_t before = ledger.held();
-    const train::AdamW opt(params, {}, largest_shard(params, zero, ranks, bucket_bytes));
-    return ledger.held() - before;
-}
-
-// The rank whose ZeRO shard is the largest.
+// The rank whose ZeRO shard is the largest (the first of equals).
 int largest_shard_rank(const ParamSet& params, int ranks, std::int64_t bucket_bytes) {
     const std::int64_t bucket = bucket_elems(params, 2, ranks, bucket_bytes);
     int best = 0;
@@ -102,6 +82,20 @@ int largest_shard_rank(const ParamSet& params, int ranks, std::int64_t bucket_by
             best = r;
         }
     return best;
+}
+
+// The largest shard any rank keeps at `zero`.
+FlatShard largest_shard(const ParamSet& params, int zero, int ranks, std::int64_t bucket_bytes) {
+    if (zero == 0 || ranks < 2) return FlatShard::whole(params.size());
+    return dist::bucket_shard(params.size(), bucket_elems(params, zero, ranks, bucket_bytes), ranks,
+                              largest_shard_rank(params, ranks, bucket_bytes));
+}
+
+// AdamW's persistent bytes for the largest shard any rank keeps at `zero`.
+std::size_t optimizer_bytes(ParamSet& params, MemoryLedger& ledger, int zero, int ranks, std::int64_t bucket_bytes) {
+    const std::size_t before = ledger.held();
+    const train::AdamW opt(params, {}, largest_shard(params, zero, ranks, bucket_bytes));
+    return ledger.held() - before;
 }
 
 // One traced step. `zero2` (with more than one rank): the step runs under

@@ -14,7 +14,8 @@
 #   llama-ckpt: the same with checkpointing, batch 16
 #
 # and, where this build has the emulated card (tests/emulated), pretrain's
-# small GPT on it in f32, bf16, and on two cards under ZeRO-2. The corpus is 200 KB of one book, so the
+# small GPT on it in f32, bf16, on two cards under ZeRO-2, and on two in bf16
+# under ZeRO-1 and 2 (each rank keeping the f32 masters of its shard). The corpus is 200 KB of one book, so the
 # recipes' final evaluation over the validation split stays short.
 #
 #   bash bench/plan.sh
@@ -62,6 +63,10 @@ PY
         measure card-bf16 "$build/tests/emulated/recipe_emulated" pretrain 1 "${card[@]}" --precision bf16
         LEVERS_EMULATED_CARDS=2 measure card-zero2 "$build/tests/emulated/recipe_emulated" pretrain 2 "${card[@]}" \
             --set zero=2 --set bucket_mb=0.05
+        LEVERS_EMULATED_CARDS=2 measure card-bf16-zero1 "$build/tests/emulated/recipe_emulated" pretrain 2 "${card[@]}" \
+            --precision bf16 --set zero=1 --set bucket_mb=0.05
+        LEVERS_EMULATED_CARDS=2 measure card-bf16-zero2 "$build/tests/emulated/recipe_emulated" pretrain 2 "${card[@]}" \
+            --precision bf16 --set zero=2 --set bucket_mb=0.05
     fi
 } >"$out/rows.jsonl"
 python3 - "$out/rows.jsonl" <<'PY'

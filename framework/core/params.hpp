@@ -1,4 +1,6 @@
-// A model's parameters and their gradients, each in one flat contiguous buffer.
+// A model's parameters and their gradients, each in one flat contiguous buffer
+// (and a compute copy of the parameters where the model computes in another
+// dtype than the optimizer keeps: bf16 on a card).
 //
 // Parameters are declared with add(), then allocate(); every parameter is a
 // view into the flat buffer (the gradients' buffer is made, zeroed, at its
@@ -38,6 +40,16 @@ public:
     virtual Tensor grad_storage(int /*entry*/) { return {}; }
 };
 
+// Where the values a set computes with are still arriving (ZeRO's all-gather
+// of the updated parameters, queued to run while the next forward starts:
+// dist/data_parallel.hpp): await(end) returns once elements [0, end) have
+// arrived, and says whether all have.
+class ParamArrivals {
+public:
+    virtual ~ParamArrivals() = default;
+    virtual bool await(std::int64_t end) = 0;
+};
+
 class ParamSet {
 public:
     struct Entry {
@@ -53,26 +65,54 @@ public:
     // false: frozen parameters) gradients in `dtype` (f32 or f64).
     void allocate(DType dtype = DType::f32, bool with_grads = true);
     bool has_grads() const { return with_grads_; }
-    // Moves the parameters to `device` and makes zeroed gradients there (if
-    // the set has gradients) in `grad_dtype`: the parameters' dtype, or bf16
-    // on a card (for a model computing in bf16; the parameters stay the
-    // optimizer's master copy).
-    void to_device(Device device, DType grad_dtype);
+    // Moves the parameters to `device`, computing in `compute`: the
+    // parameters' dtype, bf16 on a card, or f32 for f64 parameters. Where it
+    // differs, the set keeps a compute copy (compute()) beside the master
+    // values the optimizer updates; gradients (if the set has them) are in
+    // `compute`, made zeroed at their first use.
+    void to_device(Device device, DType compute);
     // The parameters converted to `dtype` where they are (f32 <-> f64, the CPU
-    // only), gradients alike and zeroed.
+    // only), computing in it; gradients alike and zeroed.
     void convert(DType dtype);
     Device device() const { return params_.device(); }
-    DType dtype() const { return params_.dtype(); }
+    DType dtype() const { return params_.dtype(); }  // the master values'
     DType grad_dtype() const { return grad_dtype_; }
+    DType compute_dtype() const { return compute_.defined() ? compute_.dtype() : dtype(); }
     bool allocated() const { return params_.defined(); }
 
-    // Views of one entry. grad_tensor is undefined while the gradients are sharded.
+    // Views of one entry. param_tensor fails while the master values are
+    // sharded; grad_tensor is undefined while the gradients are.
     Tensor param_tensor(int id) const;
     Tensor grad_tensor(int id) const;
+    Tensor compute_tensor(int id) const;  // a view of compute()
     // The host pointer to an entry's parameters (f32 or f64 on the CPU).
-    template <class T> T* param(int id) const { return params_.data<T>() + entry(id).offset; }
+    template <class T> T* param(int id) const { return param_tensor(id).data<T>(); }
 
-    const Tensor& params() const { return params_; }  // flat [size()]
+    // The master values, flat [size()]; while sharded, the shard's only, compactly.
+    const Tensor& params() const {
+        await(size_);
+        return params_;
+    }
+    // The master values of elements [begin, end): a slice of params(); while
+    // sharded, [begin, end) must lie in one of the shard's ranges.
+    Tensor param_slice(std::int64_t begin, std::int64_t end) const;
+    // The values to compute with, flat [size()]: the compute copy, converted
+    // from the master values when they changed since (not while they are
+    // sharded: whoever sharded them keeps it), or params() itself.
+    const Tensor& compute() const;
+    // The compute copy holds the current master values (written there by
+    // whoever shards them: dist's ParamSync gathers it).
+    void compute_written() { compute_version_ = version_; }
+    // Entry `id`'s values to compute with are here (arrived, the copy caught
+    // up where it converts): Parameter::operator() asks before it hands them out.
+    void ready(int id) const;
+    // While values arrive, every accessor of the values waits for all of
+    // them but ready(), which waits for its entry's (the buffer's start
+    // first: forward order). Not owned; null once all have arrived.
+    void set_arrivals(ParamArrivals* arrivals) { arrivals_ = arrivals; }
+    void await(std::int64_t end) const {
+        if (arrivals_ && arrivals_->await(end)) arrivals_ = nullptr;
+    }
     // Flat [size()] (made zeroed here at first use); while sharded, the
     // shard's elements only, compactly. Undefined for a set without gradients.
     const Tensor& grads() const;
@@ -86,8 +126,20 @@ public:
     // whole zeroed buffer again; to_device() and convert() do too.
     void shard_grads(const FlatShard& shard);
     void unshard_grads();
+    // The gradients' memory goes, sharded or whole; they are made whole and zeroed at their next use.
+    void release_grads() {
+        grads_ = Tensor();
+        grad_shard_ = {};
+    }
     // The shard kept, or null when the gradients are whole.
     const FlatShard* sharded_grads() const { return grad_shard_.ranges.empty() ? nullptr : &grad_shard_; }
+    // ZeRO-1 and 2 with a compute copy (bf16 on a card): the set keeps the
+    // master values of `shard` only (the whole buffer goes, the compute copy
+    // stays whole). unshard_params(whole) takes the whole master values back
+    // (gathered by the caller). Moving or converting a set fails while sharded.
+    void shard_params(const FlatShard& shard);
+    void unshard_params(const Tensor& whole);
+    const FlatShard* sharded_params() const { return param_shard_.ranges.empty() ? nullptr : &param_shard_; }
     const std::vector<Entry>& entries() const { return entries_; }
     const Entry& entry(int id) const { return entries_[static_cast<std::size_t>(id)]; }
     int find(const std::string& name) const;  // -1 if absent
@@ -110,11 +162,15 @@ private:
     std::int64_t size_ = 0;
     Tensor params_;
     mutable Tensor grads_;  // made by grads() at first use
+    Tensor compute_;        // the compute copy, where the set computes in another dtype
+    mutable std::uint64_t compute_version_ = 0;  // the master values' version compute_ holds
     bool with_grads_ = false;
     DType grad_dtype_ = DType::f32;
-    FlatShard grad_shard_;  // empty: the gradients are whole
+    FlatShard grad_shard_;   // empty: the gradients are whole
+    FlatShard param_shard_;  // empty: the master values are whole
     std::uint64_t version_ = 0;
     GradHooks* hooks_ = nullptr;
+    mutable ParamArrivals* arrivals_ = nullptr;
 };
 
 }  // namespace levers

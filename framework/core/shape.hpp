@@ -21,6 +21,7 @@ public:
 
     int ndim() const { return ndim_; }
     std::int64_t operator[](int i) const { return dims_[static_cast<std::size_t>(i)]; }
+    std::vector<std::int64_t> dims() const { return {dims_.begin(), dims_.begin() + ndim_}; }
     std::int64_t numel() const {
         std::int64_t n = 1;
         for (int i = 0; i < ndim_; ++i) n *= dims_[static_cast<std::size_t>(i)];

@@ -27,11 +27,15 @@ public:
     }
 
     Work all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) override {
-        return push({data, n, dtype, op, false});
+        return push({data, n, dtype, op, Kind::all_reduce});
     }
 
     Work reduce_scatter(void* data, std::int64_t n, DType dtype, ReduceOp op) override {
-        return push({data, n, dtype, op, true});
+        return push({data, n, dtype, op, Kind::reduce_scatter});
+    }
+
+    Work all_gather(void* data, std::int64_t n, DType dtype) override {
+        return push({data, n, dtype, ReduceOp::sum, Kind::all_gather});
     }
 
     void wait(Work w) override {
@@ -46,12 +50,13 @@ public:
     }
 
 private:
+    enum class Kind { all_reduce, reduce_scatter, all_gather };
     struct Item {
         void* data;
         std::int64_t n;
         DType dtype;
         ReduceOp op;
-        bool scatter;  // reduce into this rank's chunk only
+        Kind kind;
     };
 
     Work push(const Item& item) {
@@ -62,7 +67,8 @@ private:
     }
 
     void run_one(const Item& item) {
-        if (!item.scatter) return group_.all_reduce(item.data, item.n, item.dtype, item.op);
+        if (item.kind == Kind::all_reduce) return group_.all_reduce(item.data, item.n, item.dtype, item.op);
+        if (item.kind == Kind::all_gather) return group_.all_gather_in_place(item.data, item.n, item.dtype);
         const auto lo = Backend::chunk(item.n, group_.world_size(), group_.rank()).first;
         void* mine = static_cast<char*>(item.data) + static_cast<std::size_t>(lo) * size_of(item.dtype);
         group_.reduce_scatter(mine, item.data, item.n, item.dtype, item.op);

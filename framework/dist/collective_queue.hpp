@@ -3,7 +3,8 @@
 // before it too (they run in order). One interface for both carriers: a card
 // group queues them on its own stream, each after the compute stream's work
 // so far (NcclBackend::make_queue); a host group runs them on a communication
-// thread (make_thread_queue). Gradient buckets use it to overlap backward.
+// thread (make_thread_queue). Gradient buckets use it to overlap backward,
+// ZeRO's gathered parameters to overlap the next forward.
 #pragma once
 
 #include "framework/dist/backend.hpp"
@@ -28,6 +29,9 @@ public:
     // the n elements at `data` receives the reduction over ranks; the rest of
     // them is left as it is or reduced too (a card's queue all-reduces).
     virtual Work reduce_scatter(void* data, std::int64_t n, DType dtype, ReduceOp op) = 0;
+    // Queues an in-place all-gather: data[world * n], every rank's n elements
+    // at data + rank * n sent to every rank (Backend::all_gather_in_place).
+    virtual Work all_gather(void* data, std::int64_t n, DType dtype) = 0;
     // Returns when `w` and everything queued before it are done (within the
     // group's timeout); rethrows the failure of any of them.
     virtual void wait(Work w) = 0;
@@ -37,7 +41,7 @@ public:
     virtual Backend::Timing busy() const = 0;
 };
 
-// A communication thread that runs `group`'s blocking all-reduces in order.
+// A communication thread that runs `group`'s blocking collectives in order.
 // `group` must outlive the queue.
 std::unique_ptr<CollectiveQueue> make_thread_queue(Backend& group);
 

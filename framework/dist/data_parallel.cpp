@@ -36,6 +36,9 @@ ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero, Back
         bucket_elems_ = shard_bucket_elems(bucket_elems_, group->world_size());
         shard_ = bucket_shard(params.size(), bucket_elems_, group->world_size(), group->rank());
     }
+    // Where the set computes from a copy in another dtype (bf16 on a card), ZeRO keeps the master values of the
+    // shard only: the optimizer updates nothing else, and the copy is what every rank gathers.
+    if (zero_ > 0 && params.compute_dtype() != params.dtype()) params.shard_params(shard_);
     void* stream = group->queues_on_card() ? compute_stream() : nullptr;
     if (zero_ == 2) {
         params.shard_grads(shard_);  // the whole gradient buffer goes: buckets hold a backward's gradients
@@ -48,10 +51,13 @@ ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero, Back
                                                 zero_ == 2 ? sync_.get() : nullptr);
 }
 
-ParamSync::~ParamSync() { disarm(); }
-
 void ParamSync::disarm() {
     if (params_.grad_hooks() == frontier_.get()) params_.set_grad_hooks(nullptr);
+}
+
+ParamSync::~ParamSync() {
+    disarm();
+    params_.set_arrivals(nullptr);  // a loop that failed: what is queued dies with the queue
 }
 
 void ParamSync::arm() {
@@ -65,8 +71,50 @@ void ParamSync::finish() {
 
 void ParamSync::gather_params() {
     if (zero_ == 0) return;
-    gather_buckets(*group_, params_.params(), bucket_elems_);
-    params_.changed();
+    // The values gathered: the master values, or where the set keeps a shard of them its compute copy, into
+    // whose chunks this rank's updated masters are converted first (half the bytes in bf16).
+    const Tensor* flat = &params_.params();
+    if (params_.sharded_params()) {
+        flat = &params_.compute();
+        std::int64_t at = 0;
+        for (const auto& [b, e] : shard_.ranges) {
+            flat->slice(b, e).convert_from(params_.params().slice(at, at + (e - b)));
+            at += e - b;
+        }
+        params_.compute_written();
+    } else {
+        params_.changed();
+    }
+    // Queued behind the update, the buffer's start first: the next forward waits for each bucket as it reaches
+    // it (ParamSet::ready), and backward's collectives queue behind these.
+    arriving_ = queue_gather_buckets(*group_, sync_->queue(), *flat, bucket_elems_);
+    next_arriving_ = 0;
+    params_.set_arrivals(this);
+}
+
+bool ParamSync::await(std::int64_t end) {
+    std::size_t k = next_arriving_;
+    while (k < arriving_.size() && arriving_[k].begin < end) ++k;
+    if (k > next_arriving_) {
+        sync_->queue().wait(arriving_[k - 1].work);  // and those queued before it
+        next_arriving_ = k;
+    }
+    return next_arriving_ == arriving_.size();
+}
+
+void ParamSync::end() {
+    disarm();
+    params_.await(params_.size());
+    if (!params_.sharded_params()) {
+        params_.unshard_grads();
+        return;
+    }
+    params_.release_grads();  // their memory goes before the whole master values come
+
+    Tensor whole = Tensor::persistent({params_.size()}, params_.dtype(), params_.device());
+    shard_to_whole(shard_, params_.params(), whole);
+    gather_buckets(*group_, whole, bucket_elems_);  // every element outside the shard is written by its owner
+    params_.unshard_params(whole);
 }
 
 }  // namespace levers::dist

@@ -20,31 +20,36 @@
 // ParamSync also runs ZeRO stages 1 and 2 (zero.hpp) for the training loop:
 // each rank's optimizer updates its shard() only (the loop takes the
 // gradients' norm over the shards: train/param_kernels.hpp), and
-// gather_params() sends every shard to all.
+// gather_params() sends every shard to all. Where the model computes from a
+// copy in another dtype (bf16 on a card), the set keeps the f32 master
+// values of its shard only (ParamSet::shard_params) until end(), and the
+// compute copy is what is gathered.
 #pragma once
 
 #include "framework/core/flat_shard.hpp"
 #include "framework/core/params.hpp"
 #include "framework/dist/grad_sync.hpp"
+#include "framework/dist/zero.hpp"
 
 #include <memory>
 #include <utility>
 
 namespace levers::dist {
 
-class ParamSync {
+class ParamSync final : public ParamArrivals {
 public:
     static constexpr std::int64_t kDefaultBucketBytes = std::int64_t{25} << 20;  // DDP's
 
     // Collective: every rank starts from rank 0's parameters. `zero`: 0 (DDP:
     // every rank averages and updates everything), 1 (each rank updates its
-    // shard of the averaged gradients), 2 (the set keeps its shard of the
+    // shard of the averaged gradients, keeping the master values of its shard
+    // only where the set has a compute copy), 2 (the set keeps its shard of the
     // gradients only, ParamSet::shard_grads: each bucket is reduce-scattered
     // into it as backward finishes it, on every micro-batch).
     // `group`: the one to average over, where not the job's (the memory plan's traced group).
     explicit ParamSync(ParamSet& params, std::int64_t bucket_bytes = kDefaultBucketBytes, int zero = 0,
                        Backend* group = nullptr);
-    ~ParamSync();
+    ~ParamSync() override;
 
     // Before the backward pass whose gradients are to be averaged (a step's
     // last micro-batch; every micro-batch under ZeRO-2, whose gradients have
@@ -61,8 +66,17 @@ public:
     const FlatShard& shard() const { return shard_; }
     int zero() const { return zero_; }
     // Collective under ZeRO, after the optimizer updated this rank's shard:
-    // every rank's shard of the parameters sent to every rank. Nothing without.
+    // every rank's shard of the parameters sent to every rank (where the set
+    // keeps its master values sharded, its compute copy). Nothing without.
+    // Queued: it returns at once, and the set's values arrive bucket by
+    // bucket while the next forward starts (ParamSet::set_arrivals).
     void gather_params();
+    bool await(std::int64_t end) override;  // ParamArrivals: the set asks
+    // Collective, once the loop is done (not when it failed: the destructor
+    // leaves the set as it is): the set's master values whole again on every
+    // rank, its gradients too (where the masters were sharded, their memory
+    // goes first; they are made zeroed at their next use). Nothing after it.
+    void end();
 
 private:
     void disarm();
@@ -73,6 +87,8 @@ private:
     FlatShard shard_;
     std::unique_ptr<GradientSync> sync_;
     std::unique_ptr<FinalFrontier> frontier_;  // what the autograd engine calls during backward
+    std::vector<QueuedBucket> arriving_;  // the last gather's buckets, in forward order
+    std::size_t next_arriving_ = 0;       // arriving_[..next_arriving_) have arrived
 };
 
 template <class Model> class DataParallel {

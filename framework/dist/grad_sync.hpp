@@ -92,6 +92,10 @@ public:
     // a communication failure). Then the next step's ready_from calls may begin.
     void finish();
 
+    // The queue its collectives run on, for others of the same group to run
+    // in order with them (ZeRO's gathered parameters).
+    CollectiveQueue& queue() { return *queue_; }
+
     // Seconds finish() waited for communication (what overlap did not hide),
     // and seconds the communication thread spent in collectives, both so far.
     double exposed_seconds() const { return exposed_; }

@@ -13,7 +13,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <thread>
+#include <vector>
 
 namespace levers::dist {
 
@@ -166,16 +168,18 @@ class NcclBackend::StreamQueue final : public CollectiveQueue {
 public:
     StreamQueue(NcclBackend& group, cudaStream_t after) : group_(group), after_(after) {}
 
+    ~StreamQueue() override {
+        for (const auto& [ticket, e] : pending_) cudaEventDestroy(e);
+        for (cudaEvent_t e : spare_) cudaEventDestroy(e);
+    }
+
     Work all_reduce(void* data, std::int64_t n, DType dtype, ReduceOp op) override {
-        // The backend's stream waits for what `after` has queued so far
-        // (backward's kernels that wrote these gradients), not for the host.
         State& st = *group_.state_;
-        LEVERS_CUDA_CHECK(cudaEventRecord(st.ready, after_));
-        LEVERS_CUDA_CHECK(cudaStreamWaitEvent(st.stream, st.ready, 0));
+        after_compute();
         group_.enqueued(static_cast<int>(ncclAllReduce(data, data, static_cast<std::size_t>(n), nccl_type(dtype),
                                                        op == ReduceOp::mean ? ncclAvg : ncclSum, st.comm, st.stream)),
                         "ncclAllReduce (queued)");
-        return {++queued_};
+        return queued();
     }
 
     // NCCL scatters equal parts, levers' chunks may differ by one: the whole
@@ -184,18 +188,66 @@ public:
         return all_reduce(data, n, dtype, op);
     }
 
+    Work all_gather(void* data, std::int64_t n, DType dtype) override {
+        State& st = *group_.state_;
+        after_compute();
+        const std::size_t part = static_cast<std::size_t>(n) * width(dtype);
+        const void* mine = static_cast<const char*>(data) + static_cast<std::size_t>(group_.rank_) * part;
+        group_.enqueued(static_cast<int>(ncclAllGather(mine, data, static_cast<std::size_t>(n), nccl_type(dtype),
+                                                       st.comm, st.stream)),
+                        "ncclAllGather (queued)");
+        return queued();
+    }
+
+    // Waits for the event recorded after `w` (the stream runs them in order:
+    // those queued before it are done too), within the group's timeout.
     void wait(Work w) override {
         if (w.ticket <= done_) return;
-        group_.wait("NCCL gradient all-reduce");  // the stream runs them in order: all queued so far are done
-        done_ = queued_;
+        while (!pending_.empty() && pending_.front().first <= w.ticket) {
+            cudaEvent_t e = pending_.front().second;
+            if (pending_.front().first == w.ticket)
+                group_.timing_.in_collectives += group_.poll("NCCL queued collectives", [&](bool) {
+                    const cudaError_t r = cudaEventQuery(e);
+                    LEVERS_CHECK(r == cudaSuccess || r == cudaErrorNotReady, "rank {}: NCCL queued collectives "
+                                 "failed on the card: {}", group_.rank_, cudaGetErrorString(r));
+                    return r == cudaSuccess;
+                });
+            spare_.push_back(e);
+            pending_.pop_front();
+        }
+        done_ = w.ticket;
     }
 
     Backend::Timing busy() const override { return {}; }
 
 private:
+    // The backend's stream waits for what `after` has queued so far (the
+    // kernels that wrote these gradients or parameters), not for the host.
+    void after_compute() {
+        State& st = *group_.state_;
+        LEVERS_CUDA_CHECK(cudaEventRecord(st.ready, after_));
+        LEVERS_CUDA_CHECK(cudaStreamWaitEvent(st.stream, st.ready, 0));
+    }
+
+    // The ticket of the collective just queued, an event recorded behind it.
+    Work queued() {
+        cudaEvent_t e = nullptr;
+        if (spare_.empty()) {
+            LEVERS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        } else {
+            e = spare_.back();
+            spare_.pop_back();
+        }
+        LEVERS_CUDA_CHECK(cudaEventRecord(e, group_.state_->stream));
+        pending_.emplace_back(++queued_, e);
+        return {queued_};
+    }
+
     NcclBackend& group_;
     cudaStream_t after_;
     std::uint64_t queued_ = 0, done_ = 0;
+    std::deque<std::pair<std::uint64_t, cudaEvent_t>> pending_;  // tickets not waited for, their events
+    std::vector<cudaEvent_t> spare_;
 };
 
 std::unique_ptr<CollectiveQueue> NcclBackend::make_queue(void* after) {

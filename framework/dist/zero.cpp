@@ -34,16 +34,23 @@ FlatShard bucket_shard(std::int64_t n, std::int64_t bucket_elems, int world, int
     return s;
 }
 
-void gather_buckets(Backend& group, const Tensor& flat, std::int64_t bucket_elems) {
-    const int world = group.world_size(), rank = group.rank();
-    const auto buckets = gradient_buckets(flat.numel(), bucket_elems);
-    // The uneven bucket (the buffer's first) is summed with zeros outside each rank's chunk, which is exact.
+namespace {
+// The uneven bucket (the buffer's first) is gathered as a sum with zeros outside each rank's chunk, which is exact.
+void zero_outside_chunks(const std::vector<std::pair<std::int64_t, std::int64_t>>& buckets, const Tensor& flat,
+                         int world, int rank) {
     for (const auto& [begin, end] : buckets) {
         if ((end - begin) % world == 0) continue;
         const auto [lo, hi] = Backend::chunk(end - begin, world, rank);
         if (lo > 0) flat.slice(begin, begin + lo).zero();
         if (begin + hi < end) flat.slice(begin + hi, end).zero();
     }
+}
+}  // namespace
+
+void gather_buckets(Backend& group, const Tensor& flat, std::int64_t bucket_elems) {
+    const int world = group.world_size();
+    const auto buckets = gradient_buckets(flat.numel(), bucket_elems);
+    zero_outside_chunks(buckets, flat, world, group.rank());
     // A card's group runs on a stream of its own: the optimizer's update and those zeros must be done first.
     if (!flat.device().is_cpu()) device_synchronize();
     const auto width = static_cast<std::int64_t>(size_of(flat.dtype()));
@@ -55,6 +62,24 @@ void gather_buckets(Backend& group, const Tensor& flat, std::int64_t bucket_elem
         else
             group.all_reduce(base + begin * width, len, flat.dtype(), ReduceOp::sum);
     }
+}
+
+std::vector<QueuedBucket> queue_gather_buckets(Backend& group, CollectiveQueue& queue, const Tensor& flat,
+                                               std::int64_t bucket_elems) {
+    const int world = group.world_size();
+    auto buckets = gradient_buckets(flat.numel(), bucket_elems);
+    zero_outside_chunks(buckets, flat, world, group.rank());  // a card's queue runs after the compute stream's work
+    std::reverse(buckets.begin(), buckets.end());  // forward order
+    const auto width = static_cast<std::int64_t>(size_of(flat.dtype()));
+    auto* base = static_cast<std::byte*>(flat.raw());
+    std::vector<QueuedBucket> out;
+    for (const auto& [begin, end] : buckets) {
+        const std::int64_t len = end - begin;
+        const Work w = len % world == 0 ? queue.all_gather(base + begin * width, len / world, flat.dtype())
+                                        : queue.all_reduce(base + begin * width, len, flat.dtype(), ReduceOp::sum);
+        out.push_back({begin, end, w});
+    }
+    return out;
 }
 
 Tensor unshard(const Tensor& part, const FlatShard& shard, std::int64_t n) {

@@ -12,6 +12,7 @@
 #include "framework/core/flat_shard.hpp"
 #include "framework/core/params.hpp"
 #include "framework/dist/backend.hpp"
+#include "framework/dist/collective_queue.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -32,6 +33,14 @@ FlatShard bucket_shard(std::int64_t n, std::int64_t bucket_elems, int world, int
 // Collective: every rank's chunk of each bucket of `flat` (the parameters,
 // each rank having updated its own) copied to every rank, in place.
 void gather_buckets(Backend& group, const Tensor& flat, std::int64_t bucket_elems);
+// The same queued on `queue` (a queue of `group`), the buffer's start first
+// (the order forward reads it): each bucket's [begin, end) and its Work.
+struct QueuedBucket {
+    std::int64_t begin = 0, end = 0;
+    Work work;
+};
+std::vector<QueuedBucket> queue_gather_buckets(Backend& group, CollectiveQueue& queue, const Tensor& flat,
+                                               std::int64_t bucket_elems);
 
 // Collective: the whole flat tensor of n elements whose `shard` ranges this
 // rank holds compactly in `part` (optimizer state), in host memory, on every

@@ -46,8 +46,8 @@ void Layout::build(std::uint64_t init_seed, bool reinitialize) {
     // Values to keep, on the host, before the buffers go.
     std::vector<Tensor> kept(named.size());
     for (std::size_t i = 0; i < named.size(); ++i)
-        if (!reinitialize && named[i].second->laid_out_)
-            kept[i] = named[i].second->master_.to(Device::cpu(), dtype);
+        if (const Parameter& p = *named[i].second; !reinitialize && p.laid_out_)
+            kept[i] = p.set_->param_tensor(p.id_).to(Device::cpu(), dtype);
     trainable = ParamSet();
     frozen = ParamSet();
     std::vector<int> ids(named.size());
@@ -94,20 +94,11 @@ void Layout::place(Device to, DType dtype) {
             set->convert(master);
         }
     }
-    trainable.to_device(to, dtype == DType::bf16 ? DType::bf16 : master);
-    frozen.to_device(to, master);
-    // A compute copy where the model computes in another dtype than it keeps.
-    trainable_copy_ = frozen_copy_ = Tensor();
-    if (dtype != master) {
-        trainable_copy_ = Tensor::persistent({trainable.size()}, dtype, to);
-        frozen_copy_ = Tensor::persistent({frozen.size()}, dtype, to);
-        trainable_copied_ = trainable.version() - 1;  // refresh on first use
-        frozen_copied_ = frozen.version() - 1;
-    }
+    trainable.to_device(to, dtype);  // a compute copy where `dtype` is not `master` (bf16 on a card)
+    frozen.to_device(to, dtype);
     device = to;
     compute = dtype;
     bind();
-    refresh();
 }
 
 void Layout::bind() {
@@ -116,31 +107,15 @@ void Layout::bind() {
     for (const auto& [name, p] : named) {
         ParamSet& set = p->trainable_ ? trainable : frozen;
         const int id = p->trainable_ ? t++ : f++;
-        p->master_ = set.param_tensor(id);
-        const Tensor& copy = p->trainable_ ? trainable_copy_ : frozen_copy_;
-        if (copy.defined()) {
-            const auto& e = set.entry(id);
-            p->compute_ = copy.slice(e.offset, e.offset + e.shape.numel()).view(e.shape);
-        } else {
-            p->compute_ = p->master_.detach();
-        }
+        p->set_ = &set;
+        p->id_ = id;
+        p->compute_ = set.compute_tensor(id).detach();
         autograd::Leaf& leaf = *p->leaf_;
         leaf.requires_grad = p->trainable_;
         leaf.set = p->trainable_ ? &trainable : nullptr;
         leaf.entry = p->trainable_ ? id : -1;
         leaf.grad = Tensor();  // bound by backward to where the set keeps it then (a view of the flat buffer)
         if (p->trainable_) p->compute_.set_leaf(p->leaf_);
-    }
-}
-
-void Layout::refresh() {
-    if (trainable_copy_.defined() && trainable_copied_ != trainable.version()) {
-        trainable_copy_.convert_from(trainable.params());
-        trainable_copied_ = trainable.version();
-    }
-    if (frozen_copy_.defined() && frozen_copied_ != frozen.version()) {
-        frozen_copy_.convert_from(frozen.params());
-        frozen_copied_ = frozen.version();
     }
 }
 

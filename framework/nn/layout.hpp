@@ -1,6 +1,6 @@
 // Where a model's parameters live (nn/module.hpp): the root module's two
-// flat buffers (trainable, frozen), their compute copies, and the model's
-// device, dtypes and modes. Internal to nn.
+// flat buffers (trainable, frozen; each keeps its compute copy), and the
+// model's device, dtypes and modes. Internal to nn.
 #pragma once
 
 #include "framework/core/params.hpp"
@@ -19,10 +19,8 @@ public:
     // Parameters that had values keep them; the others (all, with
     // `reinitialize`) are initialised in order from one generator of `seed`.
     void build(std::uint64_t seed, bool reinitialize);
-    // Moves the buffers and makes the compute copies (Module::to).
+    // Moves the buffers, computing in `compute` (Module::to).
     void place(Device device, DType compute);
-    // The compute copies catch up with the master values where those changed.
-    void refresh();
 
     ParamSet trainable, frozen;
     Device device;
@@ -34,9 +32,6 @@ public:
 private:
     void bind();  // every parameter's views into the current buffers
     Module& root_;
-    // In the compute dtype where it differs from the master values' (bf16 on a card).
-    Tensor trainable_copy_, frozen_copy_;
-    std::uint64_t trainable_copied_ = 0, frozen_copied_ = 0;  // versions copied
 };
 
 }  // namespace levers::nn

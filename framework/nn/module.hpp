@@ -46,8 +46,10 @@ public:
     // dtype (a bf16 copy of the f32 master values on a card computing in
     // bf16), recording gradients when the parameter is trainable.
     const Tensor& operator()() const;
-    // The stored (master) values: f32, or f64 for a model in f64.
-    const Tensor& value() const;
+    // The stored (master) values: f32, or f64 for a model in f64. A view:
+    // writes reach the model (then Module::parameters_changed()). Fails
+    // while a ZeRO training loop keeps them sharded over the ranks.
+    Tensor value() const;
     const std::string& name() const { return name_; }  // within its module: "weight"
     std::string full_name() const;                     // within the model: "h.0.attn.c_attn.weight"
     const Shape& shape() const { return shape_; }
@@ -71,7 +73,9 @@ private:
     bool trainable_ = true;
     bool laid_out_ = false;  // has values (kept when the model is laid out again)
     std::shared_ptr<autograd::Leaf> leaf_ = std::make_shared<autograd::Leaf>();
-    Tensor master_, compute_;
+    const ParamSet* set_ = nullptr;  // where it was laid out, and its id there
+    int id_ = -1;
+    Tensor compute_;
 };
 
 class Module {

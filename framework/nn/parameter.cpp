@@ -9,14 +9,14 @@ Parameter::Parameter(Module& owner, std::string name, Shape shape, Init init, bo
     : owner_(&owner), name_(std::move(name)), shape_(shape), init_(init), decay_(decay) {}
 
 const Tensor& Parameter::operator()() const {
-    Layout& l = owner_->layout();
-    l.refresh();
+    (void)owner_->layout();
+    set_->ready(id_);  // arrived (ZeRO gathers while forward starts), and the compute copy caught up
     return compute_;
 }
 
-const Tensor& Parameter::value() const {
+Tensor Parameter::value() const {
     (void)owner_->layout();
-    return master_;
+    return set_->param_tensor(id_);
 }
 
 void Parameter::set_decay(bool on) {

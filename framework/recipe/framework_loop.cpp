@@ -174,11 +174,11 @@ AfterStep checkpoint_every(long every, long last_step, long grad_accum, Checkpoi
         // that completes the checkpoint; across nodes the shards are gathered for rank 0 (collective).
         train::OptimizerState optimizer;
         if (!opt.shard().covers(params.size()) && dist::local_world_size() == dist::world_size()) {
-            train::save_optimizer_shard(keeper.step_path(st.step), opt, dist::rank(), dist::world_size());
+            train::save_optimizer_shard(keeper.step_path(st.step), opt, params, dist::rank(), dist::world_size());
             dist::barrier();
             optimizer = {.steps = opt.steps_taken(), .shards = dist::world_size()};
         } else {
-            optimizer = train::whole_state(opt, params.size());
+            optimizer = train::whole_state(opt, params);
         }
         std::optional<double> metric;
         if (eval && eval->count(keeper.best_metric())) metric = eval->at(keeper.best_metric());

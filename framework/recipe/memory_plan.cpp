@@ -57,9 +57,13 @@ private:
 // built (and at most while building), and at most during the step.
 struct Traced {
     std::size_t built = 0, build_peak = 0, step_peak = 0;
-    std::size_t weights = 0, gradients = 0;  // the whole flat gradient buffer (not made under ZeRO-2)
-    // Filled when asked: per stage, AdamW's state, and the largest shard of ZeRO-2's gradients.
-    std::size_t optimizer[3] = {}, shard_gradients = 0;
+    std::size_t gradients = 0;  // the whole flat gradient buffer (not made under ZeRO-2)
+    // Under ZeRO-2: held once its ParamSync is made (the master values sharded where the set has a compute
+    // copy), and at most while it was made. Else `built`.
+    std::size_t step_start = 0, sync_peak = 0;
+    // Filled when asked: per stage, AdamW's state; the largest shard of ZeRO-2's gradients; and, where the
+    // set computes from a copy in another dtype, the bytes of master values ZeRO does not keep and those it does.
+    std::size_t optimizer[3] = {}, shard_gradients = 0, masters_dropped = 0, masters_kept = 0;
 };
 
 Device target_device(const PlanTarget& t) { return t.device == Device::Kind::cpu ? Device::cpu() : Device::cuda(0); }
@@ -130,15 +134,24 @@ Traced trace_step(const LoopSpec& spec, Config cfg, const PlanTarget& target, lo
     if (with_optimizer && params.has_grads()) {
         for (int zero = 0; zero <= 2; ++zero)
             t.optimizer[zero] = optimizer_bytes(params, held, zero, target.ranks, bucket_bytes);
-        t.shard_gradients = static_cast<std::size_t>(largest_shard(params, 2, target.ranks, bucket_bytes).size()) *
-                            width;
+        const auto shard = static_cast<std::size_t>(largest_shard(params, 2, target.ranks, bucket_bytes).size());
+        t.shard_gradients = shard * width;
+        if (params.compute_dtype() != params.dtype() && target.ranks > 1) {
+            const std::size_t master = size_of(params.dtype());
+            t.masters_kept = shard * master;
+            t.masters_dropped = (static_cast<std::size_t>(params.size()) - shard) * master;
+        }
     }
     held.reset_peak();
+    t.step_start = t.sync_peak = t.built;
     {
         QuietStdout quiet;
         if (zero2) {
             dist::TracedGroup group(largest_shard_rank(params, target.ranks, bucket_bytes), target.ranks);
             dist::ParamSync sync(params, bucket_bytes, 2, &group);
+            t.step_start = held.held();
+            t.sync_peak = held.peak();
+            held.reset_peak();
             sync.arm();
             spec.step(model.get(), data.get(), StepInfo{});
             sync.finish();
@@ -247,15 +260,25 @@ MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Conf
         return it->second;
     };
     const Traced& configured = at(plan.micro_batch, plan.checkpointing);
-    plan.weights = configured.built - configured.gradients;  // the data's tensors too, where they are on the target
+    plan.weights[0] = configured.built - configured.gradients;  // the data's tensors too, where they are on the target
+    plan.weights[1] = plan.weights[2] = plan.weights[0] - configured.masters_dropped;  // ZeRO: the shard's masters
     plan.gradients[0] = plan.gradients[1] = configured.gradients;
     plan.gradients[2] = sharded_grads ? configured.shard_gradients : configured.gradients;
     std::copy(std::begin(configured.optimizer), std::end(configured.optimizer), std::begin(plan.optimizer));
-    // A run's peak: the most of building it and of its step with the optimizer's state beside.
-    auto peak_of = [&](const Traced& t, int zero) { return std::max(t.build_peak, t.step_peak + plan.optimizer[zero]); };
+    // A run's peak: the most of building it and of its step with the optimizer's state beside; where ZeRO shards
+    // the master values, also of sharding them (the whole and the shard, at the start) and of gathering them
+    // whole again once the loop ends (the shard and the whole, the optimizer's state and gradients gone). A ZeRO-2 trace holds
+    // the sharded masters already; ZeRO-1's takes DDP's trace, less the masters it drops.
+    const std::size_t dropped = configured.masters_dropped, kept = configured.masters_kept;
+    auto peak_of = [&](const Traced& t, int zero) {
+        std::size_t peak = std::max(t.build_peak, t.sync_peak);
+        if (zero == 1 && dropped > 0) peak = std::max(peak, t.built - t.gradients + kept);  // gradients made later
+        const std::size_t step = zero == 1 ? t.step_peak - dropped : t.step_peak;
+        return std::max(peak, step + plan.optimizer[zero]);
+    };
     if (sharded_grads) {  // what ZeRO-2's step adds beyond DDP's activations and its shard: the buckets
         const Traced& z2 = at(plan.micro_batch, plan.checkpointing, true);
-        const double more = (double(z2.step_peak) - double(z2.built)) -
+        const double more = (double(z2.step_peak) - double(z2.step_start)) -
                             (double(configured.step_peak) - double(configured.built)) - double(plan.gradients[2]);
         plan.grad_buckets = static_cast<std::size_t>(std::max(0.0, more));
     }
@@ -348,7 +371,7 @@ std::string plan_text(const MemoryPlan& p) {
     auto row = [&](const char* what, double a, double b, double c) {
         out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", what, memory_text(a), memory_text(b), memory_text(c));
     };
-    row("weights", double(p.weights), double(p.weights), double(p.weights));
+    row("weights", double(p.weights[0]), double(p.weights[1]), double(p.weights[2]));
     row("gradients", double(p.gradients[0]), double(p.gradients[1]), double(p.gradients[2]));
     if (p.grad_buckets > 0)
         out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", "  + in backward", "-", "-", memory_text(double(p.grad_buckets)));
@@ -394,7 +417,7 @@ std::string out_of_memory_advice(const MemoryPlan& p) {
         "The memory plan for this run ({} {} rank{} of {}): weights {}, gradients {}, optimizer state {}, "
         "activations {} per sample and {} fixed; its peak {} per rank against {} usable.", p.target.ranks,
         p.target.device == Device::Kind::cuda ? "cuda" : "cpu", p.target.ranks == 1 ? "" : "s",
-        memory_text(double(p.capacity)), memory_text(double(p.weights)), memory_text(double(p.gradients[p.zero])),
+        memory_text(double(p.capacity)), memory_text(double(p.weights[p.zero])), memory_text(double(p.gradients[p.zero])),
         memory_text(double(p.optimizer[p.zero])), memory_text(a.per_sample), memory_text(a.fixed),
         memory_text(double(p.peak)), memory_text(double(p.usable)));
     // The run's own settings first; another stage or checkpointing only where it fits a larger micro-batch.

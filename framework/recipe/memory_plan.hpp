@@ -38,11 +38,12 @@ struct MemoryPlan {
     PlanTarget target;
     std::size_t capacity = 0, usable = 0;   // per rank; usable keeps a tenth in reserve (and a workspace on cards)
     // Per rank, by stage (DDP, ZeRO-1, ZeRO-2). Weights: the parameters
-    // (master and compute copies, frozen ones) and the model's buffers.
+    // (master and compute copies, frozen ones) and the model's buffers; under
+    // ZeRO with a compute copy (bf16 on a card), the masters of the largest shard.
     // Gradients: the flat buffer (DDP, ZeRO-1) or the largest shard (ZeRO-2);
     // `grad_buckets`: what ZeRO-2's step holds beyond DDP's activations and
     // its shard (the buckets backward fills and frees), traced.
-    std::size_t weights = 0;
+    std::size_t weights[3] = {};
     std::size_t gradients[3] = {}, grad_buckets = 0;
     std::size_t optimizer[3] = {};  // AdamW's moments
     long micro_batch = 0, grad_accum = 1;   // as configured: samples per step and rank = their product

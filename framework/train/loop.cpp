@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 namespace levers::train {
 
@@ -38,7 +39,8 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
                       const std::function<Metrics(long step)>& evaluate) {
     options.validate();
     dist::ParamSync ddp(params, options.bucket_bytes, options.zero);  // every rank starts from rank 0's parameters
-    AdamW optimizer(params, options.adamw, ddp.shard());  // under ZeRO, this rank's shard
+    auto adamw = std::make_unique<AdamW>(params, options.adamw, ddp.shard());  // under ZeRO, this rank's shard
+    AdamW& optimizer = *adamw;
     if (options.restore_optimizer) options.restore_optimizer(optimizer);
     TimeSplit split(dist::backend(), ddp.buckets());
     MetricsLog* metrics = dist::is_main() ? options.metrics : nullptr;
@@ -68,7 +70,11 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
     // Training time, evaluation excluded, earlier processes of a resumed run included.
     auto wall = [&, before_now = st.train_seconds] { return before_now + seconds_since(start) - eval_seconds; };
 
+    // ZeRO's gathered parameters arrive while the next forward runs (on the group's communication thread under
+    // shared memory): the loop's own collectives (evaluation's means, checkpoints) wait for them first.
+    auto settle = [&] { params.await(params.size()); };
     auto run_evaluation = [&](long step) {
+        settle();
         const auto eval_start = Clock::now();
         split.begin_excluded();
         Metrics m = evaluate(step);
@@ -122,7 +128,10 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
             }
         }
         st.train_seconds = wall();
-        if (options.after_step) options.after_step(st, optimizer, eval.empty() ? nullptr : &eval);
+        if (options.after_step) {
+            settle();
+            options.after_step(st, optimizer, eval.empty() ? nullptr : &eval);
+        }
         if (result.stopped_early) {
             if (st.window_steps > 0) log_window();
             break;
@@ -141,6 +150,9 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
     result.communication_seconds = spent.communication;
     result.waiting_seconds = spent.waiting;
     result.hidden_communication_seconds = spent.hidden_communication;
+    // AdamW's state goes before ZeRO gathers the whole master values back (they are more than it at 3+ ranks).
+    adamw.reset();
+    ddp.end();
     return result;
 }
 

@@ -32,7 +32,7 @@ void AdamW::step(double lr) {
     std::int64_t at = 0;  // where the range's moments start
     for (std::size_t i = 0; i < shard_.ranges.size(); ++i) {
         const auto [b, e] = shard_.ranges[i];
-        ops::adamw_update(params_.params().slice(b, e), m_.slice(at, at + (e - b)), v_.slice(at, at + (e - b)),
+        ops::adamw_update(params_.param_slice(b, e), m_.slice(at, at + (e - b)), v_.slice(at, at + (e - b)),
                           params_.grad_slice(b, e), chunks_[i], h, step_);
         at += e - b;
     }

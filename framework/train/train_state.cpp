@@ -10,26 +10,34 @@ constexpr const char* kKind = "levers-train-state";
 constexpr const char* kShardKind = "levers-optimizer-shard";
 }
 
-OptimizerState whole_state(const AdamW& optimizer, std::int64_t n) {
-    return {dist::unshard(optimizer.first_moment(), optimizer.shard(), n),
-            dist::unshard(optimizer.second_moment(), optimizer.shard(), n), optimizer.steps_taken()};
+OptimizerState whole_state(const AdamW& optimizer, const ParamSet& params) {
+    const std::int64_t n = params.size();
+    OptimizerState s{dist::unshard(optimizer.first_moment(), optimizer.shard(), n),
+                     dist::unshard(optimizer.second_moment(), optimizer.shard(), n), optimizer.steps_taken()};
+    if (const FlatShard* shard = params.sharded_params()) s.masters = dist::unshard(params.params(), *shard, n);
+    return s;
 }
 
 std::filesystem::path shard_path(const std::filesystem::path& file, int rank, int world) {
     return file.string() + ".shard-" + std::to_string(rank) + "-of-" + std::to_string(world);
 }
 
-void save_optimizer_shard(const std::filesystem::path& file, const AdamW& optimizer, int rank, int world) {
+void save_optimizer_shard(const std::filesystem::path& file, const AdamW& optimizer, const ParamSet& params, int rank,
+                          int world) {
     nlohmann::json meta = {{"kind", kShardKind}, {"rank", rank}, {"world_size", world},
                            {"ranges", optimizer.shard().ranges}, {"adamw_steps", optimizer.steps_taken()}};
-    write_checkpoint(shard_path(file, rank, world), meta,
-                     {{"adamw/m", optimizer.first_moment()}, {"adamw/v", optimizer.second_moment()}});
+    std::vector<NamedTensor> tensors = {{"adamw/m", optimizer.first_moment()}, {"adamw/v", optimizer.second_moment()}};
+    if (const FlatShard* shard = params.sharded_params()) {
+        LEVERS_CHECK(shard->ranges == optimizer.shard().ranges, "the master values' shard is not the optimizer's");
+        tensors.push_back({"master", params.params()});
+    }
+    write_checkpoint(shard_path(file, rank, world), meta, tensors);
 }
 
 namespace {
 // The whole moments of `n` elements from the `world` shard files beside `file`.
 void read_shards(TrainState& s, const std::filesystem::path& file, int world, std::int64_t n) {
-    Tensor m, v;
+    Tensor m, v, masters;
     std::vector<char> seen(static_cast<std::size_t>(n), 0);
     for (int r = 0; r < world; ++r) {
         const auto path = shard_path(file, r, world);
@@ -60,12 +68,20 @@ void read_shards(TrainState& s, const std::filesystem::path& file, int world, st
                      "{}: its ranges hold {} elements, its moments {}", path.string(), held.size(), sm.numel());
         shard_to_whole(held, sm, m);
         shard_to_whole(held, sv, v);
+        if (s.file.metadata.value("param_shards", false)) {
+            const Tensor& sp = shard.at("master");
+            LEVERS_CHECK(sp.numel() == held.size(), "{}: its ranges hold {} elements, its master values {}",
+                         path.string(), held.size(), sp.numel());
+            if (!masters.defined()) masters = Tensor::zeros({n}, sp.dtype());
+            shard_to_whole(held, sp, masters);
+        }
     }
     for (std::int64_t i = 0; i < n; ++i)
         LEVERS_CHECK(seen[static_cast<std::size_t>(i)] == 1, "{}: its {} shards hold element {} of the optimizer's "
                      "state {} times", file.string(), world, i, static_cast<int>(seen[static_cast<std::size_t>(i)]));
     s.file.tensors.push_back({"adamw/m", m});
     s.file.tensors.push_back({"adamw/v", v});
+    s.masters = masters;
 }
 }  // namespace
 
@@ -77,8 +93,19 @@ void save_train_state(const std::filesystem::path& path, nlohmann::json metadata
     metadata["world_size"] = static_cast<int>(data.size());
     metadata["data"] = data;
     std::vector<NamedTensor> tensors;
-    for (std::size_t i = 0; i < params.entries().size(); ++i)
-        tensors.push_back({"param/" + params.entries()[i].name, params.param_tensor(static_cast<int>(i))});
+    if (optimizer.shards > 0 && params.sharded_params()) {  // the shard files hold the master values
+        metadata["param_shards"] = true;
+        nlohmann::json entries = nlohmann::json::array();
+        for (const auto& e : params.entries()) entries.push_back({e.name, e.shape.dims()});
+        metadata["params"] = entries;
+    } else {
+        for (std::size_t i = 0; i < params.entries().size(); ++i) {
+            const auto& e = params.entries()[i];
+            tensors.push_back({"param/" + e.name, optimizer.masters.defined()
+                                                      ? optimizer.masters.slice(e.offset, e.offset + e.shape.numel()).view(e.shape)
+                                                      : params.param_tensor(static_cast<int>(i))});
+        }
+    }
     if (optimizer.shards > 0) {
         metadata["adamw_shards"] = optimizer.shards;
         metadata["adamw_elements"] = params.size();
@@ -126,6 +153,29 @@ long grad_accum_on(const TrainState& state, int world, const std::filesystem::pa
 }
 
 void load_parameters(const TrainState& state, ParamSet& params, const std::filesystem::path& path) {
+    if (state.masters.defined()) {  // written sharded: the flat values, checked against the entries recorded
+        std::vector<std::pair<std::string, std::vector<std::int64_t>>> saved;
+        try {
+            saved = state.file.metadata.at("params").get<decltype(saved)>();
+        } catch (const nlohmann::json::exception& e) {
+            LEVERS_FAIL("{}: incomplete parameter metadata: {}", path.string(), e.what());
+        }
+        LEVERS_CHECK(saved.size() == params.entries().size(),
+                     "{}: holds {} parameter tensors, this model has {}: a checkpoint of another model", path.string(),
+                     saved.size(), params.entries().size());
+        for (std::size_t i = 0; i < saved.size(); ++i) {
+            const auto& e = params.entries()[i];
+            LEVERS_CHECK(saved[i].first == e.name && saved[i].second == e.shape.dims(),
+                         "{}: parameter {} is '{}' {}, this model's is '{}' {}: a checkpoint of another model",
+                         path.string(), i, saved[i].first, Shape(saved[i].second).str(), e.name, e.shape.str());
+        }
+        LEVERS_CHECK(state.masters.numel() == params.size() && state.masters.dtype() == params.dtype(),
+                     "{}: {} {} master values, this model keeps {} {}", path.string(), state.masters.numel(),
+                     name_of(state.masters.dtype()), params.size(), name_of(params.dtype()));
+        params.params().copy_from(state.masters);
+        params.changed();
+        return;
+    }
     std::size_t saved = 0;
     for (const auto& t : state.file.tensors) saved += t.name.starts_with("param/");
     LEVERS_CHECK(saved == params.entries().size(),

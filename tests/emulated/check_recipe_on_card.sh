@@ -5,7 +5,10 @@
 # emulated card, gradients averaged through the emulated NCCL while backward
 # runs) and, for pretrain, on two "nodes" started by hand: in f32 a card run must end at the CPU's loss and validation loss
 # (1e-5 relative; pretrain also samples the same text); in bf16 (pretrain's
-# attention fused: head size 64) within 2% of them. Then sft (a Llama with
+# attention fused: head size 64) within 2% of them. ZeRO-1 and 2 in bf16
+# (each rank keeping the f32 master values of its shard only) must end at
+# DDP's loss, and their sharded checkpoints resume on two cards without ZeRO
+# and on one. Then sft (a Llama with
 # Llama 3's tokenizer, made by pretrain_llama on the CPU, fine-tuned on
 # conversations packed into rows: documents, positions restarting, the loss
 # on the answers only) likewise, on one card and two. Whole runs: data,
@@ -58,7 +61,20 @@ LEVERS_EMULATED_CARDS=2 run bf16_x2 "${card[@]}" "${args[@]}" --gpus 2 --device 
 # in bf16 with activation checkpointing too (the recompute records the bf16 compute copies).
 zero2=(--gpus 2 --device cuda --set zero=2 --set bucket_mb=0.05)
 LEVERS_EMULATED_CARDS=2 run f32_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}"
-LEVERS_EMULATED_CARDS=2 run bf16_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}" --precision bf16 --set checkpointing=true
+LEVERS_EMULATED_CARDS=2 run bf16_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}" --precision bf16 --set checkpointing=true \
+    --set checkpoint_every=2 --out "$work/bf16_zero2"
+# In bf16 ZeRO keeps the f32 master values of each rank's shard only and gathers the bf16 copy: the loss is
+# DDP's (bf16_x2_ckpt) to 1e-6, ZeRO-1's too; its checkpoints hold the masters in the shard files, and resume
+# on two cards without ZeRO to the same loss, on one card to bf16's reduction order (one card sums the two
+# micro-batches' bf16 gradients where two cards average them: 2e-6 to 1.1e-5 apart as seen, 1e-4 allowed).
+LEVERS_EMULATED_CARDS=2 run bf16_x2_ckpt "${card[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 --set checkpointing=true
+LEVERS_EMULATED_CARDS=2 run bf16_x2_zero1 "${card[@]}" "${args[@]}" "${zero2[@]}" --set zero=1 --precision bf16 \
+    --set checkpointing=true
+bf16_step2=$work/bf16_zero2/checkpoints/step-00000002.ckpt
+[ -f "$bf16_step2.shard-1-of-2" ] || { echo "the bf16 ZeRO-2 run wrote no shard files:"; ls "$work/bf16_zero2/checkpoints"; exit 1; }
+LEVERS_EMULATED_CARDS=2 run bf16_x2_resumed "${card[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 \
+    --set checkpointing=true --resume "$bf16_step2"
+run bf16_resumed "${card[@]}" "${args[@]}" --device cuda --precision bf16 --set checkpointing=true --resume "$bf16_step2"
 # Two "nodes" of one card each, as srun or torchrun --nnodes start them: the
 # ranks meet at rank 0's TCP store, NCCL carries the gradients and, staged
 # through the cards, the host collectives.
@@ -125,6 +141,10 @@ run plan_f32 "${card[@]}" plan "${args[@]:1}" --device cuda
 run plan_bf16 "${card[@]}" plan "${args[@]:1}" --device cuda --precision bf16
 LEVERS_EMULATED_CARDS=2 run plan_f32_x2 "${card[@]}" plan "${args[@]:1}" --gpus 2 --device cuda
 LEVERS_EMULATED_CARDS=2 run plan_f32_x2_zero2 "${card[@]}" plan "${args[@]:1}" "${zero2[@]}"
+LEVERS_EMULATED_CARDS=2 run plan_bf16_x2_zero2 "${card[@]}" plan "${args[@]:1}" "${zero2[@]}" --precision bf16 \
+    --set checkpointing=true
+LEVERS_EMULATED_CARDS=2 run plan_bf16_x2_zero1 "${card[@]}" plan "${args[@]:1}" "${zero2[@]}" --set zero=1 \
+    --precision bf16 --set checkpointing=true
 if LEVERS_EMULATED_CARD_MEMORY=$((40 << 20)) "${card[@]}" "${args[@]}" --device cuda --set batch_size=512 \
     --set checkpoint_every=1 --out "$work/oom" >oom.log 2>&1; then
     echo "a batch too large for a 40 MiB card trained:"; cat oom.log; exit 1
@@ -143,12 +163,18 @@ import json, re, sys
 def result(name):
     return json.loads(open(name + '.log', 'rb').read().strip().splitlines()[-1])  # the log's sample is raw bytes
 failed = False
-for run in ('f32', 'bf16', 'f32_x2', 'f32_x2_zero2'):
+for run in ('f32', 'bf16', 'f32_x2', 'f32_x2_zero2', 'bf16_x2_zero2', 'bf16_x2_zero1'):
     planned = float(re.search(r'peak ([0-9.]+) MiB per rank', open('plan_' + run + '.log').read()).group(1))
     for measured in result(run)['peak_memory_mb']:
         ok = abs(planned - measured) <= 0.1 * measured
         failed |= not ok
         print(f"plan {run}: {planned:.1f} MiB planned, {measured:.2f} measured {'ok' if ok else 'MORE THAN 10% APART'}")
+def within(run, got, reference, ref, key, tolerance):  # got[key] within a relative tolerance of ref[key]
+    global failed
+    error = abs(got[key] - ref[key]) / abs(ref[key])
+    failed |= error > tolerance
+    print(f"{run} {key}: {got[key]:.9f}, {reference} {ref[key]:.9f}, relative error {error:.1e} "
+          f"({'ok' if error <= tolerance else 'over'} {tolerance:g})")
 for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32', 'bf16'), 'cpu_x2'),
                                     ('_x2_zero2', ('f32', 'bf16'), 'cpu_x2'),
                                     ('_nodes', ('f32',), 'cpu_x2'), ('_tune', ('f32', 'bf16'), 'cpu_tune'),
@@ -159,14 +185,14 @@ for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32'
         run, tolerance = precision + suffix, 1e-5 if precision == 'f32' else 0.02
         got = result(run)
         for key in ('loss', 'val_loss'):
-            error = abs(got[key] - cpu[key]) / abs(cpu[key])
-            ok = error <= tolerance
-            failed |= not ok
-            print(f"{run} {key}: card {got[key]:.7f}, CPU {cpu[key]:.7f}, relative error {error:.1e} "
-                  f"({'ok' if ok else 'over'} {tolerance:g})")
+            within(run, got, cpu_run, cpu, key, tolerance)
         if precision == 'f32' and got.get('sample') != cpu.get('sample'):
             print(f"{run} sample differs: card {got.get('sample')!r}, CPU {cpu.get('sample')!r}")
             failed = True
+for run, reference, tolerance in (('bf16_x2_zero2', 'bf16_x2_ckpt', 1e-6), ('bf16_x2_zero1', 'bf16_x2_ckpt', 1e-6),
+                                  ('bf16_x2_resumed', 'bf16_x2_zero2', 1e-6), ('bf16_resumed', 'bf16_x2_zero2', 1e-4)):
+    for key in ('loss', 'val_loss'):
+        within(run, result(run), reference, result(reference), key, tolerance)
 def against_cpu(cpu_run, runs, accuracy):  # each run's loss within its tolerance; f32 also the accuracy exactly
     global failed
     cpu = result(cpu_run)

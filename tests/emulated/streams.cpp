@@ -152,6 +152,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     if (recorded.stream) levers::emulation::run_until(*recorded.stream, recorded.position);
     return cudaSuccess;
 }
+// The emulated card runs queued work when it is waited for: an event queried is reached.
+cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
     *ms = 0;  // the emulated card has no clock worth reading
     return cudaSuccess;

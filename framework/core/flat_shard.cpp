@@ -19,7 +19,12 @@ template <class Copy> void each_range(const FlatShard& shard, const Tensor& part
 }  // namespace
 
 void shard_to_whole(const FlatShard& shard, const Tensor& part, const Tensor& whole) {
-    each_range(shard, part, whole, [](const Tensor& w, const Tensor& p) { w.copy_from(p); });
+    each_range(shard, part, whole, [](const Tensor& w, const Tensor& p) {
+        if (w.dtype() == p.dtype())
+            w.copy_from(p);
+        else
+            w.convert_from(p);  // ZeRO's f32 master values into their bf16 compute copy
+    });
 }
 
 void whole_to_shard(const FlatShard& shard, const Tensor& whole, const Tensor& part) {

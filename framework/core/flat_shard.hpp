@@ -27,7 +27,8 @@ struct FlatShard {
 
 // Between a flat tensor of the whole buffer and a rank's compact part of it
 // (size() elements, the ranges one after another), on any devices: the
-// part's values put in their places, and taken from them.
+// part's values put in their places (converted where the dtypes differ:
+// one device), and taken from them.
 void shard_to_whole(const FlatShard& shard, const Tensor& part, const Tensor& whole);
 void whole_to_shard(const FlatShard& shard, const Tensor& whole, const Tensor& part);
 

@@ -76,11 +76,7 @@ void ParamSync::gather_params() {
     const Tensor* flat = &params_.params();
     if (params_.sharded_params()) {
         flat = &params_.compute();
-        std::int64_t at = 0;
-        for (const auto& [b, e] : shard_.ranges) {
-            flat->slice(b, e).convert_from(params_.params().slice(at, at + (e - b)));
-            at += e - b;
-        }
+        shard_to_whole(shard_, params_.params(), *flat);
         params_.compute_written();
     } else {
         params_.changed();

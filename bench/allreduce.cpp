@@ -1,8 +1,8 @@
 // All-reduce throughput of levers' shared-memory backend between 2 (or N)
 // processes on this node, beside a single-process memcpy of the same bytes.
 // bench/allreduce.sh runs it next to Open MPI's MPI_Allreduce.
-#include "framework/dist/shm_backend.hpp"
-#include "framework/dist/shm_segment.hpp"
+#include "levers/distributed/shm_backend.hpp"
+#include "levers/distributed/shm_segment.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

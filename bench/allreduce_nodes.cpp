@@ -3,8 +3,8 @@
 // between the nodes, hierarchical or flat (LEVERS_NODE_ALLREDUCE). Rank 0
 // prints the median time per size, 1 KiB to 64 MiB, as JSON; the same sizes
 // and repetition counts as allreduce_mpi.c. bench/allreduce_nodes.sh runs it.
-#include "framework/launch/env_contract.hpp"
-#include "framework/launch/rendezvous.hpp"
+#include "levers/launch/env_contract.hpp"
+#include "levers/launch/rendezvous.hpp"
 
 #include <fmt/format.h>
 

@@ -1,15 +1,15 @@
 // A language model's head and loss over Llama 3's vocabulary (128,256
-// tokens): the chunked op (kernels/chunked_cross_entropy.hpp) against the
+// tokens): the chunked op (levers/kernels/chunked_cross_entropy.hpp) against the
 // same loss with the logits materialised whole (linear_cross_entropy), in
 // one process: forward + backward time (median) and the storage pool's peak
 // (what the step held at once), each measured alone. One JSON line per way.
 //
 //   bench_chunked_loss [--rows 1024] [--hidden 512] [--vocab 128256] [--threads N] [--steps 5]
-#include "framework/core/rng.hpp"
-#include "framework/core/storage_pool.hpp"
-#include "framework/core/threads.hpp"
-#include "kernels/chunked_cross_entropy.hpp"
-#include "kernels/linear_cross_entropy.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/core/storage_pool.hpp"
+#include "levers/core/threads.hpp"
+#include "levers/kernels/chunked_cross_entropy.hpp"
+#include "levers/kernels/linear_cross_entropy.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -5,12 +5,12 @@
 // and the ratio; both ways must make the same tokens.
 //
 //   bench_generate [--threads 2] [--new 32] [--prompts 32,128,480]
-#include "framework/core/autograd.hpp"
-#include "framework/core/threads.hpp"
+#include "levers/core/autograd.hpp"
+#include "levers/core/threads.hpp"
 #include "bench/llama_shape.hpp"
-#include "kernels/reduce.hpp"
-#include "models/generate.hpp"
-#include "models/llama.hpp"
+#include "levers/kernels/reduce.hpp"
+#include "levers/models/generate.hpp"
+#include "levers/models/llama.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

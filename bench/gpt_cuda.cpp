@@ -5,13 +5,13 @@
 // f32 or bf16), and the milliseconds of each phase of a step (forward, backward,
 // clipping, AdamW) on the card. Prints one JSON object.
 #include "bench/card_peaks.hpp"
-#include "framework/core/gpu.hpp"
-#include "framework/core/rng.hpp"
-#include "framework/core/device_memory.hpp"
-#include "framework/train/optimizer.hpp"
-#include "framework/train/param_kernels.hpp"
-#include "models/gpt.hpp"
-#include "kernels/flash_attention.hpp"
+#include "levers/core/gpu.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/core/device_memory.hpp"
+#include "levers/train/optimizer.hpp"
+#include "levers/train/param_kernels.hpp"
+#include "levers/models/gpt.hpp"
+#include "levers/kernels/flash_attention.hpp"
 
 #include <cuda_runtime.h>
 

@@ -1,10 +1,10 @@
 // One GPT training step on the CPU, timed: forward, backward, clipping, AdamW.
 // Prints one JSON object; bench/cpu_step.sh runs it beside the PyTorch peer.
-#include "framework/core/rng.hpp"
-#include "framework/core/threads.hpp"
-#include "framework/train/optimizer.hpp"
-#include "framework/train/param_kernels.hpp"
-#include "models/gpt.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/core/threads.hpp"
+#include "levers/train/optimizer.hpp"
+#include "levers/train/param_kernels.hpp"
+#include "levers/models/gpt.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

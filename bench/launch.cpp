@@ -2,9 +2,9 @@
 // (levers::main) and one recipe, `ready`, that meets in a barrier and reports
 // when it got past it. bench/launch.sh times `bench_launch run ready --gpus N`
 // against torchrun starting the same number of trivial workers.
-#include "framework/dist/context.hpp"
-#include "framework/app/cli.hpp"
-#include "framework/recipe/recipe.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/app/cli.hpp"
+#include "levers/recipe/recipe.hpp"
 
 #include <chrono>
 #include <vector>

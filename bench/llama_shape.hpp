@@ -3,7 +3,7 @@
 // (Llama's 8/3, a multiple of 32), vocabulary 32,000.
 #pragma once
 
-#include "models/llama_config.hpp"
+#include "levers/models/llama_config.hpp"
 
 namespace levers::bench {
 

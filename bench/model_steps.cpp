@@ -3,19 +3,19 @@
 // user's small CNN (examples/user_project/small_cnn.hpp: forward, backward and AdamW on a
 // batch of 28x28 images) and the user's Llama-style block
 // (examples/user_project/llama_block.hpp: forward and backward); and
-// levers' own Llama-family decoder (models/llama.hpp, its fused kernels) for
+// levers' own Llama-family decoder (levers/models/llama.hpp, its fused kernels) for
 // bench/llama_step.sh: a whole training step (forward, loss over the
 // vocabulary, backward, AdamW). One JSON object: the median step.
 //
 //   bench_model_steps --model cnn|llama_block|llama [--threads N] [--steps N]
 #include "examples/user_project/llama_block.hpp"
 #include "examples/user_project/small_cnn.hpp"
-#include "framework/core/rng.hpp"
-#include "framework/core/storage_pool.hpp"
-#include "framework/core/threads.hpp"
-#include "framework/train/optimizer.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/core/storage_pool.hpp"
+#include "levers/core/threads.hpp"
+#include "levers/train/optimizer.hpp"
 #include "bench/llama_shape.hpp"
-#include "models/llama.hpp"
+#include "levers/models/llama.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -5,11 +5,11 @@
 // so. The same list the gradient checks and the card parity test run.
 //
 //   bench_ops [--device cpu|cuda] [--dtype f32|bf16] [--threads N] [--repeats N] [--small]
-#include "framework/core/autograd.hpp"
-#include "framework/core/device_memory.hpp"
-#include "framework/core/dispatch.hpp"
-#include "framework/core/gpu.hpp"
-#include "framework/core/threads.hpp"
+#include "levers/core/autograd.hpp"
+#include "levers/core/device_memory.hpp"
+#include "levers/core/dispatch.hpp"
+#include "levers/core/gpu.hpp"
+#include "levers/core/threads.hpp"
 #include "tests/ops/op_cases.hpp"
 
 #include <CLI/CLI.hpp>

@@ -7,14 +7,14 @@
 // is needed (bench/gpu_check.sh runs it). One JSON object per line; the last
 // gives the shapes and the sum of the ops' times over one step.
 #include "bench/card_peaks.hpp"
-#include "framework/core/device_memory.hpp"
-#include "framework/core/dispatch.hpp"
-#include "framework/core/generic_calls.hpp"
-#include "framework/core/gpu.hpp"
-#include "framework/core/rng.hpp"
-#include "kernels/adamw.hpp"
-#include "kernels/cuda/ops.hpp"
-#include "models/gpt.hpp"
+#include "levers/core/device_memory.hpp"
+#include "levers/core/dispatch.hpp"
+#include "levers/core/generic_calls.hpp"
+#include "levers/core/gpu.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/kernels/adamw.hpp"
+#include "levers/kernels/cuda/ops.hpp"
+#include "levers/models/gpt.hpp"
 
 #include <cuda_runtime.h>
 

@@ -6,8 +6,8 @@
 // do). The peers use the tensors' own memory. One JSON object per line.
 //
 //   bench_tensor_ops [--threads N] [--repeats N]
-#include "framework/core/threads.hpp"
-#include "framework/nn/nn.hpp"
+#include "levers/core/threads.hpp"
+#include "levers/nn/nn.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

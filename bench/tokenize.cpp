@@ -4,8 +4,8 @@
 // an FNV-1a hash of its ids (to compare with another implementation's).
 //
 //   bench_tokenize --tokenizer DIR/tokenizer.json [--rounds 3] FILE...
-#include "framework/core/read_file.hpp"
-#include "framework/data/bpe_tokenizer.hpp"
+#include "levers/core/read_file.hpp"
+#include "levers/data/bpe_tokenizer.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

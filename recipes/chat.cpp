@@ -7,12 +7,12 @@
 // --set questions=FILE.jsonl answers many conversations instead, each on its
 // own (sft's chat form; a last assistant turn, the reference, is left out),
 // printing one JSON line {"answer": ...} per conversation.
-#include "framework/core/rng.hpp"
-#include "framework/data/sft_data.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "models/generate.hpp"
-#include "models/hf_dir.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/data/sft_data.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/models/generate.hpp"
+#include "levers/models/hf_dir.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -2,13 +2,13 @@
 // 55,000 images train, 5,000 validate during training, the 10,000 test images
 // give the final accuracy. The framework owns the loop: this file says what
 // the model, the data, one step, a validation and the final test are.
-#include "framework/data/batcher.hpp"
-#include "framework/data/idx.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/dist/sample_means.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "kernels/cross_entropy.hpp"
-#include "models/mlp.hpp"
+#include "levers/data/batcher.hpp"
+#include "levers/data/idx.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/distributed/sample_means.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/kernels/cross_entropy.hpp"
+#include "levers/models/mlp.hpp"
 
 #include <fmt/format.h>
 

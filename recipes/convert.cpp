@@ -1,7 +1,7 @@
 // convert: a GPT from one file format to the other, by the extensions: a
 // levers model.ckpt <-> GPT-2 weights in Hugging Face's safetensors layout.
-#include "framework/recipe/recipe.hpp"
-#include "models/gpt_files.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/models/gpt_files.hpp"
 
 #include <fmt/format.h>
 

@@ -4,12 +4,12 @@
 // stride = context). The model is GPT-2's (--set weights=) or a Hugging Face
 // directory of the Llama family (--set model=DIR, read with its own
 // tokenizer). Works on any card count: each rank scores its share of the windows.
-#include "framework/core/read_file.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "framework/train/window_loss.hpp"
-#include "models/gpt_files.hpp"
-#include "models/hf_dir.hpp"
+#include "levers/core/read_file.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/train/window_loss.hpp"
+#include "levers/models/gpt_files.hpp"
+#include "levers/models/hf_dir.hpp"
 
 #include <cmath>
 #include <filesystem>

@@ -8,18 +8,18 @@
 // 8` needs no change here. The adapted model, adapters merged, goes to the
 // run directory: a HF directory (model/) and the PEFT adapter (adapter/), or
 // model.ckpt and model.safetensors for a GPT.
-#include "framework/data/files.hpp"
-#include "framework/data/text_corpus.hpp"
-#include "framework/data/token_windows.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/nn/lora.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "framework/train/window_loss.hpp"
-#include "models/gpt2_weights.hpp"
-#include "models/gpt_files.hpp"
-#include "models/gpt_io.hpp"
-#include "models/hf_dir.hpp"
-#include "models/peft_adapter.hpp"
+#include "levers/data/files.hpp"
+#include "levers/data/text_corpus.hpp"
+#include "levers/data/token_windows.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/nn/lora.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/train/window_loss.hpp"
+#include "levers/models/gpt2_weights.hpp"
+#include "levers/models/gpt_files.hpp"
+#include "levers/models/gpt_io.hpp"
+#include "levers/models/hf_dir.hpp"
+#include "levers/models/peft_adapter.hpp"
 #include "recipes/hf_tuning.hpp"
 
 #include <filesystem>

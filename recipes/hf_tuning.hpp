@@ -4,11 +4,11 @@
 // directory as the PEFT adapter (adapter/) and the merged model (model/).
 #pragma once
 
-#include "framework/dist/context.hpp"
-#include "framework/nn/lora.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "models/hf_dir.hpp"
-#include "models/peft_adapter.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/nn/lora.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/models/hf_dir.hpp"
+#include "levers/models/peft_adapter.hpp"
 
 #include <sstream>
 

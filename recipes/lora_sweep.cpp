@@ -1,8 +1,8 @@
 // lora_sweep: a grid of fine_tune cells over adapter rank and learning rate,
 // each a one-card job of its own, as many at once as cards allow. Shows
 // Plan::map, the C++ side of `recipe sweep`.
-#include "framework/dist/context.hpp"
-#include "framework/recipe/recipe.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/recipe/recipe.hpp"
 
 #include <fmt/format.h>
 

@@ -2,16 +2,16 @@
 // then writes a sample. The framework owns the loop (checkpoints, resume,
 // evaluation, the metrics files); this file says what the model, the data and
 // a step are.
-#include "framework/data/byte_tokenizer.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/data/files.hpp"
-#include "framework/data/text_corpus.hpp"
-#include "framework/data/token_windows.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "framework/train/window_loss.hpp"
-#include "models/generate.hpp"
-#include "models/gpt.hpp"
-#include "models/gpt_io.hpp"
+#include "levers/data/byte_tokenizer.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/data/files.hpp"
+#include "levers/data/text_corpus.hpp"
+#include "levers/data/token_windows.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/train/window_loss.hpp"
+#include "levers/models/generate.hpp"
+#include "levers/models/gpt.hpp"
+#include "levers/models/gpt_io.hpp"
 
 #include <fmt/format.h>
 

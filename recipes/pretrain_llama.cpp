@@ -6,14 +6,14 @@
 // positions) at a size two cores train in minutes; the vocabulary is the
 // tokenizer's, so the output projection (tied to the embeddings) is most of
 // a step's work.
-#include "framework/data/files.hpp"
-#include "framework/data/text_corpus.hpp"
-#include "framework/data/token_windows.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "framework/train/window_loss.hpp"
-#include "models/generate.hpp"
-#include "models/hf_dir.hpp"
+#include "levers/data/files.hpp"
+#include "levers/data/text_corpus.hpp"
+#include "levers/data/token_windows.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/train/window_loss.hpp"
+#include "levers/models/generate.hpp"
+#include "levers/models/hf_dir.hpp"
 
 #include <fmt/format.h>
 

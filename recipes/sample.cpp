@@ -2,12 +2,12 @@
 // family (--set model=DIR, with its tokenizer, a KV cache and its end tokens)
 // or a GPT (a model.ckpt pretrain or fine_tune saved, or GPT-2 weights in
 // safetensors with their BPE tokenizer).
-#include "framework/core/rng.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "models/generate.hpp"
-#include "models/gpt_files.hpp"
-#include "models/hf_dir.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/models/generate.hpp"
+#include "levers/models/gpt_files.hpp"
+#include "levers/models/hf_dir.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // sft: supervised fine-tuning of a Hugging Face model (Llama, Mistral, Qwen)
 // on examples in a JSON-lines file: conversations rendered through the
-// model's chat template, instructions, or plain text (framework/data/sft_data.hpp).
+// model's chat template, instructions, or plain text (levers/data/sft_data.hpp).
 // The loss counts the assistant's tokens only; examples are packed into rows
 // of the context, each attending within itself with positions restarting
 // (packing=false: one per row). A share of the examples is held out for the
@@ -8,12 +8,12 @@
 // weight); the result goes to the run directory as a merged HF directory
 // (model/) and the PEFT adapter (adapter/). The framework owns the loop:
 // `--gpus 8`, resume and --restarts need nothing here.
-#include "framework/core/rng.hpp"
-#include "framework/data/sft_rows.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/dist/sample_means.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "models/hf_dir.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/data/sft_rows.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/distributed/sample_means.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/models/hf_dir.hpp"
 #include "recipes/hf_tuning.hpp"
 
 #include <algorithm>

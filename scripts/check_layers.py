@@ -2,7 +2,8 @@
 """Fails the build when a file includes a header of a layer its own may not use,
 or defines a member of a class another layer declares.
 
-The layers and their arrows are those of the Meson libraries (meson.build):
+The layers are the folders of levers/ and their arrows those of the Meson
+libraries (levers/<layer>/meson.build):
 a layer may include its own headers and those of the layers listed for it,
 and defines what its own headers declare (a member defined in a layer above
 its class would let the class's users reach up, past the arrows, at link time).
@@ -12,48 +13,50 @@ import pathlib
 import re
 import sys
 
+# In docs/architecture.md's order: a layer may use only layers before it.
 MAY_USE = {
     "core": [],
     "kernels": ["core"],
     "data": ["core"],
-    "dist": ["core"],
+    "distributed": ["core"],
+    "launch": ["core", "distributed"],
     "nn": ["core", "kernels"],
-    "launch": ["core", "dist"],
-    "train": ["core", "kernels", "data", "dist", "nn"],
+    "train": ["core", "kernels", "data", "distributed", "nn"],
     "models": ["core", "kernels", "data", "nn"],
-    "recipe": ["core", "kernels", "data", "dist", "launch", "nn", "train"],
+    "recipe": ["core", "kernels", "data", "distributed", "launch", "nn", "train"],
     # The command line: run, sweep, plot, status, workspace, bench.
-    "app": ["core", "kernels", "data", "dist", "launch", "nn", "train", "recipe"],
-    "recipes": ["core", "kernels", "data", "dist", "launch", "nn", "train", "recipe", "models"],
-    # The card backend (liblevers_cuda.so): the CUDA kernels and NCCL's group.
-    "cuda_backend": ["core", "kernels", "dist"],
+    "app": ["core", "kernels", "data", "distributed", "launch", "nn", "train", "recipe"],
+    # The shipped recipes (recipes/, beside the tree): every layer but app.
+    "recipes": ["core", "kernels", "data", "distributed", "launch", "nn", "train", "recipe", "models"],
+    # The GPU backend (liblevers_cuda.so): the CUDA kernels and NCCL's group.
+    "cuda_backend": ["core", "kernels", "distributed"],
     # The network backend (liblevers_gloo.so): Gloo's group.
-    "gloo_backend": ["core", "dist"],
+    "gloo_backend": ["core", "distributed"],
 }
-# Files of the card backend that live beside their layer's interface.
-CUDA_BACKEND_FILES = {"framework/dist/nccl_backend.cpp"}
+# Files of the GPU backend that live beside their layer's interface.
+CUDA_BACKEND_FILES = {"levers/distributed/nccl_backend.cpp"}
 
 
 def layer_of(path: str) -> str | None:
-    if path == "framework/dist/gloo_backend.cpp":
+    if path == "levers/distributed/gloo_backend.cpp":
         return "gloo_backend"
-    if path in CUDA_BACKEND_FILES or path.startswith("kernels/cuda/"):
+    if path in CUDA_BACKEND_FILES or path.startswith("levers/kernels/cuda/"):
         return "cuda_backend"
     parts = path.split("/")
-    if parts[0] == "framework" and len(parts) > 2:
+    if parts[0] == "levers" and len(parts) > 2:
         return parts[1]
-    if parts[0] in ("kernels", "models", "recipes"):
+    if parts[0] == "recipes":
         return parts[0]
     return None
 
 
 # The layer whose headers a backend file implements: NCCL's and Gloo's groups
-# are dist's Backend, the CUDA kernels are kernels'.
+# are distributed's Backend, the CUDA kernels are kernels'.
 def home_layer(path: str) -> str | None:
     layer = layer_of(path)
     if layer == "cuda_backend":
-        return "kernels" if path.startswith("kernels/") else "dist"
-    return "dist" if layer == "gloo_backend" else layer
+        return "kernels" if path.startswith("levers/kernels/") else "distributed"
+    return "distributed" if layer == "gloo_backend" else layer
 
 
 CLASS = re.compile(r'^\s*(?:template\s*<[^>]*>\s*)?(?:class|struct)\s+(\w+)(?:\s+final)?\s*(?::[^;{]*)?\{', re.M)
@@ -62,7 +65,7 @@ MEMBER = re.compile(r'^(?![ \t#/]|return\b|using\b)[^;{}()=]*?\b(\w+)::~?(\w+)\s
 
 
 def files(root: pathlib.Path):
-    for top in ("framework", "kernels", "models", "recipes"):
+    for top in ("levers", "recipes"):
         for f in sorted((root / top).rglob("*")):
             if f.suffix in (".cpp", ".hpp", ".cu", ".cuh"):
                 yield f.relative_to(root).as_posix(), f.read_text(errors="replace")
@@ -89,7 +92,7 @@ def misplaced_definitions(sources: dict[str, str]) -> list[str]:
 
 def main() -> int:
     root = pathlib.Path(sys.argv[1])
-    include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+    include = re.compile(r'^\s*#\s*include\s+["<]([^">]+)[">]', re.M)
     sources = dict(files(root))
     wrong = []
     for path, text in sources.items():

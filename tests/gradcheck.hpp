@@ -2,8 +2,8 @@
 // model tests.
 #pragma once
 
-#include "framework/core/error.hpp"
-#include "framework/core/rng.hpp"
+#include "levers/core/error.hpp"
+#include "levers/core/rng.hpp"
 
 #include <doctest/doctest.h>
 

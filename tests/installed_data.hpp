@@ -6,8 +6,8 @@
 // missing, where it was looked for and how to install it; the rest still run.
 #pragma once
 
-#include "framework/data/files.hpp"
-#include "framework/data/idx.hpp"
+#include "levers/data/files.hpp"
+#include "levers/data/idx.hpp"
 
 #include <doctest/doctest.h>
 

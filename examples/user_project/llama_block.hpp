@@ -5,7 +5,7 @@
 // LlamaDecoderLayer, so weights carry over by name.
 #pragma once
 
-#include "framework/nn/nn.hpp"
+#include <levers/nn/nn.hpp>
 
 #include <cmath>
 #include <limits>

@@ -4,13 +4,13 @@
 // `fashion` is a residual MLP, `fashion_cnn` a small CNN, `regression` and
 // `logistic` a few lines each (MSE, and a sigmoid with BCE), and user_ops.hpp
 // defines ops of the user's own.
-#include "framework/data/batcher.hpp"
-#include "framework/data/idx.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/nn/nn.hpp"
-#include "framework/app/cli.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "models/mlp.hpp"
+#include <levers/data/batcher.hpp>
+#include <levers/data/idx.hpp>
+#include <levers/distributed/context.hpp>
+#include <levers/nn/nn.hpp>
+#include <levers/app/cli.hpp>
+#include <levers/recipe/recipe.hpp>
+#include <levers/models/mlp.hpp>
 #include "small_cnn.hpp"
 #include "user_ops.hpp"
 

@@ -4,7 +4,7 @@
 // [N, 1, 28, 28]) and gives [N, 10] logits.
 #pragma once
 
-#include "framework/nn/nn.hpp"
+#include <levers/nn/nn.hpp>
 
 namespace user {
 

@@ -11,8 +11,8 @@
 // the user's: LEVERS_KERNEL(CubeCall, cuda, f32, fn).)
 #pragma once
 
-#include "framework/core/function.hpp"
-#include "framework/nn/nn.hpp"
+#include <levers/core/function.hpp>
+#include <levers/nn/nn.hpp>
 
 namespace user {
 

@@ -3,12 +3,12 @@
 // come from the storage pool, the tape reuses its slots). This binary counts
 // every malloc of the process (its own, the library's, OpenBLAS's and
 // OpenMP's) by interposing the allocator while a step runs.
-#include "framework/core/threads.hpp"
-#include "framework/nn/nn.hpp"
-#include "framework/train/optimizer.hpp"
-#include "framework/train/param_kernels.hpp"
-#include "models/gpt.hpp"
-#include "models/mlp.hpp"
+#include "levers/core/threads.hpp"
+#include "levers/nn/nn.hpp"
+#include "levers/train/optimizer.hpp"
+#include "levers/train/param_kernels.hpp"
+#include "levers/models/gpt.hpp"
+#include "levers/models/mlp.hpp"
 
 #include <doctest/doctest.h>
 

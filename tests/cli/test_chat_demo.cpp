@@ -3,8 +3,8 @@
 // pretrained on the books with Llama 3's tokenizer (pretrain_llama) and saved
 // as a HF directory with the template, sft on the conversations from it,
 // chat answering the held-out questions, and the answers scored.
-#include "framework/data/files.hpp"
-#include "models/hf_dir.hpp"
+#include "levers/data/files.hpp"
+#include "levers/models/hf_dir.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/process.hpp"
 #include "tests/source_tree.hpp"

@@ -1,6 +1,6 @@
 // The `recipe` command line, through the real binary.
-#include "framework/core/environment.hpp"
-#include "framework/core/gpu.hpp"
+#include "levers/core/environment.hpp"
+#include "levers/core/gpu.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 #include "tests/installed_data.hpp"
@@ -224,7 +224,7 @@ TEST_CASE("a recipe that fails while running exits 1 naming the cause") {
     const std::string dir = bad_heads.output.substr(bad_heads.output.find("run directory ") + 14);
     std::ifstream in(dir.substr(0, dir.find('\n')) + "/rank0.log");
     const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    CHECK(log.find("(raised at models/") != std::string::npos);
+    CHECK(log.find("(raised at levers/models/") != std::string::npos);
 }
 
 TEST_CASE("--gpus beyond the node: oversubscribed CPU ranks are said once; beyond the limits, what would do" *

@@ -1,8 +1,8 @@
 // GPT-2 safetensors through the real binary: eval_lm, convert, sample and fine_tune.
-#include "framework/data/bpe_tokenizer.hpp"
-#include "framework/data/files.hpp"
-#include "models/gpt2_weights.hpp"
-#include "framework/train/window_loss.hpp"
+#include "levers/data/bpe_tokenizer.hpp"
+#include "levers/data/files.hpp"
+#include "levers/models/gpt2_weights.hpp"
+#include "levers/train/window_loss.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 #include "tests/installed_data.hpp"

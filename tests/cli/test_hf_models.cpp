@@ -3,10 +3,10 @@
 // model's own tokenizer, fine_tune adapts one with LoRA into a merged HF
 // directory and a PEFT adapter, and bad directories are refused before
 // anything starts.
-#include "framework/data/files.hpp"
-#include "framework/train/window_loss.hpp"
-#include "models/hf_dir.hpp"
-#include "models/peft_adapter.hpp"
+#include "levers/data/files.hpp"
+#include "levers/train/window_loss.hpp"
+#include "levers/models/hf_dir.hpp"
+#include "levers/models/peft_adapter.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/process.hpp"
 #include "tests/source_tree.hpp"

@@ -1,5 +1,5 @@
 // `recipe run --gpus N`: real rank processes under the real launcher.
-#include "framework/core/threads.hpp"
+#include "levers/core/threads.hpp"
 #include "tests/process.hpp"
 #include "tests/installed_data.hpp"
 

@@ -1,19 +1,19 @@
 // A user's own binary (levers::main plus its recipes) that the launcher tests
 // run with --gpus N: collectives, the store and dist::wrap, each rank checking
 // its own answers, rank 0 reporting whether every rank agreed.
-#include "framework/app/cli.hpp"
-#include "framework/core/params.hpp"
-#include "framework/core/rng.hpp"
-#include "framework/core/threads.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/dist/data_parallel.hpp"
-#include "framework/dist/sample_means.hpp"
-#include "framework/dist/shm_backend.hpp"
-#include "framework/dist/store.hpp"
-#include "framework/nn/nn.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "framework/train/optimizer.hpp"
-#include "models/mlp.hpp"
+#include "levers/app/cli.hpp"
+#include "levers/core/params.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/core/threads.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/distributed/data_parallel.hpp"
+#include "levers/distributed/sample_means.hpp"
+#include "levers/distributed/shm_backend.hpp"
+#include "levers/distributed/store.hpp"
+#include "levers/nn/nn.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/train/optimizer.hpp"
+#include "levers/models/mlp.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Checkpoints, exact resume, metrics files and early stopping, through the real binaries.
-#include "framework/core/checkpoint.hpp"
+#include "levers/core/checkpoint.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 #include "tests/installed_data.hpp"

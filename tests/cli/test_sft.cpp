@@ -4,12 +4,12 @@
 // adapter, resumes exactly, and refuses bad data with one line before
 // anything starts; chat answers as the library generates, turn by turn or a
 // file of questions each on its own.
-#include "framework/core/checkpoint.hpp"
-#include "framework/core/rng.hpp"
-#include "framework/data/chat_template.hpp"
-#include "framework/data/files.hpp"
-#include "models/generate.hpp"
-#include "models/hf_dir.hpp"
+#include "levers/core/checkpoint.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/data/chat_template.hpp"
+#include "levers/data/files.hpp"
+#include "levers/models/generate.hpp"
+#include "levers/models/hf_dir.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"

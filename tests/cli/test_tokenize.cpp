@@ -2,9 +2,9 @@
 // library does, a conversation through a chat template as Hugging Face
 // renders it (tests/reference/chat/rendered.json), and bad input refused
 // with one line and exit 2.
-#include "framework/core/read_file.hpp"
-#include "framework/data/bpe_tokenizer.hpp"
-#include "framework/data/files.hpp"
+#include "levers/core/read_file.hpp"
+#include "levers/data/bpe_tokenizer.hpp"
+#include "levers/data/files.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/process.hpp"
 #include "tests/source_tree.hpp"

@@ -2,7 +2,7 @@
 // user builds it: its small recipes train in a few lines each, on one rank
 // and two, and its own ops work (one written with tensors, one with a kernel).
 #include "examples/user_project/user_ops.hpp"
-#include "framework/core/dispatch.hpp"
+#include "levers/core/dispatch.hpp"
 #include "tests/process.hpp"
 
 #include <nlohmann/json.hpp>

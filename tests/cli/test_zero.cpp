@@ -1,7 +1,7 @@
 // ZeRO stages 1 and 2 against data parallelism, and resuming on another
 // number of ranks with the global batch kept, through the real binaries.
-#include "framework/core/checkpoint.hpp"
-#include "framework/train/train_state.hpp"
+#include "levers/core/checkpoint.hpp"
+#include "levers/train/train_state.hpp"
 #include "tests/cli/run_metrics.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/process.hpp"

@@ -10,8 +10,8 @@ import tempfile
 
 root, compiler, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
 PRELUDE = """
-#include "framework/recipe/recipe.hpp"
-#include "models/mlp.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/models/mlp.hpp"
 using namespace levers;
 struct Data {};
 std::unique_ptr<models::Mlp> make_model(const Config&);

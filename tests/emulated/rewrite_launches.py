@@ -3,7 +3,7 @@
 
     rewrite_launches.py OUTDIR FILE...
 
-Each kernels/cuda/NAME.cu becomes OUTDIR/NAME.cpp and each NAME.cuh becomes
+Each levers/kernels/cuda/NAME.cu becomes OUTDIR/NAME.cpp and each NAME.cuh becomes
 OUTDIR/NAME.cuh, with three changes and every line kept where it was (a
 #line directive names the original file, so errors and sanitizer reports
 point at it):
@@ -14,14 +14,14 @@ point at it):
     when its stream gets to it);
   - extern __shared__ [__align__(N)] T name[]; becomes a pointer to the
     launch's dynamic shared memory;
-  - #include "kernels/cuda/X.cuh" names the rewritten copy beside it.
+  - #include "levers/kernels/cuda/X.cuh" names the rewritten copy beside it.
 """
 import pathlib
 import re
 import sys
 
 DYNAMIC_SHARED = re.compile(r'extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?((?:unsigned\s+)?\w+)\s+(\w+)\[\];')
-LOCAL_INCLUDE = re.compile(r'#include "kernels/cuda/(\w+\.cuh)"')
+LOCAL_INCLUDE = re.compile(r'#include "levers/kernels/cuda/(\w+\.cuh)"')
 
 
 def kernel_start(src, end):

@@ -5,10 +5,10 @@
 // already rounded, inputs.
 #pragma once
 
-#include "kernels/cuda/cuda_check.hpp"
-#include "framework/core/dtype.hpp"
-#include "framework/core/rng.hpp"
-#include "kernels/cuda/ops.hpp"
+#include "levers/kernels/cuda/cuda_check.hpp"
+#include "levers/core/dtype.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/kernels/cuda/ops.hpp"
 
 #include <doctest/doctest.h>
 
@@ -39,7 +39,7 @@ template <> struct Precision<bf16> {
     static constexpr double values = 3e-2, sums = 1e-5;
 };
 
-// An f32 rounded to nearest even into bf16's 16 bits (framework/core/dtype.hpp).
+// An f32 rounded to nearest even into bf16's 16 bits (levers/core/dtype.hpp).
 inline std::uint16_t bf16_bits(float f) { return float_to_bf16(f); }
 
 template <class S> host_t<S> rounded(double x) {

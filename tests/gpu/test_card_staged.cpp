@@ -1,9 +1,9 @@
 // Host collectives staged through a card group (what a job across nodes uses
 // for losses, metrics and texts): a one-rank NCCL group on this machine's
 // card, so every collective's result is known. Skipped where no card is.
-#include "framework/core/gpu.hpp"
-#include "framework/dist/card_staged_backend.hpp"
-#include "framework/dist/nccl_backend.hpp"
+#include "levers/core/gpu.hpp"
+#include "levers/distributed/card_staged_backend.hpp"
+#include "levers/distributed/nccl_backend.hpp"
 
 #include <doctest/doctest.h>
 

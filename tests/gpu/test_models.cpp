@@ -2,14 +2,14 @@
 // and without LoRA adapters), the MLP and the Llama family in f32 to 1e-5, and in bf16 within
 // what bf16 keeps (losses to 2%, each gradient tensor's direction to 5%).
 // Skipped, and counted as skipped, where no card is present.
-#include "framework/core/error.hpp"
-#include "framework/core/gpu.hpp"
-#include "framework/train/optimizer.hpp"
-#include "framework/train/param_kernels.hpp"
-#include "models/generate.hpp"
-#include "models/gpt.hpp"
-#include "models/llama.hpp"
-#include "models/mlp.hpp"
+#include "levers/core/error.hpp"
+#include "levers/core/gpu.hpp"
+#include "levers/train/optimizer.hpp"
+#include "levers/train/param_kernels.hpp"
+#include "levers/models/generate.hpp"
+#include "levers/models/gpt.hpp"
+#include "levers/models/llama.hpp"
+#include "levers/models/mlp.hpp"
 #include "tests/gpu/card_values.hpp"
 
 #include <doctest/doctest.h>

@@ -2,11 +2,11 @@
 // CPU: outputs and every input's gradient, in f32 (to 1e-5) and bf16 (to the
 // case's tolerance, inputs rounded to bf16 on both sides). Skipped, and
 // counted as skipped, where no card is present.
-#include "framework/core/autograd.hpp"
-#include "framework/core/dispatch.hpp"
-#include "framework/core/gpu.hpp"
-#include "framework/core/rng.hpp"
-#include "kernels/causal_attention.hpp"
+#include "levers/core/autograd.hpp"
+#include "levers/core/dispatch.hpp"
+#include "levers/core/gpu.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/kernels/causal_attention.hpp"
 #include "tests/ops/op_cases.hpp"
 
 #include <doctest/doctest.h>

@@ -16,8 +16,8 @@ pc=$(dirname "$(find "$root" -name levers.pc | head -1)")
 # Every header of the library is installed (public) or declared internal,
 # never both: a new header missing from meson.build's lists fails here.
 src=$(cd "$example/../.." && pwd)
-inc=$root/usr/local/include/levers
-for header in $(cd "$src" && find framework kernels models -name '*.hpp'); do
+inc=$root/usr/local/include
+for header in $(cd "$src" && find levers -name '*.hpp'); do
     is_internal=0
     for h in "${internal[@]}"; do [ "$src/$header" -ef "$h" ] && is_internal=1; done
     if [ $is_internal = 1 ]; then

@@ -1,10 +1,10 @@
 #include "tests/ops/op_cases.hpp"
 
-#include "framework/core/rng.hpp"
-#include "framework/nn/nn.hpp"
-#include "kernels/causal_attention.hpp"
-#include "kernels/rmsnorm.hpp"
-#include "kernels/rope.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/nn/nn.hpp"
+#include "levers/kernels/causal_attention.hpp"
+#include "levers/kernels/rmsnorm.hpp"
+#include "levers/kernels/rope.hpp"
 
 #include <cmath>
 
@@ -137,7 +137,7 @@ const std::vector<OpCase>& op_cases() {
                [](const In& in) { return ops::dropout(in[0], 0.3, 0x5eedull); }),
         };
 
-        // --- elementwise: every entry of kernels/elementwise_math.hpp ----------------------------
+        // --- elementwise: every entry of levers/kernels/elementwise_math.hpp ----------------------------
 #define LEVERS_CASE_UNARY(name, value, derivative) \
     unary_cases(c, #name, [](const In& in) { return ops::name(in[0]); }, positive_input(#name));
         const auto positive_input = [](const std::string& name) {

@@ -6,7 +6,7 @@
 // non-contiguous operands too, and broadcast by giving them other shapes.
 #pragma once
 
-#include "framework/core/tensor.hpp"
+#include "levers/core/tensor.hpp"
 
 #include <cstdint>
 #include <functional>

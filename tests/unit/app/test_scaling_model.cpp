@@ -1,5 +1,5 @@
-#include "framework/app/bench/scaling_model.hpp"
-#include "framework/core/error.hpp"
+#include "levers/app/bench/scaling_model.hpp"
+#include "levers/core/error.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,9 +2,9 @@
 // gradients copied before they are added into, views and slices, leaves,
 // inference mode, a freed graph, a graph dropped when nothing holds it, and
 // the finality a parameter set hears as backward goes.
-#include "framework/core/autograd.hpp"
-#include "framework/core/params.hpp"
-#include "framework/nn/nn.hpp"
+#include "levers/core/autograd.hpp"
+#include "levers/core/params.hpp"
+#include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

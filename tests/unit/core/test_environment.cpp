@@ -1,6 +1,6 @@
-// The environment's one reader and its manual (framework/core/environment.hpp).
-#include "framework/core/environment.hpp"
-#include "framework/core/error.hpp"
+// The environment's one reader and its manual (levers/core/environment.hpp).
+#include "levers/core/environment.hpp"
+#include "levers/core/error.hpp"
 
 #include <doctest/doctest.h>
 
@@ -23,7 +23,7 @@ TEST_CASE("env::get reads declared variables only; empty counts as unset but whe
     ::unsetenv("LEVERS_CPU_SLOTS");
     CHECK(env::get_even_empty("LEVERS_CPU_SLOTS") == nullptr);
     CHECK_THROWS_WITH_AS(env::get("LEVERS_NOT_A_THING"),
-                         doctest::Contains("LEVERS_NOT_A_THING is read but not declared in framework/core/environment.hpp"),
+                         doctest::Contains("LEVERS_NOT_A_THING is read but not declared in levers/core/environment.hpp"),
                          Error);
     CHECK(env::manual().find("  LEVERS_FUSED_ATTENTION") != std::string::npos);
 }
@@ -35,7 +35,7 @@ TEST_CASE("no source file reads the environment but through env::get, and every 
     REQUIRE_MESSAGE(root != nullptr, "LEVERS_SOURCE_ROOT must name the source tree (meson test sets it)");
     const std::regex read_by_name(R"re(env::get(?:_even_empty)?\("([A-Z0-9_]+)"\))re");
     int files = 0, reads = 0;
-    for (const char* layer : {"framework", "kernels", "models", "recipes"}) {
+    for (const char* layer : {"levers", "recipes"}) {
         for (const auto& e : fs::recursive_directory_iterator(fs::path(root) / layer)) {
             const auto ext = e.path().extension();
             if (ext != ".cpp" && ext != ".hpp" && ext != ".cu") continue;
@@ -46,7 +46,7 @@ TEST_CASE("no source file reads the environment but through env::get, and every 
             ++files;
             const std::string name = fs::relative(e.path(), root).string();
             CAPTURE(name);
-            if (name != "framework/core/environment.cpp") CHECK(src.find("getenv(") == std::string::npos);
+            if (name != "levers/core/environment.cpp") CHECK(src.find("getenv(") == std::string::npos);
             for (std::sregex_iterator m(src.begin(), src.end(), read_by_name), end; m != end; ++m) {
                 ++reads;
                 const std::string var = (*m)[1];

@@ -1,5 +1,5 @@
-#include "framework/core/error.hpp"
-#include "framework/core/rng.hpp"
+#include "levers/core/error.hpp"
+#include "levers/core/rng.hpp"
 
 #include <doctest/doctest.h>
 

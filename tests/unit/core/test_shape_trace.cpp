@@ -1,7 +1,7 @@
-#include "framework/core/shape_trace.hpp"
-#include "framework/core/tensor.hpp"
-#include "framework/core/tensor_memory.hpp"
-#include "kernels/matmul.hpp"
+#include "levers/core/shape_trace.hpp"
+#include "levers/core/tensor.hpp"
+#include "levers/core/tensor_memory.hpp"
+#include "levers/kernels/matmul.hpp"
 
 #include <doctest/doctest.h>
 

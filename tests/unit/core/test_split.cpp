@@ -1,4 +1,4 @@
-#include "framework/core/split.hpp"
+#include "levers/core/split.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
-#include "framework/core/error.hpp"
-#include "framework/core/params.hpp"
-#include "framework/core/storage_pool.hpp"
-#include "framework/core/tensor.hpp"
+#include "levers/core/error.hpp"
+#include "levers/core/params.hpp"
+#include "levers/core/storage_pool.hpp"
+#include "levers/core/tensor.hpp"
 
 #include <doctest/doctest.h>
 

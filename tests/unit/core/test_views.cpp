@@ -1,10 +1,10 @@
 // Strided tensors: views share memory and cost nothing, gradients flow back
 // through each kind, copies honour strides and dtypes, and bad arguments name
 // the method, the argument and the shape.
-#include "framework/core/autograd.hpp"
+#include "levers/core/autograd.hpp"
 #include "examples/user_project/user_ops.hpp"
-#include "framework/core/function.hpp"
-#include "framework/nn/nn.hpp"
+#include "levers/core/function.hpp"
+#include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
 

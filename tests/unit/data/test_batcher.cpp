@@ -1,7 +1,7 @@
 // The batcher any recipe's data uses: ranks share each global batch, epochs
 // visit every item once, and a saved position resumes the same draws.
-#include "framework/core/error.hpp"
-#include "framework/data/batcher.hpp"
+#include "levers/core/error.hpp"
+#include "levers/data/batcher.hpp"
 
 #include <doctest/doctest.h>
 

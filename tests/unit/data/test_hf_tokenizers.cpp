@@ -3,10 +3,10 @@
 // byte fallback) against an independent implementation: the ids
 // @lenml/tokenizers (JavaScript) gives for hard text
 // (tests/reference/tokenizers/: the texts, the script, its output).
-#include "framework/core/error.hpp"
-#include "framework/core/read_file.hpp"
-#include "framework/data/bpe_tokenizer.hpp"
-#include "framework/data/files.hpp"
+#include "levers/core/error.hpp"
+#include "levers/core/read_file.hpp"
+#include "levers/data/bpe_tokenizer.hpp"
+#include "levers/data/files.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/source_tree.hpp"
 #include "tests/temp_dir.hpp"

@@ -1,5 +1,5 @@
-#include "framework/core/error.hpp"
-#include "framework/data/idx.hpp"
+#include "levers/core/error.hpp"
+#include "levers/data/idx.hpp"
 #include "tests/temp_dir.hpp"
 #include "tests/installed_data.hpp"
 

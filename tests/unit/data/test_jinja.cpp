@@ -4,10 +4,10 @@
 // construct the engine knows, and the Llama 3 and Qwen 3 chat templates on
 // turns, several turns, the generation prompt, reasoning, tools. Then what
 // it refuses, by construct and line.
-#include "framework/core/error.hpp"
-#include "framework/core/read_file.hpp"
-#include "framework/data/files.hpp"
-#include "framework/data/jinja.hpp"
+#include "levers/core/error.hpp"
+#include "levers/core/read_file.hpp"
+#include "levers/data/files.hpp"
+#include "levers/data/jinja/jinja.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/source_tree.hpp"
 

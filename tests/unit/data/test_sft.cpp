@@ -2,10 +2,10 @@
 // (the assistant's turns and their end, through the real Llama 3 and Qwen 3
 // templates), rows packed with padding, the bad lines named, and the loss
 // of a packed step equal to its examples' run one by one.
-#include "framework/core/error.hpp"
-#include "framework/data/files.hpp"
-#include "framework/data/sft_rows.hpp"
-#include "models/hf_dir.hpp"
+#include "levers/core/error.hpp"
+#include "levers/data/files.hpp"
+#include "levers/data/sft_rows.hpp"
+#include "levers/models/hf_dir.hpp"
 #include "tests/installed_data.hpp"
 #include "tests/source_tree.hpp"
 #include "tests/temp_dir.hpp"

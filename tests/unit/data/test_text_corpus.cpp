@@ -1,6 +1,6 @@
-#include "framework/core/error.hpp"
-#include "framework/data/files.hpp"
-#include "framework/data/text_corpus.hpp"
+#include "levers/core/error.hpp"
+#include "levers/data/files.hpp"
+#include "levers/data/text_corpus.hpp"
 #include "tests/temp_dir.hpp"
 #include "tests/installed_data.hpp"
 

@@ -1,6 +1,6 @@
-#include "framework/core/error.hpp"
-#include "kernels/adamw.hpp"
-#include "kernels/grad_clip.hpp"
+#include "levers/core/error.hpp"
+#include "levers/kernels/adamw.hpp"
+#include "levers/kernels/grad_clip.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "kernels/attention.hpp"
+#include "levers/kernels/attention.hpp"
 #include "tests/gradcheck.hpp"
 
 #include <cmath>

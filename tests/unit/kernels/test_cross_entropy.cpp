@@ -1,4 +1,4 @@
-#include "kernels/cross_entropy.hpp"
+#include "levers/kernels/cross_entropy.hpp"
 #include "tests/gradcheck.hpp"
 
 #include <cmath>

@@ -1,7 +1,7 @@
 // Elementwise ops: NumPy broadcasting, scalars, masks, integers, the in-place
 // forms and their rules, and bad input. (Gradients: the op list's check.)
-#include "framework/core/autograd.hpp"
-#include "framework/nn/nn.hpp"
+#include "levers/core/autograd.hpp"
+#include "levers/nn/nn.hpp"
 #include "tests/gradcheck.hpp"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "kernels/embedding.hpp"
+#include "levers/kernels/embedding.hpp"
 #include "tests/gradcheck.hpp"
 
 using namespace levers;

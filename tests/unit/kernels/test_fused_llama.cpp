@@ -1,15 +1,15 @@
 // The Llama family's fused kernels against their references, the same maths
 // written from general ops: values and every gradient, in f64 (to rounding)
 // and f32.
-#include "framework/core/rng.hpp"
-#include "kernels/causal_attention.hpp"
-#include "kernels/chunked_cross_entropy.hpp"
-#include "kernels/elementwise.hpp"
-#include "kernels/linear_cross_entropy.hpp"
-#include "kernels/indexing.hpp"
-#include "kernels/reduce.hpp"
-#include "kernels/rmsnorm.hpp"
-#include "kernels/rope.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/kernels/causal_attention.hpp"
+#include "levers/kernels/chunked_cross_entropy.hpp"
+#include "levers/kernels/elementwise.hpp"
+#include "levers/kernels/linear_cross_entropy.hpp"
+#include "levers/kernels/indexing.hpp"
+#include "levers/kernels/reduce.hpp"
+#include "levers/kernels/rmsnorm.hpp"
+#include "levers/kernels/rope.hpp"
 
 #include <doctest/doctest.h>
 

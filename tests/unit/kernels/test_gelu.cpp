@@ -1,4 +1,4 @@
-#include "kernels/gelu.hpp"
+#include "levers/kernels/gelu.hpp"
 #include "tests/gradcheck.hpp"
 
 #include <algorithm>

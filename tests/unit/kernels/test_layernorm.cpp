@@ -1,4 +1,4 @@
-#include "kernels/layernorm.hpp"
+#include "levers/kernels/layernorm.hpp"
 #include "tests/gradcheck.hpp"
 
 using namespace levers;

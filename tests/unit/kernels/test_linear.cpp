@@ -1,4 +1,4 @@
-#include "kernels/linear.hpp"
+#include "levers/kernels/linear.hpp"
 #include "tests/gradcheck.hpp"
 
 using namespace levers;

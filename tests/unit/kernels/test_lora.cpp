@@ -1,5 +1,5 @@
-#include "kernels/linear.hpp"
-#include "kernels/lora.hpp"
+#include "levers/kernels/linear.hpp"
+#include "levers/kernels/lora.hpp"
 #include "tests/gradcheck.hpp"
 
 using namespace levers;

@@ -1,7 +1,7 @@
 // Losses against their definitions written out in double (PyTorch's
 // formulas and reductions), and against the fused cross-entropy.
-#include "framework/core/rng.hpp"
-#include "framework/nn/nn.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
 

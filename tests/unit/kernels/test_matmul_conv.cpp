@@ -1,7 +1,7 @@
 // Matrix products, convolutions and pooling against plain loops, on every
 // layout and option; indexing and building; bad shapes named.
-#include "framework/core/rng.hpp"
-#include "framework/nn/nn.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // Reductions and softmax against values worked out by hand, on every layout
 // the kernel has a loop for (rows, columns, the general walk), with ties and
 // NaN; bad dimensions named.
-#include "framework/nn/nn.hpp"
+#include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
 

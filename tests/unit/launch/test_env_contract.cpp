@@ -1,5 +1,5 @@
-#include "framework/core/error.hpp"
-#include "framework/launch/env_contract.hpp"
+#include "levers/core/error.hpp"
+#include "levers/launch/env_contract.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
-#include "framework/core/error.hpp"
-#include "framework/launch/slot_ledger.hpp"
+#include "levers/core/error.hpp"
+#include "levers/launch/slot_ledger.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>

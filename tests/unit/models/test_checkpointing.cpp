@@ -1,10 +1,10 @@
-// Activation checkpointing (nn/checkpoint.hpp) on GPT and Llama: bitwise the
+// Activation checkpointing (levers/nn/checkpoint.hpp) on GPT and Llama: bitwise the
 // gradients of the plain forward, dropout included, listeners told what
 // data parallelism needs, and the activations' peak lower.
-#include "framework/core/params.hpp"
-#include "framework/core/storage_pool.hpp"
-#include "models/gpt.hpp"
-#include "models/llama.hpp"
+#include "levers/core/params.hpp"
+#include "levers/core/storage_pool.hpp"
+#include "levers/models/gpt.hpp"
+#include "levers/models/llama.hpp"
 
 #include <doctest/doctest.h>
 

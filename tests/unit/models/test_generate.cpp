@@ -1,6 +1,6 @@
-#include "framework/core/error.hpp"
-#include "models/generate.hpp"
-#include "models/gpt.hpp"
+#include "levers/core/error.hpp"
+#include "levers/models/generate.hpp"
+#include "levers/models/gpt.hpp"
 
 #include <doctest/doctest.h>
 

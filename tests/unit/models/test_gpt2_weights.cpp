@@ -1,7 +1,7 @@
-#include "framework/core/error.hpp"
-#include "framework/core/read_file.hpp"
-#include "framework/data/safetensors.hpp"
-#include "models/gpt2_weights.hpp"
+#include "levers/core/error.hpp"
+#include "levers/core/read_file.hpp"
+#include "levers/data/safetensors.hpp"
+#include "levers/models/gpt2_weights.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>

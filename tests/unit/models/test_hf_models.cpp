@@ -6,12 +6,12 @@
 // (tests/reference/hf_models.py, float64, its output committed beside them):
 // logits, loss, gradients and a greedy continuation with the KV cache; then
 // written back and read again, tensor for tensor.
-#include "framework/core/autograd.hpp"
-#include "kernels/reduce.hpp"
-#include "models/generate.hpp"
-#include "models/hf_dir.hpp"
-#include "models/peft_adapter.hpp"
-#include "framework/nn/lora.hpp"
+#include "levers/core/autograd.hpp"
+#include "levers/kernels/reduce.hpp"
+#include "levers/models/generate.hpp"
+#include "levers/models/hf_dir.hpp"
+#include "levers/models/peft_adapter.hpp"
+#include "levers/nn/lora.hpp"
 #include "tests/source_tree.hpp"
 #include "tests/temp_dir.hpp"
 

@@ -3,8 +3,8 @@
 // (tests/reference/llama_block.py, float64, its output committed beside it):
 // the loss and every gradient, in f64 and f32; then it trains.
 #include "examples/user_project/llama_block.hpp"
-#include "framework/core/rng.hpp"
-#include "framework/train/optimizer.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/train/optimizer.hpp"
 #include "tests/source_tree.hpp"
 
 #include <doctest/doctest.h>

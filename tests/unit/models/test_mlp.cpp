@@ -1,6 +1,6 @@
-#include "framework/core/rng.hpp"
-#include "framework/nn/gradcheck.hpp"
-#include "models/mlp.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/nn/gradcheck.hpp"
+#include "levers/models/mlp.hpp"
 
 #include <doctest/doctest.h>
 

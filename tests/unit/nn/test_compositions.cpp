@@ -2,8 +2,8 @@
 // linear layers with and without bias, layernorm, GELU, dropout while
 // training, LoRA adapters) checked against finite differences in f64: every
 // parameter's gradient and the input's.
-#include "framework/core/rng.hpp"
-#include "framework/nn/nn.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // Modules: names, the flat layout in forward order, freezing and LoRA on any
 // model, decay groups, initialisers, moving between dtypes, dropout's modes
 // and state, and what is refused.
-#include "framework/core/rng.hpp"
-#include "framework/nn/nn.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
 

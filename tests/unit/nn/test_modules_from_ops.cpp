@@ -2,8 +2,8 @@
 // pooling, rotary embeddings, the gated MLP and the general attention (its
 // packed route equal to the written-out one), each against its definition
 // and finite differences.
-#include "framework/core/rng.hpp"
-#include "framework/nn/nn.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // Every op of the op list (tests/ops/op_cases.cpp), through autograd, against
 // central finite differences in f64 on the CPU.
-#include "framework/core/dispatch.hpp"
-#include "framework/nn/gradcheck.hpp"
+#include "levers/core/dispatch.hpp"
+#include "levers/nn/gradcheck.hpp"
 #include "tests/ops/op_cases.hpp"
 
 #include <doctest/doctest.h>

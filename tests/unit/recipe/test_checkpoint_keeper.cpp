@@ -1,6 +1,6 @@
 // The run's checkpoint files: the newest kept, best.ckpt, and the shard files
 // beside each (ZeRO's optimizer state, one per rank).
-#include "framework/recipe/checkpoints.hpp"
+#include "levers/recipe/checkpoints.hpp"
 #include "tests/temp_dir.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
-#include "framework/core/error.hpp"
-#include "framework/recipe/map_cells.hpp"
-#include "framework/recipe/recipe.hpp"
+#include "levers/core/error.hpp"
+#include "levers/recipe/map_cells.hpp"
+#include "levers/recipe/recipe.hpp"
 
 #include <doctest/doctest.h>
 

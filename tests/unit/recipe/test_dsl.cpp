@@ -1,11 +1,11 @@
 // The framework-owned loop of the DSL: .model/.data/.step/.evaluate_every/
 // .early_stop/.finish, and what build() refuses.
-#include "framework/core/error.hpp"
-#include "framework/dist/context.hpp"
-#include "framework/recipe/recipe.hpp"
-#include "framework/recipe/run_dir.hpp"
+#include "levers/core/error.hpp"
+#include "levers/distributed/context.hpp"
+#include "levers/recipe/recipe.hpp"
+#include "levers/recipe/run_dir.hpp"
 #include "tests/temp_dir.hpp"
-#include "models/mlp.hpp"
+#include "levers/models/mlp.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // AdamW over a shard of the flat buffer (ZeRO): the same update, element for
 // element, as over the whole; moments saved whole load into any shard.
-#include "framework/dist/zero.hpp"
-#include "framework/train/optimizer.hpp"
-#include "framework/train/param_kernels.hpp"
+#include "levers/distributed/zero.hpp"
+#include "levers/train/optimizer.hpp"
+#include "levers/train/param_kernels.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "framework/train/loop.hpp"
+#include "levers/train/loop.hpp"
 
 #include <doctest/doctest.h>
 

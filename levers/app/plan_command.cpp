@@ -1,0 +1,67 @@
+#include "levers/app/plan_command.hpp"
+
+#include "levers/app/run_config.hpp"
+#include "levers/core/error.hpp"
+#include "levers/core/gpu.hpp"
+#include "levers/recipe/device_choice.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace levers {
+
+namespace {
+
+// Where a plan is for: --device cuda needs no card here (the card's kernels are
+// chosen as they would be there), only its memory, from a card or --memory.
+PlanTarget plan_target(const PlanFlags& flags, const Plan& r) {
+    PlanTarget t;
+    t.ranks = flags.gpus.value_or(r.default_gpus());
+    LEVERS_CHECK(t.ranks >= 1, "--gpus must be >= 1, got {}", t.ranks);
+    const auto named = kind_named(flags.device);
+    LEVERS_CHECK(flags.device == "auto" || named, "--device must be auto, cpu or cuda, got '{}'", flags.device);
+    t.device = named ? *named : (gpu_count() > 0 ? Device::Kind::cuda : Device::Kind::cpu);
+    if (t.device == Device::Kind::cuda)
+        LEVERS_CHECK(built_with_cuda(), "--device cuda: this build of levers has no CUDA backend (nvcc was not found "
+                     "when it was configured), so it cannot lay a model out as a card would; plan with --device cpu");
+    t.compute = resolve_precision(flags.precision, t.device);
+    if (!flags.memory.empty()) t.memory = parse_memory_size(flags.memory);
+    return t;
+}
+
+}  // namespace
+
+int plan_command(const PlanFlags& flags) {
+    const Plan r = find_recipe(flags.name);
+    Config cfg = resolve_config(r, flags.sets);
+    r.check(cfg);
+    const MemoryPlan plan = plan_memory(r, cfg, plan_target(flags, r));
+    fmt::print("{}", plan_text(plan));
+    return 0;
+}
+
+bool take_auto_micro_batch(std::vector<std::string>& sets) {
+    const auto it = std::find(sets.begin(), sets.end(), std::string("micro_batch=auto"));
+    if (it == sets.end()) return false;
+    sets.erase(it);
+    return true;
+}
+
+long choose_micro_batch(const Plan& recipe, Config& cfg, const PlanTarget& target) {
+    const MemoryPlan plan = plan_memory(recipe, cfg, target, true);
+    const MemoryPlan::Fit& f = *plan.fit(plan.zero, plan.checkpointing);  // planned: only_configured
+    LEVERS_CHECK(f.micro_batch > 0, "--set micro_batch=auto: not even a micro-batch of 1 fits {} per rank "
+                 "(usable of {}):\n{}", memory_text(double(plan.usable)), memory_text(double(plan.capacity)),
+                 plan_text(plan));
+    cfg.set(plan.micro_batch_param, std::to_string(f.micro_batch));
+    if (const std::string& accum = recipe.loop_spec()->grad_accum.param; !accum.empty())  // the recipe's own setting agrees
+        cfg.set(accum, std::to_string(f.grad_accum));
+    fmt::print("micro_batch=auto: {}={} x grad_accum {} ({} samples per step and rank, as configured), planned "
+               "peak {} per rank of {} usable\n", plan.micro_batch_param, f.micro_batch, f.grad_accum,
+               plan.micro_batch * plan.grad_accum, memory_text(double(f.peak)),
+               memory_text(double(plan.usable)));
+    return f.grad_accum;
+}
+
+}  // namespace levers

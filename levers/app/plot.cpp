@@ -1,0 +1,113 @@
+#include "levers/app/plot.hpp"
+
+#include "levers/core/error.hpp"
+#include "levers/core/read_file.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace levers {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Series {
+    fs::path dir;
+    std::string title;
+};
+
+// The runs to draw: each directory, or a sweep's cells (titled by their parameters).
+std::vector<Series> expand(const std::vector<fs::path>& runs) {
+    std::vector<Series> out;
+    for (const auto& run : runs) {
+        if (fs::exists(run / "sweep.json")) {
+            const auto cells = nlohmann::json::parse(read_file(run / "sweep.json"), nullptr, false);
+            LEVERS_CHECK(cells.is_array(), "{}: sweep.json is not a list of cells", run.string());
+            for (const auto& c : cells) {
+                std::vector<std::string> params;
+                const nlohmann::json given = c.value("params", nlohmann::json::object());
+                for (const auto& [k, v] : given.items())
+                    params.push_back(k + "=" + v.get<std::string>());
+                out.push_back({c.value("dir", ""), fmt::format("{}", fmt::join(params, " "))});
+            }
+            continue;
+        }
+        LEVERS_CHECK(fs::exists(run / "metrics.csv"), "{}: no metrics.csv (give run directories, or a sweep's)",
+                     run.string());
+        out.push_back({run, run.filename().string()});
+    }
+    return out;
+}
+
+std::vector<std::string> eval_columns(const fs::path& dir) {
+    std::istringstream in(read_file(dir / "eval.csv"));
+    std::string header, name;
+    std::getline(in, header);
+    std::vector<std::string> names;
+    std::istringstream cols(header);
+    while (std::getline(cols, name, ',')) names.push_back(name);
+    return names;  // step, wall_s, metrics...
+}
+
+}  // namespace
+
+void plot_runs(const std::vector<fs::path>& runs, const fs::path& out) {
+    LEVERS_CHECK(!runs.empty(), "recipe plot needs at least one run directory");
+    const auto series = expand(runs);
+    std::vector<std::string> loss, evals;
+    for (const auto& s : series) {
+        if (!fs::exists(s.dir / "metrics.csv")) continue;  // a cell that failed before training
+        loss.push_back(fmt::format("{} using 1:2 with lines lw 1 title {}",
+                                   gnuplot_quoted((s.dir / "metrics.csv").string()), gnuplot_quoted(s.title)));
+        if (!fs::exists(s.dir / "eval.csv")) continue;
+        const auto cols = eval_columns(s.dir);
+        for (std::size_t c = 2; c < cols.size(); ++c)
+            evals.push_back(fmt::format("{} using 1:{} with linespoints lw 2 title {}",
+                                        gnuplot_quoted((s.dir / "eval.csv").string()), c + 1,
+                                        gnuplot_quoted(series.size() == 1 ? cols[c] : s.title + ": " + cols[c])));
+    }
+    LEVERS_CHECK(!loss.empty(), "none of the runs has recorded a training step yet");
+    std::string script = fmt::format(
+        "set terminal pngcairo size 1400,520 font ',10'\nset output {}\nset datafile separator ','\n"
+        "set termoption noenhanced\nset key top right\nset grid\nset multiplot layout 1,{}\n"
+        "set title 'training loss (every step)'\nset xlabel 'step'\nplot {}\n",
+        gnuplot_quoted(out.string()), evals.empty() ? 1 : 2, fmt::join(loss, ", \\\n     "));
+    if (!evals.empty())
+        script += fmt::format("set title 'evaluation'\nset key center right\nset xlabel 'step'\nplot {}\n",
+                              fmt::join(evals, ", \\\n     "));
+    script += "unset multiplot\n";
+
+    run_gnuplot(script, out);
+}
+
+void run_gnuplot(const std::string& script, const fs::path& out) {
+    // A gnuplot that is missing (or dies) closes the pipe while we write: the
+    // write must fail quietly, not kill this process with SIGPIPE.
+    struct sigaction ignore {}, previous {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &previous);
+    FILE* gp = ::popen("gnuplot 2>&1", "w");
+    if (gp) std::fputs(script.c_str(), gp);
+    const int status = gp ? ::pclose(gp) : -1;
+    ::sigaction(SIGPIPE, &previous, nullptr);
+    LEVERS_CHECK(gp != nullptr, "cannot start gnuplot");
+    LEVERS_CHECK(WIFEXITED(status) && WEXITSTATUS(status) != 127,
+                 "drawing takes gnuplot, which is not installed: apt-get install gnuplot-nox");
+    LEVERS_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(out),
+                 "gnuplot could not draw {} (its messages are above)", out.string());
+}
+
+std::string gnuplot_quoted(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+}
+
+}  // namespace levers

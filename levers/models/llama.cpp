@@ -1,0 +1,151 @@
+#include "levers/models/llama.hpp"
+
+#include "levers/nn/checkpoint.hpp"
+#include "levers/kernels/linear.hpp"
+#include "levers/kernels/chunked_cross_entropy.hpp"
+
+namespace levers::models {
+
+namespace {
+const LlamaConfig& checked(const LlamaConfig& c) {
+    c.validate();
+    return c;
+}
+
+nn::Attention::Options attention_options(const LlamaConfig& c) {
+    return {.kv_heads = c.num_key_value_heads,
+            .head_dim = c.head_size(),
+            .bias = c.attention_bias,
+            .causal = true,
+            .rope_theta = c.rope_theta,
+            .rope_scaling = c.rope_scaling,
+            .qk_norm_eps = c.qk_norm ? c.rms_norm_eps : 0.0,
+            .sliding_window = c.sliding_window,
+            .init = nn::init::normal(c.initializer_range)};
+}
+}  // namespace
+
+LlamaLayer::LlamaLayer(const LlamaConfig& c)
+    : input_layernorm(*this, "input_layernorm", c.hidden_size, c.rms_norm_eps),
+      self_attn(*this, "self_attn", c.hidden_size, c.num_attention_heads, attention_options(c)),
+      post_attention_layernorm(*this, "post_attention_layernorm", c.hidden_size, c.rms_norm_eps),
+      mlp(*this, "mlp", c.hidden_size, c.intermediate_size, c.mlp_bias, nn::init::normal(c.initializer_range)) {}
+
+Tensor LlamaLayer::forward(const Tensor& x, nn::KvCache* cache, const Tensor* documents) {
+    const Tensor a = input_layernorm(x);
+    const Tensor h = x + (cache       ? self_attn.forward(a, *cache)
+                          : documents ? self_attn.forward_packed(a, *documents)
+                                      : self_attn.forward(a));
+    return h + mlp(post_attention_layernorm(h));
+}
+
+LlamaBody::LlamaBody(Module& parent, std::string name, const LlamaConfig& c)
+    : embed_tokens(*this, "embed_tokens", c.vocab_size, c.hidden_size, nn::init::normal(c.initializer_range)),
+      layers(*this, "layers", static_cast<int>(c.num_hidden_layers), c),
+      norm(*this, "norm", c.hidden_size, c.rms_norm_eps) {
+    parent.register_module(std::move(name), *this);
+}
+
+Llama::Llama(const LlamaConfig& config) : model(*this, "model", checked(config)), config_(config) {
+    if (!config.tie_word_embeddings) {
+        lm_head = std::make_unique<nn::Linear>(config.hidden_size, config.vocab_size, false,
+                                               nn::init::normal(config.initializer_range));
+        register_module("lm_head", *lm_head);
+    }
+}
+
+Llama::Llama(const LlamaConfig& config, std::uint64_t seed) : Llama(config) { initialize(seed); }
+
+nn::Parameter& Llama::head_weight() { return lm_head ? lm_head->weight : model.embed_tokens.weight; }
+
+Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* documents) {
+    LEVERS_CHECK(tokens.ndim() == 2 && tokens.dim(0) >= 1 && tokens.dim(1) >= 1 && tokens.dtype() == DType::i32,
+                 "{} forward needs i32 tokens [batch, time], got {} {}", config_.model_type, name_of(tokens.dtype()),
+                 tokens.shape().str());
+    Tensor x = model.embed_tokens(on_device(tokens));
+    std::size_t i = 0;
+    for (LlamaLayer& layer : model.layers) {
+        if (checkpoint_blocks_ && !cache) {
+            // The documents tensor (packed rows) is kept by the recompute, as the layer reads it again.
+            const Tensor docs = documents ? *documents : Tensor();
+            x = nn::checkpoint(layer, x, [&layer, docs](const Tensor& in) {
+                return layer.forward(in, nullptr, docs.defined() ? &docs : nullptr);
+            });
+        } else {
+            x = layer.forward(x, cache ? &cache->layers[i++] : nullptr, documents);
+        }
+    }
+    return model.norm(x);
+}
+
+Tensor Llama::features(const Tensor& tokens) { return hidden(tokens, nullptr); }
+
+Tensor Llama::logits(const Tensor& tokens) { return ops::linear(features(tokens), head_weight()()); }
+
+Tensor Llama::loss(const Tensor& tokens, const Tensor& targets) {
+    LEVERS_CHECK(targets.shape() == tokens.shape(), "{} loss: targets {} do not match tokens {}", config_.model_type,
+                 targets.shape().str(), tokens.shape().str());
+    // In chunks of rows: a 128K-token vocabulary's logits are never held for every position at once.
+    return ops::chunked_linear_cross_entropy(features(tokens), head_weight()(), on_device(targets));
+}
+
+Tensor Llama::loss(const Tensor& tokens, const Tensor& targets, const Tensor& documents) {
+    LEVERS_CHECK(targets.shape() == tokens.shape() && documents.shape() == tokens.shape(),
+                 "{} loss: targets {} and documents {} must match tokens {}", config_.model_type, targets.shape().str(),
+                 documents.shape().str(), tokens.shape().str());
+    return ops::chunked_linear_cross_entropy(hidden(tokens, nullptr, &documents), head_weight()(), on_device(targets));
+}
+
+LlamaCache Llama::new_cache(std::int64_t capacity) const {
+    LlamaCache cache;
+    cache.layers.reserve(static_cast<std::size_t>(config_.num_hidden_layers));
+    for (std::int64_t i = 0; i < config_.num_hidden_layers; ++i) cache.layers.emplace_back(capacity);
+    return cache;
+}
+
+Tensor Llama::next_logits(const Tensor& tokens, LlamaCache& cache) {
+    LEVERS_CHECK(cache.layers.size() == static_cast<std::size_t>(config_.num_hidden_layers),
+                 "next_logits: a cache for {} layers given to a model of {}", cache.layers.size(),
+                 config_.num_hidden_layers);
+    const Tensor h = hidden(tokens, &cache);
+    const std::int64_t time = h.dim(1);
+    return ops::linear(h.narrow(1, time - 1, 1).squeeze(1), head_weight()());
+}
+
+std::string Llama::summary() const {
+    const LlamaConfig& c = config_;
+    return fmt::format("{}, {} layers x {}, {} heads ({} key-value) of {}, vocabulary {}", c.model_type,
+                       c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_size(),
+                       c.vocab_size);
+}
+
+namespace {
+class LlamaDecoder : public LanguageModel::Decoder {
+public:
+    LlamaDecoder(Llama& model, std::int64_t length) : model_(model), cache_(model.new_cache(length)) {}
+    Tensor next(const std::vector<std::int32_t>& tokens) override {
+        const auto t = static_cast<std::int64_t>(tokens.size());
+        return model_.next_logits(Tensor::from(tokens, {1, t}), cache_).to(Device::cpu(), DType::f32).reshape({-1});
+    }
+
+private:
+    Llama& model_;
+    LlamaCache cache_;
+};
+}  // namespace
+
+std::unique_ptr<LanguageModel::Decoder> Llama::decoder(std::int64_t length) {
+    LEVERS_CHECK(length >= 1 && length <= config_.max_position_embeddings,
+                 "{}: generation of {} positions; the model takes 1..{} (max_position_embeddings)", config_.model_type,
+                 length, config_.max_position_embeddings);
+    return std::make_unique<LlamaDecoder>(*this, length);
+}
+
+std::vector<std::pair<std::string, nn::Parameter*>> Llama::weights() {
+    std::vector<std::pair<std::string, nn::Parameter*>> out;
+    for (const auto& [name, p] : named_parameters())
+        if (p->name() != "lora_a" && p->name() != "lora_b") out.emplace_back(name, p);
+    return out;
+}
+
+}  // namespace levers::models

@@ -1,0 +1,97 @@
+// The Llama family as one decoder (Llama 2/3.x, Mistral, Qwen 2/2.5, Qwen 3),
+// configured by Hugging Face's config.json (llama_config.hpp):
+//
+//   h = embed_tokens(tokens)
+//   per layer: h += self_attn(input_layernorm(h))       RMSNorm, grouped-query attention with
+//              h += mlp(post_attention_layernorm(h))    rotary embeddings; SwiGLU MLP
+//   logits = lm_head(norm(h))                            lm_head tied to embed_tokens or its own
+//
+// Parameter names are Hugging Face's (model.layers.0.self_attn.q_proj.weight,
+// lm_head.weight), so a directory's tensors go where their names say.
+#pragma once
+
+#include "levers/nn/attention.hpp"
+#include "levers/nn/containers.hpp"
+#include "levers/nn/gated_mlp.hpp"
+#include "levers/nn/layers.hpp"
+#include "levers/models/language_model.hpp"
+#include "levers/models/llama_config.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace levers::models {
+
+class LlamaLayer : public nn::Module {
+public:
+    explicit LlamaLayer(const LlamaConfig& c);
+    // With a cache (generation) or documents (packed rows: attention.hpp's forward_packed), or neither.
+    Tensor forward(const Tensor& x, nn::KvCache* cache = nullptr, const Tensor* documents = nullptr);
+    nn::RMSNorm input_layernorm;
+    nn::Attention self_attn;
+    nn::RMSNorm post_attention_layernorm;
+    nn::GatedMLP mlp;
+};
+
+// Hugging Face's LlamaModel: the embeddings, the layers and the final norm.
+class LlamaBody : public nn::Module {
+public:
+    LlamaBody(Module& parent, std::string name, const LlamaConfig& c);
+    nn::Embedding embed_tokens;
+    nn::ModuleList<LlamaLayer> layers;
+    nn::RMSNorm norm;
+};
+
+// What generation keeps between steps: one KV cache per layer.
+struct LlamaCache {
+    std::vector<nn::KvCache> layers;
+    std::int64_t length() const { return layers.empty() ? 0 : layers.front().length; }
+};
+
+class Llama : public LanguageModel {
+public:
+    // Random weights (N(0, initializer_range), unit norms), as transformers
+    // initialises a new model; loading a directory replaces them.
+    Llama(const LlamaConfig& config, std::uint64_t seed);
+    // Declared only: nothing is allocated until first use (weights loaded, or
+    // drawn from seed 0), so the names and shapes cost nothing to ask.
+    explicit Llama(const LlamaConfig& config);
+
+    // tokens [B, T] (i32, usually on the host): the final norm's output
+    // [B, T, hidden], the logits [B, T, vocab], or the mean next-token loss
+    // against targets [B, T] (ignoring -100) as a one-element tensor.
+    Tensor features(const Tensor& tokens);
+    Tensor logits(const Tensor& tokens) override;
+    Tensor loss(const Tensor& tokens, const Tensor& targets) override;
+    // Packed rows: `documents` (i32 [B, T], non-decreasing along a row)
+    // numbers each position's document; attention stays within documents
+    // and positions restart at each, so the loss equals the documents' run
+    // one by one (weighted by their counted targets).
+    Tensor loss(const Tensor& tokens, const Tensor& targets, const Tensor& documents);
+    std::int64_t vocab_size() const override { return config_.vocab_size; }
+    std::int64_t context_length() const override { return config_.max_position_embeddings; }
+    std::string summary() const override;
+    // With the KV cache: the prompt runs once, then one position per step.
+    std::unique_ptr<Decoder> decoder(std::int64_t length) override;
+    // Generation: the logits [B, vocab] of the last of `tokens` [B, T], which
+    // follow the positions `cache` holds (made with room for `capacity`
+    // positions by new_cache). Under InferenceMode.
+    LlamaCache new_cache(std::int64_t capacity) const;
+    Tensor next_logits(const Tensor& tokens, LlamaCache& cache);
+
+    // The output projection's weight [vocab, hidden]: lm_head's, or the embeddings when tied.
+    nn::Parameter& head_weight();
+    const LlamaConfig& config() const { return config_; }
+    // The model's own weights by Hugging Face name, without LoRA adapters.
+    std::vector<std::pair<std::string, nn::Parameter*>> weights();
+
+    LlamaBody model;
+    std::unique_ptr<nn::Linear> lm_head;  // absent when tied
+
+private:
+    Tensor hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* documents = nullptr);
+    LlamaConfig config_;
+};
+
+}  // namespace levers::models

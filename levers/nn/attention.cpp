@@ -1,0 +1,154 @@
+#include "levers/nn/attention.hpp"
+
+#include "levers/kernels/attention.hpp"
+#include "levers/kernels/causal_attention.hpp"
+#include "levers/kernels/flash_attention.hpp"
+#include "levers/kernels/indexing.hpp"
+
+#include <vector>
+
+namespace levers::nn {
+
+CausalSelfAttention::CausalSelfAttention(std::int64_t channels, std::int64_t heads_, Init proj_init, Init qkv_init)
+    : c_attn(*this, "c_attn", channels, 3 * channels, true, qkv_init),
+      c_proj(*this, "c_proj", channels, channels, true, proj_init),
+      heads(heads_) {
+    LEVERS_CHECK(heads >= 1 && channels % heads == 0, "attention: {} channels do not split into {} heads", channels,
+                 heads);
+}
+
+CausalSelfAttention::CausalSelfAttention(Module& parent, std::string name, std::int64_t channels, std::int64_t heads_,
+                                         Init proj_init, Init qkv_init)
+    : CausalSelfAttention(channels, heads_, proj_init, qkv_init) {
+    parent.register_module(std::move(name), *this);
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) {
+    const Tensor qkv = c_attn(x);
+    const std::int64_t channels = c_attn.in_features();
+    const Tensor y = ops::flash_attention_applies(qkv.device(), qkv.dtype(), channels, heads)
+                         ? ops::flash_attention(qkv, heads)
+                         : ops::attention(qkv, heads);
+    return c_proj(y);
+}
+
+namespace {
+Attention::Options checked(std::int64_t dim, std::int64_t heads, Attention::Options o) {
+    LEVERS_CHECK(heads >= 1, "Attention: {} heads; at least 1 is needed", heads);
+    if (o.kv_heads == 0) o.kv_heads = heads;
+    if (o.head_dim == 0) {
+        LEVERS_CHECK(dim % heads == 0, "Attention: {} channels do not split into {} heads", dim, heads);
+        o.head_dim = dim / heads;
+    }
+    LEVERS_CHECK(o.kv_heads >= 1 && heads % o.kv_heads == 0,
+                 "Attention: {} query heads do not share {} key-value heads evenly", heads, o.kv_heads);
+    LEVERS_CHECK(o.sliding_window >= 0 && (o.sliding_window == 0 || o.causal),
+                 "Attention: a sliding window ({}) needs causal attention and must be >= 0", o.sliding_window);
+    LEVERS_CHECK(!o.rope_scaling || o.rope_theta > 0, "Attention: rope_scaling needs rotary embeddings (rope_theta > 0)");
+    return o;
+}
+}  // namespace
+
+Attention::Attention(std::int64_t dim, std::int64_t heads_, Options options)
+    : Attention(dim, heads_, checked(dim, heads_, options), Checked{}) {}
+
+Attention::Attention(std::int64_t dim, std::int64_t heads_, Options o, Checked)
+    : q_proj(*this, "q_proj", dim, heads_ * o.head_dim, o.bias, o.init),
+      k_proj(*this, "k_proj", dim, o.kv_heads * o.head_dim, o.bias, o.init),
+      v_proj(*this, "v_proj", dim, o.kv_heads * o.head_dim, o.bias, o.init),
+      o_proj(*this, "o_proj", heads_ * o.head_dim, dim, false, o.init),
+      heads(heads_),
+      kv_heads(o.kv_heads),
+      head_dim(o.head_dim),
+      sliding_window(o.sliding_window),
+      causal(o.causal) {
+    if (o.qk_norm_eps > 0) {
+        q_norm = std::make_unique<RMSNorm>(*this, "q_norm", head_dim, o.qk_norm_eps);
+        k_norm = std::make_unique<RMSNorm>(*this, "k_norm", head_dim, o.qk_norm_eps);
+    }
+    if (o.rope_theta > 0) {
+        rotary = std::make_unique<RotaryEmbedding>(head_dim, o.rope_theta, o.rope_scaling);
+        register_module("rotary", *rotary);
+    }
+}
+
+Attention::Attention(Module& parent, std::string name, std::int64_t dim, std::int64_t heads_, Options o)
+    : Attention(dim, heads_, o) {
+    parent.register_module(std::move(name), *this);
+}
+
+Tensor Attention::forward(const Tensor& x) { return attend(x, nullptr, nullptr); }
+Tensor Attention::forward(const Tensor& x, const Tensor& mask) { return attend(x, &mask, nullptr); }
+Tensor Attention::forward(const Tensor& x, KvCache& cache) { return attend(x, nullptr, &cache); }
+
+Tensor Attention::forward_packed(const Tensor& x, const Tensor& documents) {
+    LEVERS_CHECK(x.ndim() == 3 && documents.dtype() == DType::i32 && documents.ndim() == 2 &&
+                     documents.dim(0) == x.dim(0) && documents.dim(1) == x.dim(1),
+                 "Attention: documents are {} {}; x {} needs i32 [{}, {}]", name_of(documents.dtype()),
+                 documents.shape().str(), x.shape().str(), x.dim(0), x.dim(1));
+    // Each position's place in its document and its document's first
+    // position, on the host (a row's documents in order).
+    const Tensor docs = documents.to(Device::cpu()).contiguous();
+    const std::int32_t* d = docs.data<std::int32_t>();
+    std::vector<std::int32_t> positions(static_cast<std::size_t>(docs.numel())), starts(positions.size());
+    for (std::int64_t b = 0; b < docs.dim(0); ++b)
+        for (std::int64_t t = 0; t < docs.dim(1); ++t) {
+            const auto i = static_cast<std::size_t>(b * docs.dim(1) + t);
+            LEVERS_CHECK(t == 0 || d[i] >= d[i - 1], "Attention: documents must not decrease along a row; row {} "
+                         "goes from {} to {} at position {}", b, d[i - 1], d[i], t);
+            const bool first = t == 0 || d[i] != d[i - 1];
+            positions[i] = first ? 0 : positions[i - 1] + 1;
+            starts[i] = static_cast<std::int32_t>(t) - positions[i];
+        }
+    const Packed packed{Tensor::from(positions, docs.shape()), Tensor::from(starts, docs.shape()).to(x.device())};
+    return attend(x, nullptr, nullptr, &packed);
+}
+
+Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed) {
+    LEVERS_CHECK(x.ndim() == 3, "Attention: x is {}, expected [batch, time, channels]", x.shape().str());
+    const std::int64_t batch = x.dim(0), time = x.dim(1), width = heads * head_dim;
+    const std::int64_t start = cache ? cache->length : 0;
+    // [B, T, heads, D]: the heads side by side, as the projections make them.
+    Tensor q = q_proj(x).view({batch, time, heads, head_dim});
+    Tensor k = k_proj(x).view({batch, time, kv_heads, head_dim});
+    Tensor v = v_proj(x).view({batch, time, kv_heads, head_dim});
+    if (q_norm) {
+        q = (*q_norm)(q);
+        k = (*k_norm)(k);
+    }
+    if (rotary) {
+        q = packed ? rotary->apply(q, packed->positions) : rotary->apply(q, start);
+        k = packed ? rotary->apply(k, packed->positions) : rotary->apply(k, start);
+    }
+    if (cache) {
+        LEVERS_CHECK(!autograd::grad_enabled(), "Attention: a KV cache is for generation, under autograd::InferenceMode");
+        LEVERS_CHECK(start + time <= cache->capacity, "Attention: the KV cache holds {} positions; {} + {} asked",
+                     cache->capacity, start, time);
+        if (!cache->keys.defined() || cache->keys.dim(0) != batch) {
+            LEVERS_CHECK(start == 0, "Attention: a KV cache of batch {} fed a batch of {}",
+                         cache->keys.defined() ? cache->keys.dim(0) : 0, batch);
+            cache->keys = Tensor::empty({batch, cache->capacity, kv_heads, head_dim}, k.dtype(), k.device());
+            cache->values = Tensor::empty({batch, cache->capacity, kv_heads, head_dim}, v.dtype(), v.device());
+        }
+        cache->keys.narrow(1, start, time).copy_from(k);
+        cache->values.narrow(1, start, time).copy_from(v);
+        cache->length = start + time;
+        k = cache->keys.narrow(1, 0, start + time);
+        v = cache->values.narrow(1, 0, start + time);
+    }
+    const ops::CausalMask reach{.starts = packed ? packed->starts : Tensor(), .window = sliding_window};
+    // The fused kernel where it applies (causal, no mask of the caller's).
+    if (causal && !mask && ops::causal_attention_applies(q.device(), q.dtype(), head_dim))
+        return o_proj(ops::causal_attention(q, k, v, reach).reshape({batch, time, width}));
+    // Else GPT-2's packed op where it applies (nothing but causality, a key-value head per query head): cards
+    // in f32, or other head sizes (GPT-2's flash kernel applies only where the fused one above already did).
+    if (causal && !mask && !cache && !packed && sliding_window == 0 && kv_heads == heads) {
+        const Tensor qkv = ops::cat({q.reshape({batch, time, width}), k.reshape({batch, time, width}),
+                                     v.reshape({batch, time, width})},
+                                    -1);
+        return o_proj(ops::attention(qkv, heads));
+    }
+    return o_proj(ops::attention_written_out(q, k, v, reach, causal, mask).reshape({batch, time, width}));
+}
+
+}  // namespace levers::nn

@@ -1,0 +1,55 @@
+#include "levers/nn/lora.hpp"
+
+#include <fmt/ranges.h>
+
+namespace levers::nn {
+
+namespace {
+void collect(Module& m, std::vector<Linear*>& out) {
+    if (auto* linear = dynamic_cast<Linear*>(&m)) out.push_back(linear);
+    for (const auto& [name, child] : m.children()) collect(*child, out);
+}
+}  // namespace
+
+std::vector<Linear*> linear_layers(Module& model) {
+    std::vector<Linear*> out;
+    collect(model.root(), out);
+    return out;
+}
+
+int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const std::vector<std::string>& targets) {
+    Module& root = model.root();
+    LEVERS_CHECK(!has_lora(root), "this model already has LoRA adapters");
+    std::vector<Linear*> chosen;
+    for (Linear* l : linear_layers(root))
+        for (const auto& t : targets)
+            if (l->full_name() == t || l->full_name().ends_with("." + t)) {
+                chosen.push_back(l);
+                break;
+            }
+    LEVERS_CHECK(!chosen.empty(), "no Linear layer of the model is named like any of {}", fmt::join(targets, ", "));
+    LEVERS_CHECK(alpha > 0, "lora alpha must be positive, got {}", alpha);
+    for (Linear* l : chosen)  // every layer checked before any changes
+        LEVERS_CHECK(rank >= 1 && rank <= std::min(l->in_features(), l->out_features()),
+                     "lora rank must be in 1..{} for '{}' ({} -> {}), got {}",
+                     std::min(l->in_features(), l->out_features()), l->full_name(), l->in_features(),
+                     l->out_features(), rank);
+    root.freeze();
+    for (Linear* l : chosen) l->attach_lora(rank, alpha);  // the adapters are trainable
+    root.lay_out(seed);
+    return static_cast<int>(chosen.size());
+}
+
+bool has_lora(Module& model) {
+    for (Linear* l : linear_layers(model))
+        if (l->has_lora()) return true;
+    return false;
+}
+
+void merge_lora(Module& model) {
+    LEVERS_CHECK(has_lora(model), "merge_lora(): this model has no LoRA adapters");
+    for (Linear* l : linear_layers(model))
+        if (l->has_lora()) l->merge_lora();
+}
+
+}  // namespace levers::nn

@@ -1,0 +1,26 @@
+// LoRA fine-tuning of any model: adapters on the Linear layers you name, the
+// rest frozen (levers/kernels/lora.hpp has the maths).
+#pragma once
+
+#include "levers/nn/layers.hpp"
+
+#include <string>
+#include <vector>
+
+namespace levers::nn {
+
+// Attaches a rank-`rank` adapter (scale alpha / rank) to every Linear of
+// `model` whose full name ends with one of `targets` ("attn.c_attn"), freezes
+// every other parameter and lays the model out again, the adapters' A drawn
+// from `seed`. Returns how many layers got one; none matching is an error
+// naming the targets. Call after loading weights, before training.
+int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const std::vector<std::string>& targets);
+// Whether any layer of `model` has an adapter.
+bool has_lora(Module& model);
+// Folds every adapter into its frozen weight (the model then computes the
+// same function without them) and zeroes them.
+void merge_lora(Module& model);
+// Every Linear of `model` (depth first), for code that walks the layers.
+std::vector<Linear*> linear_layers(Module& model);
+
+}  // namespace levers::nn

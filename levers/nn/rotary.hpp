@@ -1,0 +1,55 @@
+// Rotary position embeddings (Su et al.) in Hugging Face's layout: each head's
+// first and second halves are the pairs rotated (rotate_half), frequency i
+// of D/2 being theta^(-2i/D), or Llama 3.1's rescaling of those. No
+// parameters; the cos and sin tables are made on first use for the
+// positions asked (and kept, per device and dtype).
+#pragma once
+
+#include "levers/nn/module.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace levers::nn {
+
+// rope_scaling of type llama3 (Llama 3.1, 3.2): wavelengths longer than
+// original_max_position_embeddings / low_freq_factor are slowed by `factor`,
+// those shorter than ... / high_freq_factor kept, those between blended.
+struct Llama3RopeScaling {
+    double factor = 8, low_freq_factor = 1, high_freq_factor = 4;
+    std::int64_t original_max_position_embeddings = 8192;
+};
+
+class RotaryEmbedding : public Module {
+public:
+    explicit RotaryEmbedding(std::int64_t head_dim, double theta = 10000.0,
+                             std::optional<Llama3RopeScaling> scaling = std::nullopt);
+    RotaryEmbedding(Module& parent, std::string name, std::int64_t head_dim, double theta = 10000.0,
+                    std::optional<Llama3RopeScaling> scaling = std::nullopt);
+    // x [..., T, H, D] (time at dimension -3, heads at -2: what a projection's
+    // output is before the heads move forward) rotated by positions start,
+    // start + 1, ...; differentiable in x.
+    Tensor apply(const Tensor& x, std::int64_t start = 0);
+    // The same at given positions: i32 [T] (every row alike) or [B, T] for x [B, T, H, D].
+    Tensor apply(const Tensor& x, const Tensor& positions);
+
+    // The D/2 angular frequencies, in radians per position.
+    std::vector<double> inverse_frequencies() const;
+    // cos and sin [positions, D] for positions [0, length), in `like`'s dtype
+    // and device (what fused kernels take; kept for the next call).
+    std::pair<Tensor, Tensor> tables(std::int64_t length, const Tensor& like);
+
+    const std::int64_t head_dim;
+    const double theta;
+    const std::optional<Llama3RopeScaling> scaling;
+
+private:
+    void ensure(std::int64_t length, const Tensor& like);
+    // The general-op form (the fused kernel's reference), for x of other ranks than [B, T, H, D].
+    Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) const;
+    Tensor cos_, sin_;
+};
+
+}  // namespace levers::nn

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The work one Llama training step asks of a card, counted on the emulated
-# card (tests/emulated/stats.cpp): kernel launches, cuBLAS/cuBLASLt
+# The work one Llama training step asks of a GPU, counted on the emulated
+# GPU (tests/emulated/stats.cpp): kernel launches, cuBLAS/cuBLASLt
 # products, copies, memsets and cudaMalloc calls per steady step (a run of 5
-# steps less a run of 3, halved), and the bytes the card was asked for in
+# steps less a run of 3, halved), and the bytes the GPU was asked for in
 # the whole 5-step run (the memory pool's high-water mark), through `recipe
 # run fine_tune --set model=DIR --set lora_r=0 --device cuda` (every weight
-# trained). The model is Llama-shaped but small enough for the emulated card
+# trained). The model is Llama-shaped but small enough for the emulated GPU
 # (bench/llama_dir.py: 2 layers x 128, 2 query heads of 64 over 1 key-value
 # head, MLP 352, Llama 2's tokenizer and vocabulary of 32,000; batch 2 x 128):
-# in f32 (attention written out: the cards' fused kernel is bf16's), in bf16
+# in f32 (attention written out: the GPUs' fused kernel is bf16's), in bf16
 # with the fused attention, and in bf16 with it turned off
 # (LEVERS_FUSED_ATTENTION=0).
 #
@@ -46,12 +46,12 @@ keys = ["kernel_launches", "blas_products", "copies", "memsets", "cuda_mallocs"]
 def runs(name):
     return {s: json.loads((work / f"{name}-{s}.json").read_text().splitlines()[-1]) for s in (3, 5)}
 names = ["f32", "bf16-fused", "bf16-written-out"]
-print("per steady Llama step on the emulated card (2 layers x 128, heads 2 x 64 over 1, vocabulary 32,000, batch 2 x 128)")
+print("per steady Llama step on the emulated GPU (2 layers x 128, heads 2 x 64 over 1, vocabulary 32,000, batch 2 x 128)")
 print()
 print("| what | " + " | ".join(names) + " |")
 print("|---|" + "---|" * len(names))
 r = {n: runs(n) for n in names}
 for k in keys:
     print(f"| {k} per step | " + " | ".join(f"{(r[n][5][k] - r[n][3][k]) / 2:g}" for n in names) + " |")
-print("| MiB asked of the card in 5 steps | " + " | ".join(f"{r[n][5]['cuda_malloc_bytes'] / 2**20:.1f}" for n in names) + " |")
+print("| MiB asked of the GPU in 5 steps | " + " | ".join(f"{r[n][5]['cuda_malloc_bytes'] / 2**20:.1f}" for n in names) + " |")
 PY

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The work one GPT training step asks of a card, counted on the emulated card
+# The work one GPT training step asks of a GPU, counted on the emulated GPU
 # (tests/emulated/stats.cpp): kernel launches, cuBLAS/cuBLASLt products,
 # copies, memsets, and cudaMalloc calls and bytes, per steady step (a run of
 # 5 steps less a run of 3, halved), for levers now against LEVERS_BASE_COMMIT
-# (the hand-written card engine), in f32 and bf16 (attention fused: head size
-# 64), through `recipe run pretrain --device cuda`. The base's emulated card
+# (the hand-written GPU engine), in f32 and bf16 (attention fused: head size
+# 64), through `recipe run pretrain --device cuda`. The base's emulated GPU
 # gets the same counting files as this tree's.
 #
 #   bash bench/emulated_step.sh      (a CUDA build with the emulated suite; ~10 minutes the first time)
@@ -15,10 +15,10 @@ build=${LEVERS_BUILD:-$root/build}
 ninja -C "$build" tests/emulated/recipe_emulated tests/emulated/liblevers_cuda_emulated.so >/dev/null
 base_dir=${LEVERS_BASE_EMULATED:-$root/build-base-emulated}
 if [ ! -x "$base_dir/build/tests/emulated/recipe_emulated" ]; then
-    echo "[bench] building the emulated card's recipe of $LEVERS_BASE_COMMIT in $base_dir" >&2
+    echo "[bench] building the emulated GPU's recipe of $LEVERS_BASE_COMMIT in $base_dir" >&2
     rm -rf "$base_dir" && mkdir -p "$base_dir/src"
     git -C "$root" archive "$LEVERS_BASE_COMMIT" | tar -x -C "$base_dir/src"
-    for f in stats.cpp include/emulated_card.hpp cuda_runtime.cpp cublas.cpp; do
+    for f in stats.cpp include/emulated_gpu.hpp cuda_runtime.cpp cublas.cpp; do
         cp "$root/tests/emulated/$f" "$base_dir/src/tests/emulated/$f"
     done
     sed -i "s/'cublas.cpp', 'nccl.cpp',/'cublas.cpp', 'nccl.cpp', 'stats.cpp',/" "$base_dir/src/tests/emulated/meson.build"
@@ -54,7 +54,7 @@ keys = ["kernel_launches", "blas_products", "copies", "memsets", "cuda_mallocs",
 def per_step(name, precision):
     runs = {s: json.loads((work / f"{name}-{s}-{precision}.json").read_text().splitlines()[-1]) for s in (3, 5)}
     return {k: (runs[5][k] - runs[3][k]) / 2 for k in keys}
-print(f"per steady GPT step on the emulated card (2 layers x 64, batch 2 x 32): levers against {sys.argv[2]}")
+print(f"per steady GPT step on the emulated GPU (2 layers x 64, batch 2 x 32): levers against {sys.argv[2]}")
 print()
 print("| precision | what | base | levers |")
 print("|---|---|---|---|")

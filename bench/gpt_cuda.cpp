@@ -1,10 +1,10 @@
-// GPT training throughput on one NVIDIA card (bench/gpu_check.sh runs it):
+// GPT training throughput on one NVIDIA GPU (bench/gpu_check.sh runs it):
 // GPT-2 124M by default, random tokens, forward + backward + clipping + AdamW
 // per step, tokens/s over the steps after a warm-up, and MFU: 6N + 6LCT FLOPs
-// per token against the card's dense peak for the precision used (--precision
+// per token against the GPU's dense peak for the precision used (--precision
 // f32 or bf16), and the milliseconds of each phase of a step (forward, backward,
-// clipping, AdamW) on the card. Prints one JSON object.
-#include "bench/card_peaks.hpp"
+// clipping, AdamW) on the GPU. Prints one JSON object.
+#include "bench/gpu_peaks.hpp"
 #include "levers/core/gpu.hpp"
 #include "levers/core/rng.hpp"
 #include "levers/core/device_memory.hpp"
@@ -24,7 +24,7 @@
 
 
 int main(int argc, char** argv) {
-    CLI::App app("GPT training throughput on one card");
+    CLI::App app("GPT training throughput on one GPU");
     int layers = 12, heads = 12, embd = 768, block = 1024, vocab = 50257, batch = 8, steps = 10, warmup = 3;
     app.add_option("--layers", layers);
     app.add_option("--heads", heads);
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     app.add_option("--precision", precision, "f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
     CLI11_PARSE(app, argc, argv);
     if (levers::gpu_count() == 0) {
-        fmt::print(stderr, "bench_gpt_cuda: no CUDA card is visible\n");
+        fmt::print(stderr, "bench_gpt_cuda: no CUDA GPU is visible\n");
         return 1;
     }
     levers::use_gpu(0);
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     levers::train::AdamW optimizer(model.params(), h);
     const auto stream = static_cast<cudaStream_t>(levers::compute_stream());
     auto synchronize = [&] { cudaStreamSynchronize(stream); };
-    // Where a step's time goes on the card: events between its phases,
+    // Where a step's time goes on the GPU: events between its phases,
     // summed over the timed steps (a phase's idle gaps count in it).
     const char* phase_names[] = {"forward", "backward", "clip", "adamw"};
     constexpr int kPhases = 4;
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
         auto phase_done = [&](int i) {
             if (mark) cudaEventRecord(mark[i], stream);
         };
-        // What the training loop does per step on a card.
+        // What the training loop does per step on a GPU.
         phase_done(0);
         model.params().zero_grad();
         const levers::Tensor l = model.loss(tokens, targets);
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
         phase_done(3);
         optimizer.step(6e-4);
         phase_done(4);
-        loss = l.item();  // waits for the card, as the training loop's progress does
+        loss = l.item();  // waits for the GPU, as the training loop's progress does
     }
     synchronize();
     nlohmann::json phases;
@@ -106,10 +106,10 @@ int main(int argc, char** argv) {
     const double tokens_per_s = static_cast<double>(steps) * batch * block / seconds;
     const double n = static_cast<double>(config.parameter_count());
     const double flops_per_token = 6 * n + 6.0 * layers * embd * block;
-    const std::string card = levers::gpu_names().front();
-    const CardPeaks peaks = card_peaks(card);
+    const std::string gpu = levers::gpu_names().front();
+    const GpuPeaks peaks = gpu_peaks(gpu);
     const double peak = precision == "bf16" ? peaks.bf16_flops : peaks.f32_flops;
-    nlohmann::json out = {{"card", card},           {"precision", precision}, {"parameters", n},
+    nlohmann::json out = {{"GPU", gpu},           {"precision", precision}, {"parameters", n},
                           {"batch", batch},         {"block", block},         {"tokens_per_second", tokens_per_s},
                           {"ms_per_step", 1000 * seconds / steps}, {"loss", loss},
                           {"flops_per_token", flops_per_token}};

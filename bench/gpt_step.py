@@ -25,7 +25,7 @@ class Block(nn.Module):
         b, t, c = x.shape
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        if self.sdpa:  # PyTorch's fused attention (flash where the card has it), as nanoGPT uses it
+        if self.sdpa:  # PyTorch's fused attention (flash where the GPU has it), as nanoGPT uses it
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             return self.c_proj(y.transpose(1, 2).reshape(b, t, c))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs what bench/gpu_check.sh runs into one folder, for a card machine that
+# Packs what bench/gpu_check.sh runs into one folder, for a GPU machine that
 # has the NVIDIA driver, cuBLAS and NCCL but no compilers' libraries, Boost or
 # network (a compute node, a CUDA container):
 #
@@ -10,11 +10,11 @@
 #
 # DIR holds build/ (recipe, the GPU tests, the user's recipes of examples/user_project, bench_gpt_cuda,
 # bench_ops_cuda, bench_ops, liblevers.so and
-# the card backend liblevers_cuda.so beside it,
+# the GPU backend liblevers_cuda.so beside it,
 # built without -march=native so that another processor runs them), lib/
 # (the shared libraries they need beyond glibc, cuBLAS and NCCL, which are the
-# card machine's own) and data/ (the books and Fashion-MNIST, where they are
-# here). GPU_ARCHS (e.g. "90") narrows the CUDA build to the card's architecture.
+# GPU machine's own) and data/ (the books and Fashion-MNIST, where they are
+# here). GPU_ARCHS (e.g. "90") narrows the CUDA build to the GPU's architecture.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$(realpath -m "${1:-$root/gpu-bundle}")
@@ -40,7 +40,7 @@ cp "$build/tests/levers_gpu_tests" "$build/tests/user_recipes" "$out/build/tests
 cp "$build/bench/bench_gpt_cuda" "$build/bench/bench_ops_cuda" "$build/bench/bench_ops" "$out/build/bench/"
 # Every shared library they load as built (LD_LIBRARY_PATH could name
 # another liblevers), but glibc's own (any newer glibc runs what
-# was linked here), cuBLAS and NCCL (hundreds of MB, and the card machine's
+# was linked here), cuBLAS and NCCL (hundreds of MB, and the GPU machine's
 # must match its driver anyway).
 for bin in "$out"/build/recipe "$out"/build/liblevers_cuda.so "$out"/build/tests/* "$out"/build/bench/*; do
     env -u LD_LIBRARY_PATH ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'

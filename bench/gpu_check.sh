@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA card: build levers with CUDA, run every GPU test
+# On a machine with an NVIDIA GPU: build levers with CUDA, run every GPU test
 # (each CUDA op against its CPU version in f32, f64 and bf16; the whole GPT in
-# f32 and bf16, LoRA, the MLP), train the shipped recipes on the card through
+# f32 and bf16, LoRA, the MLP), train the shipped recipes on the GPU through
 # `recipe run --device cuda` (in f32 and bf16) and the user's small CNN to
 # 90% (examples/user_project), and print a summary.
 #
 #   bash bench/gpu_check.sh             build here (needs scripts/setup.sh's packages)
 #   bash bench/gpu_check.sh BUNDLE      run what bench/gpu_bundle.sh packed elsewhere
 #
-# Then GPT-2 124M training throughput on one card in bf16, the target (with
+# Then GPT-2 124M training throughput on one GPU in bf16, the target (with
 # the fused attention kernel and without), and f32: tokens/s, MFU against
-# the card's dense peak and each phase's milliseconds, next to PyTorch eager
+# the GPU's dense peak and each phase's milliseconds, next to PyTorch eager
 # (autocast bf16; its explicit attention as levers computes it, and its fused
 # scaled_dot_product_attention) where python3 (or $PYTHON) has PyTorch with CUDA.
 # Last, each op of a step alone (bench_ops_cuda): its time and its share of
-# the card's peak FLOP/s or memory bandwidth; and every op of the op list the
+# the GPU's peak FLOP/s or memory bandwidth; and every op of the op list the
 # tests check, through the dispatch and autograd as models call them (bench_ops).
 # LEVERS_GPU_SANITIZE=1 also runs the GPU tests under compute-sanitizer's memcheck.
 set -euo pipefail
@@ -40,9 +40,9 @@ else
     command -v nvcc >/dev/null || { echo "gpu_check: no nvcc: install the CUDA toolkit, or run a bundle (bench/gpu_bundle.sh)"; exit 1; }
     build=${LEVERS_BUILD:-$root/build}
     data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
-    # Only what this check runs is built (card machines may have no network: the
+    # Only what this check runs is built (GPU machines may have no network: the
     # full set-up, which fetches data, is `bash scripts/setup.sh build`), and a
-    # new build only for this card's architecture (a quarter of the CUDA compile).
+    # new build only for this GPU's architecture (a quarter of the CUDA compile).
     targets=(tests/levers_gpu_tests recipe tests/user_recipes liblevers_cuda.so bench/bench_gpt_cuda bench/bench_ops_cuda
              bench/bench_ops)
     if [ ! -f "$build/build.ninja" ]; then
@@ -69,7 +69,7 @@ for lib in $(levers ldd "$build/tests/levers_gpu_tests" "$build/liblevers_cuda.s
         echo "gpu_check: $lib not found on this machine (cuBLAS comes with the CUDA toolkit, NCCL as libnccl2 or pip's nvidia-nccl-cu13)"; exit 1
     fi
 done
-# What was measured, for the record: the commit, the toolkit, the cards.
+# What was measured, for the record: the commit, the toolkit, the GPUs.
 echo "gpu_check: levers $built"
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader
@@ -80,9 +80,9 @@ status=0
 # Every step has a time limit (a kernel that hangs must not eat the machine's
 # time) and a failure does not stop the steps after it: one run shows all.
 levers timeout 180 "$build/tests/levers_gpu_tests" || status=$?
-if [ "$status" -eq 0 ]; then echo "gpu_check: every GPU test passed (skipped ones mean no card was visible)"; else echo "gpu_check: GPU tests FAILED (exit $status)"; fi
+if [ "$status" -eq 0 ]; then echo "gpu_check: every GPU test passed (skipped ones mean no GPU was visible)"; else echo "gpu_check: GPU tests FAILED (exit $status)"; fi
 if [ "$status" -ne 0 ]; then
-    # A fault on the card poisons every later test case of its process: each
+    # A fault on the GPU poisons every later test case of its process: each
     # case again in a process of its own says which ones fail by themselves.
     echo "gpu_check: the GPU tests again, one test case per process:"
     count=$(levers "$build/tests/levers_gpu_tests" --count 2>&1 | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p')
@@ -104,11 +104,11 @@ if [ "${LEVERS_GPU_SANITIZE:-0}" = 1 ]; then  # out-of-bounds and misaligned acc
     fi
 fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "gpu_check: no card visible here: GPU tests skipped, throughput not measured"
+    echo "gpu_check: no GPU visible here: GPU tests skipped, throughput not measured"
     exit "$status"
 fi
 
-# The recipes on the card, as users run them (a few steps each), where their
+# The recipes on the GPU, as users run them (a few steps each), where their
 # data is here: the books (scripts/setup.sh fetches them) and Fashion-MNIST.
 runs=$work/runs; mkdir -p "$runs"
 jobs=()
@@ -132,8 +132,8 @@ for i in "${!jobs[@]}"; do
 done
 
 # The user's small CNN (examples/user_project, general ops only) trained to
-# the end on the card, f32 and bf16: at least 90% of the test images, as on
-# the CPU (the emulated card checks its steps against the CPU's, but at a few
+# the end on the GPU, f32 and bf16: at least 90% of the test images, as on
+# the CPU (the emulated GPU checks its steps against the CPU's, but at a few
 # images a second it cannot train it to the end).
 if [ -d "$LEVERS_FASHION_MNIST" ]; then
     for precision in f32 bf16; do
@@ -141,9 +141,9 @@ if [ -d "$LEVERS_FASHION_MNIST" ]; then
         if levers timeout 600 "$build/tests/user_recipes" run fashion_cnn --device cuda --precision "$precision" \
                 --out "$runs/cnn-$precision" >"$out" 2>&1 &&
             "$python" -c 'import json, sys; sys.exit(json.loads(sys.argv[1])["final_test_accuracy"] < 0.90)' "$(tail -n 1 "$out")"; then
-            echo "gpu_check: the user's CNN on the card ($precision): $(tail -n 1 "$out" | cut -c1-200)"
+            echo "gpu_check: the user's CNN on the GPU ($precision): $(tail -n 1 "$out" | cut -c1-200)"
         else
-            echo "gpu_check: the user's CNN on the card ($precision) FAILED (under 90%, or no result):"; tail -n 20 "$out"; status=1
+            echo "gpu_check: the user's CNN on the GPU ($precision) FAILED (under 90%, or no result):"; tail -n 20 "$out"; status=1
         fi
     done
 fi

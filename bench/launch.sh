@@ -5,7 +5,7 @@
 # workers (Debian's python3-torch; --redirects/--tee set as Debian's torch 1.13
 # needs, --monitor_interval left at its default). Median of 3 rounds. Then
 # what a process holds that holds no tensors: `recipe list` and each CPU rank
-# of the 8 (on a CUDA build, the card backend must not be mapped).
+# of the 8 (on a CUDA build, the GPU backend must not be mapped).
 #
 #   bash bench/launch.sh
 set -euo pipefail

@@ -1,8 +1,8 @@
 // Every op of the op list (tests/ops/op_cases.cpp) alone, at a transformer's
-// shapes (GPT-2 small, batch 4 x 256 tokens), on the CPU or a card: the
+// shapes (GPT-2 small, batch 4 x 256 tokens), on the CPU or a GPU: the
 // median time of its forward (in inference mode) and of forward plus
 // backward. One JSON object per op; an op the device has no kernel for says
-// so. The same list the gradient checks and the card parity test run.
+// so. The same list the gradient checks and the GPU parity test run.
 //
 //   bench_ops [--device cpu|cuda] [--dtype f32|bf16] [--threads N] [--repeats N] [--small]
 #include "levers/core/autograd.hpp"
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     int threads = 1, repeats = 5;
     bool small = false;
     app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-    app.add_option("--dtype", dtype_name, "f32 or bf16 (cards)")->check(CLI::IsMember({"f32", "bf16"}));
+    app.add_option("--dtype", dtype_name, "f32 or bf16 (GPUs)")->check(CLI::IsMember({"f32", "bf16"}));
     app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
     app.add_option("--repeats", repeats, "timed calls per op (the median is reported)")->check(CLI::PositiveNumber);
     app.add_flag("--small", small, "the checks' small shapes instead of a transformer's");
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     Device device = Device::cpu();
     if (device_name == "cuda") {
         if (gpu_count() == 0) {
-            fmt::print(stderr, "bench_ops: no CUDA card is visible\n");
+            fmt::print(stderr, "bench_ops: no CUDA GPU is visible\n");
             return 1;
         }
         use_gpu(0);

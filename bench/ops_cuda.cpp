@@ -3,10 +3,10 @@
 // median time of repeated calls (CUDA events) and what it achieves, TFLOP/s
 // for the products and attention (useful FLOPs: the causal half), GB/s of
 // the bytes an op must move for the memory-bound ones, each against the
-// card's peak. Says which op keeps a step from its target before a profiler
+// GPU's peak. Says which op keeps a step from its target before a profiler
 // is needed (bench/gpu_check.sh runs it). One JSON object per line; the last
 // gives the shapes and the sum of the ops' times over one step.
-#include "bench/card_peaks.hpp"
+#include "bench/gpu_peaks.hpp"
 #include "levers/core/device_memory.hpp"
 #include "levers/core/dispatch.hpp"
 #include "levers/core/generic_calls.hpp"
@@ -33,7 +33,7 @@ namespace {
 namespace cu = levers::kernels::cuda;
 using cu::bf16;
 
-// `n` elements of T on the card, filled with uniform values in [-scale,
+// `n` elements of T on the GPU, filled with uniform values in [-scale,
 // scale): a random block from the host, repeated (filling gigabytes from
 // the host would take longer than the measurements).
 template <class T> struct Buffer {
@@ -95,13 +95,13 @@ int main(int argc, char** argv) {
     app.add_option("--repeats", repeats);
     CLI11_PARSE(app, argc, argv);
     if (levers::gpu_count() == 0) {
-        fmt::print(stderr, "bench_ops_cuda: no CUDA card is visible\n");
+        fmt::print(stderr, "bench_ops_cuda: no CUDA GPU is visible\n");
         return 1;
     }
     levers::use_gpu(0);
     const auto s = static_cast<cudaStream_t>(levers::compute_stream());
-    const std::string card = levers::gpu_names().front();
-    const CardPeaks peak = card_peaks(card);
+    const std::string gpu = levers::gpu_names().front();
+    const GpuPeaks peak = gpu_peaks(gpu);
     const std::int64_t B = batch, T = block, C = embd, H = heads, V = vocab, BT = B * T, Vp = (V + 63) / 64 * 64;
     const levers::models::GptConfig config{
         .vocab_size = vocab, .block_size = block, .n_layer = layers, .n_head = heads, .n_embd = embd};
@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "bench_ops_cuda: {}\n", cudaGetErrorString(status));
         return 1;
     }
-    const nlohmann::json shapes = {{"card", card}, {"batch", B},          {"block", T},
+    const nlohmann::json shapes = {{"GPU", gpu}, {"batch", B},          {"block", T},
                                    {"embd", C},    {"heads", H},          {"vocab", V},
                                    {"layers", L},  {"ops_ms_per_step", step_ms}};
     fmt::print("{}\n", shapes.dump());

@@ -13,8 +13,8 @@
 #   llama:      pretrain_llama (Llama 3's tokenizer: a 128K vocabulary), batch 4
 #   llama-ckpt: the same with checkpointing, batch 16
 #
-# and, where this build has the emulated card (tests/emulated), pretrain's
-# small GPT on it in f32, bf16, on two cards under ZeRO-2, and on two in bf16
+# and, where this build has the emulated GPU (tests/emulated), pretrain's
+# small GPT on it in f32, bf16, on two GPUs under ZeRO-2, and on two in bf16
 # under ZeRO-1 and 2 (each rank keeping the f32 masters of its shard). The corpus is 200 KB of one book, so the
 # recipes' final evaluation over the validation split stays short.
 #
@@ -58,14 +58,14 @@ PY
     emulated=$build/tests/emulated/liblevers_cuda_emulated.so
     if [[ -f $emulated ]]; then
         export LEVERS_CUDA_BACKEND=$emulated ASAN_OPTIONS=detect_leaks=0
-        card=(--device cuda --set n_layer=1 --set n_embd=64 --set n_head=1 --set block_size=32 --set batch_size=8)
-        measure card-f32 "$build/tests/emulated/recipe_emulated" pretrain 1 "${card[@]}"
-        measure card-bf16 "$build/tests/emulated/recipe_emulated" pretrain 1 "${card[@]}" --precision bf16
-        LEVERS_EMULATED_CARDS=2 measure card-zero2 "$build/tests/emulated/recipe_emulated" pretrain 2 "${card[@]}" \
+        gpu=(--device cuda --set n_layer=1 --set n_embd=64 --set n_head=1 --set block_size=32 --set batch_size=8)
+        measure gpu-f32 "$build/tests/emulated/recipe_emulated" pretrain 1 "${gpu[@]}"
+        measure gpu-bf16 "$build/tests/emulated/recipe_emulated" pretrain 1 "${gpu[@]}" --precision bf16
+        LEVERS_EMULATED_GPUS=2 measure gpu-zero2 "$build/tests/emulated/recipe_emulated" pretrain 2 "${gpu[@]}" \
             --set zero=2 --set bucket_mb=0.05
-        LEVERS_EMULATED_CARDS=2 measure card-bf16-zero1 "$build/tests/emulated/recipe_emulated" pretrain 2 "${card[@]}" \
+        LEVERS_EMULATED_GPUS=2 measure gpu-bf16-zero1 "$build/tests/emulated/recipe_emulated" pretrain 2 "${gpu[@]}" \
             --precision bf16 --set zero=1 --set bucket_mb=0.05
-        LEVERS_EMULATED_CARDS=2 measure card-bf16-zero2 "$build/tests/emulated/recipe_emulated" pretrain 2 "${card[@]}" \
+        LEVERS_EMULATED_GPUS=2 measure gpu-bf16-zero2 "$build/tests/emulated/recipe_emulated" pretrain 2 "${gpu[@]}" \
             --precision bf16 --set zero=2 --set bucket_mb=0.05
     fi
 } >"$out/rows.jsonl"

@@ -3,7 +3,7 @@
 // compares with other implementations' (Hugging Face's perplexity with
 // stride = context). The model is GPT-2's (--set weights=) or a Hugging Face
 // directory of the Llama family (--set model=DIR, read with its own
-// tokenizer). Works on any card count: each rank scores its share of the windows.
+// tokenizer). Works on any GPU count: each rank scores its share of the windows.
 #include "levers/core/read_file.hpp"
 #include "levers/distributed/context.hpp"
 #include "levers/recipe/recipe.hpp"
@@ -41,7 +41,7 @@ std::unique_ptr<models::LanguageModel> load(const Config& cfg) {
     const std::string dir = cfg.get<std::string>("model");
     if (!dir.empty()) return models::load_hf_model(dir, dist::device(), cfg.run().compute);
     auto gpt = models::load_any_gpt(cfg.get<std::string>("weights"), cfg.get<int>("n_head"));
-    gpt->to(dist::device(), cfg.run().compute);  // the card this rank computes on, if any
+    gpt->to(dist::device(), cfg.run().compute);  // the GPU this rank computes on, if any
     return gpt;
 }
 

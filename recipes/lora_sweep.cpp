@@ -1,5 +1,5 @@
 // lora_sweep: a grid of fine_tune cells over adapter rank and learning rate,
-// each a one-card job of its own, as many at once as cards allow. Shows
+// each a one-GPU job of its own, as many at once as GPUs allow. Shows
 // Plan::map, the C++ side of `recipe sweep`.
 #include "levers/distributed/context.hpp"
 #include "levers/recipe/recipe.hpp"

@@ -36,7 +36,7 @@ Result sample(const Config& cfg) {
         model = std::move(llama);
     } else {
         auto gpt = models::load_any_gpt(path, cfg.get<int>("n_head"));
-        gpt->to(dist::device(), cfg.run().compute);  // the card this rank computes on, if any
+        gpt->to(dist::device(), cfg.run().compute);  // the GPU this rank computes on, if any
         codec = models::codec_for(*gpt, path);
         model = std::move(gpt);
     }

@@ -160,8 +160,8 @@ build_levers() {
         || ninja -C "$build" "$@"
 }
 
-# What the demonstrations run: the recipe command, and the card backend when
-# this machine has an NVIDIA card (without it, --device auto trains on the CPU).
+# What the demonstrations run: the recipe command, and the GPU backend when
+# this machine has an NVIDIA GPU (without it, --device auto trains on the CPU).
 demo_targets() {
     local targets=(recipe)
     if [ -n "$(ls -A /proc/driver/nvidia/gpus 2>/dev/null)" ] &&

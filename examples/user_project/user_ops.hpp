@@ -2,7 +2,7 @@
 //
 // ScaledTanh is written with tensors: a forward and a backward made of
 // levers' ops, recorded as one node (autograd::Function). It runs wherever
-// those ops run, cards included, and needs no kernel.
+// those ops run, GPUs included, and needs no kernel.
 //
 // cube() has a kernel of its own on the CPU, registered from here with
 // LEVERS_KERNEL under a call type the user names; on a device with no such

@@ -39,11 +39,11 @@ Examples:
   {recipe} plan {pretrain} --gpus 8 --device cuda --memory 80GB   memory per rank, largest micro-batch
   {recipe} sweep {classify} --grid lr=1e-3,3e-3 --grid seed=1,2
   {recipe} plot runs/{pretrain}/latest             loss and evaluation curves to a PNG
-  {recipe} bench scaling {pretrain} --gpus 1,2     throughput and speedup at each card count
+  {recipe} bench scaling {pretrain} --gpus 1,2     throughput and speedup at each GPU count
   {recipe} submit {pretrain} --nodes 2 --gpus 8     hand the job to Slurm
-  {recipe} status                                cards, who holds them, who waits
+  {recipe} status                                GPUs, who holds them, who waits
   {recipe} tokenize --tokenizer DIR notes.txt    text to token ids with a model's tokenizer
-  {recipe} workspace multi-gpu off               refuse jobs of more than one card
+  {recipe} workspace multi-gpu off               refuse jobs of more than one GPU
   {recipe} help env                              every environment variable levers reads)";
 
 // A user's binary: its own recipes, and examples with the first of them.
@@ -66,7 +66,7 @@ int list_recipes() {
 
 int show_recipe(const std::string& name) {
     Plan r = find_recipe(name);
-    fmt::print("{}: {}\ndefault cards: {}\nparameters (set with --set name=value):\n", r.name(), r.description(),
+    fmt::print("{}: {}\ndefault GPUs: {}\nparameters (set with --set name=value):\n", r.name(), r.description(),
                r.default_gpus());
     for (const auto& p : r.params())
         fmt::print("  {:<16} {:<10} {:<14} {}{}\n", p.name, type_name(p.default_value), to_text(p.default_value), p.help,
@@ -91,15 +91,15 @@ int show_recipe(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // The slot ledger counts cards in PCI order (nvidia-smi's); CUDA numbers
-    // them fastest first unless told otherwise, so on a node of mixed cards
-    // CUDA_VISIBLE_DEVICES would name other cards than the ledger handed out.
+    // The slot ledger counts GPUs in PCI order (nvidia-smi's); CUDA numbers
+    // them fastest first unless told otherwise, so on a node of mixed GPUs
+    // CUDA_VISIBLE_DEVICES would name other GPUs than the ledger handed out.
     // Set before any CUDA call, inherited by ranks and sweep cells; a value
     // the user set wins.
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
     set_map_runner(&run_map_cells);  // Plan::map's cells run as this command's sweeps
     const std::string program = std::filesystem::path(argv[0]).filename().string();
-    CLI::App app("levers: train neural networks on 1 to 8 cards from C++, with recipes written in C++.", program);
+    CLI::App app("levers: train neural networks on 1 to 8 GPUs from C++, with recipes written in C++.", program);
     app.set_version_flag("--version", kVersion);
     app.require_subcommand(1);
     const auto names = recipe_names();
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     auto* run = app.add_subcommand("run", "Run a recipe and print its result as JSON on the last line");
     run->add_option("name", flags.name, "recipe name")->required();
     run->add_option("--set", flags.sets, "set a parameter: --set name=value (repeatable)");
-    run->add_option("--gpus", flags.gpus, "cards, one rank each (default: the recipe's); CPU ranks without CUDA");
+    run->add_option("--gpus", flags.gpus, "GPUs, one rank each (default: the recipe's); CPU ranks without CUDA");
     add_device_option(*run, flags.device, "where the ranks compute");
     add_precision_option(*run, flags.precision, "what they compute in");
     run->add_option("--out", flags.out, "run directory (default: runs/NAME/<date-time>)");
@@ -134,9 +134,9 @@ int main(int argc, char** argv) {
                     "when a rank fails, start the job again from its latest checkpoint, this many times at most "
                     "(default 0)");
     run->add_option("--memory", flags.memory, "each rank's memory for --set micro_batch=auto, e.g. 80GB (default: "
-                                              "the card's, or the CPU's available memory shared by the ranks)");
+                                              "the GPU's, or the CPU's available memory shared by the ranks)");
     bool run_no_wait = false;
-    run->add_flag("--no-wait", run_no_wait, "fail at once if the cards are busy instead of queueing");
+    run->add_flag("--no-wait", run_no_wait, "fail at once if the GPUs are busy instead of queueing");
     run->footer(ex("\nExamples:\n  {recipe} run {pretrain} --set steps=300 --set batch_size=8\n"
                    "  {recipe} run {fine_tune} --gpus 8 --out runs/ft8\n"
                    "  {recipe} run {pretrain} --resume latest --set steps=8000\n"
@@ -147,12 +147,12 @@ int main(int argc, char** argv) {
                                             "state, activations, and the largest micro-batch that fits");
     plan->add_option("name", plan_flags.name, "recipe name")->required();
     plan->add_option("--set", plan_flags.sets, "set a parameter: --set name=value (repeatable)");
-    plan->add_option("--gpus", plan_flags.gpus, "ranks, one per card (default: the recipe's)");
+    plan->add_option("--gpus", plan_flags.gpus, "ranks, one per GPU (default: the recipe's)");
     plan->add_option("--device", plan_flags.device, "where the ranks would compute: auto, cpu or cuda (cuda needs "
-                                                    "no card here, only its memory: from a card, or --memory)")
+                                                    "no GPU here, only its memory: from a GPU, or --memory)")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     add_precision_option(*plan, plan_flags.precision, "what they would compute in");
-    plan->add_option("--memory", plan_flags.memory, "each rank's memory, e.g. 80GB (default: the card's, or the "
+    plan->add_option("--memory", plan_flags.memory, "each rank's memory, e.g. 80GB (default: the GPU's, or the "
                                                     "CPU's available memory shared by the ranks)");
     plan->footer(ex("\nExamples:\n  {recipe} plan {pretrain} --gpus 4\n"
                     "  {recipe} plan {pretrain} --gpus 8 --device cuda --memory 80GB --precision bf16 --set zero=2\n"
@@ -162,8 +162,8 @@ int main(int argc, char** argv) {
     auto* submit = app.add_subcommand("submit", "Hand a job to Slurm: an sbatch script in a new run directory");
     submit->add_option("name", submit_flags.name, "recipe name")->required();
     submit->add_option("--nodes", submit_flags.nodes, "nodes (default 1)");
-    submit->add_option("--gpus", submit_flags.gpus, "cards per node, one rank each (default: the recipe's); CPU "
-                                                    "ranks per node without cards");
+    submit->add_option("--gpus", submit_flags.gpus, "GPUs per node, one rank each (default: the recipe's); CPU "
+                                                    "ranks per node without GPUs");
     submit->add_option("--time", submit_flags.time, "the job's time limit, as sbatch reads it (e.g. 2:00:00)");
     submit->add_option("--partition", submit_flags.partition, "the Slurm partition (default: the default one)");
     submit->add_option("--set", submit_flags.sets, "set a parameter: --set name=value (repeatable)");
@@ -176,18 +176,18 @@ int main(int argc, char** argv) {
                       "  {recipe} submit {classify} --gpus 2 --partition cpu --restarts 2"));
 
     SweepFlags sweep_flags;
-    auto* sweep = app.add_subcommand("sweep", "Run many one-card trainings of a recipe side by side");
+    auto* sweep = app.add_subcommand("sweep", "Run many one-GPU trainings of a recipe side by side");
     sweep->add_option("name", sweep_flags.name, "recipe name")->required();
     sweep->add_option("--grid", sweep_flags.grids, "name=v1,v2,...: one cell per value (grids are crossed)");
     sweep->add_option("--cells", sweep_flags.cells_file, "JSON file: an array of objects, one per cell");
     sweep->add_option("--set", sweep_flags.sets, "set a parameter of every cell: --set name=value");
-    sweep->add_option("--gpus-per-cell", sweep_flags.gpus_per_cell, "cards per cell (default 1)");
-    sweep->add_option("--max-parallel", sweep_flags.max_parallel, "cells at once at most (default 0: as cards allow)");
+    sweep->add_option("--gpus-per-cell", sweep_flags.gpus_per_cell, "GPUs per cell (default 1)");
+    sweep->add_option("--max-parallel", sweep_flags.max_parallel, "cells at once at most (default 0: as GPUs allow)");
     sweep->add_option("--out", sweep_flags.out, "sweep directory (default: runs/NAME/sweep-<date-time>)");
     sweep->add_option("--timeout", sweep_flags.timeout_s, "each cell's collective timeout in seconds");
     add_device_option(*sweep, sweep_flags.device, "where every cell computes");
     add_precision_option(*sweep, sweep_flags.precision, "what every cell computes in");
-    sweep->add_flag("--no-wait", sweep_flags.no_wait, "fail if no card is free instead of queueing");
+    sweep->add_flag("--no-wait", sweep_flags.no_wait, "fail if no GPU is free instead of queueing");
     sweep->footer(ex("\nExamples:\n  {recipe} sweep {classify} --grid lr=1e-3,3e-3 --grid seed=1,2,3\n"
                      "  {recipe} sweep {fine_tune} --cells cells.json --max-parallel 2"));
 
@@ -201,8 +201,8 @@ int main(int argc, char** argv) {
 
     bench::BenchCli bench_cli(app, ex);
 
-    auto* status = app.add_subcommand("status", "Show the node's cards (CPU slots), their holders and waiting jobs");
-    status->footer(ex("\nExamples:\n  {recipe} status\n  LEVERS_LEDGER_DIR=/run/lock/levers-cards {recipe} status"));
+    auto* status = app.add_subcommand("status", "Show the node's GPUs (CPU slots), their holders and waiting jobs");
+    status->footer(ex("\nExamples:\n  {recipe} status\n  LEVERS_LEDGER_DIR=/run/lock/levers-gpus {recipe} status"));
     std::vector<std::string> ws_words;
     auto* workspace = app.add_subcommand("workspace", "Show or change what jobs may ask for");
     workspace->add_option("setting", ws_words, "multi-gpu on|off, or max-gpus N");

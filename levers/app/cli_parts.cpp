@@ -20,13 +20,13 @@ std::string Examples::operator()(std::string_view text) const {
 }
 
 CLI::Option* add_device_option(CLI::App& command, std::string& device, const std::string& what) {
-    return command.add_option("--device", device, what + ": auto, cpu or cuda (default auto: the cards where "
+    return command.add_option("--device", device, what + ": auto, cpu or cuda (default auto: the GPUs where "
                                                          "there are, else the CPU)")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
 }
 
 CLI::Option* add_precision_option(CLI::App& command, std::string& precision, const std::string& what) {
-    return command.add_option("--precision", precision, what + ": f32, or bf16 on cards (bf16 weights, activations and "
+    return command.add_option("--precision", precision, what + ": f32, or bf16 on GPUs (bf16 weights, activations and "
                                                                "gradients; f32 sums and master weights)")
         ->check(CLI::IsMember({"f32", "bf16"}));
 }

@@ -28,7 +28,7 @@ private:
 
 // --device: auto, cpu or cuda (`what` says whose device it sets).
 CLI::Option* add_device_option(CLI::App& command, std::string& device, const std::string& what);
-// --precision: f32, or bf16 on cards.
+// --precision: f32, or bf16 on GPUs.
 CLI::Option* add_precision_option(CLI::App& command, std::string& precision, const std::string& what);
 
 }  // namespace levers

@@ -19,13 +19,13 @@ void check_job_fits(int ranks, Device::Kind device) {
     const NodeSlots node = node_slots(device);
     load_workspace().check(ranks, node.count, node.unit);
     // As mpirun would: more CPU ranks than cores run, but each shares a core.
-    if (device == Device::Kind::cpu && ranks > node.count && !env::get("LEVERS_CARDS"))
+    if (device == Device::Kind::cpu && ranks > node.count && !env::get("LEVERS_GPUS"))
         fmt::print("recipe: {} ranks on {} CPU slot{}: ranks share cores (oversubscribed), so each runs slower\n",
                    ranks, node.count, node.count == 1 ? "" : "s");
 }
 
 std::vector<int> take_slots(const Plan& r, int ranks, int threads, bool wait, Device::Kind device) {
-    if (const char* given = env::get("LEVERS_CARDS")) return parse_int_list("LEVERS_CARDS", given, 0);
+    if (const char* given = env::get("LEVERS_GPUS")) return parse_int_list("LEVERS_GPUS", given, 0);
     auto ledger = launch::SlotLedger::for_node(device == Device::Kind::cuda ? node_gpu_count() : 0);
     // A CPU job uses every core unless --threads says how many per rank.
     const int slots = static_cast<int>(ledger.slots().size());
@@ -43,7 +43,7 @@ void announce_placement(const Plan& r, int ranks, int threads, const std::vector
     const std::size_t n = slots.size();
     const char* what = ranks == 1 ? "process" : "ranks";
     if (device == Device::Kind::cuda)
-        fmt::print("recipe {}: {} {} on card{} {} ({}), {}; run directory {}\n", r.name(), ranks, what,
+        fmt::print("recipe {}: {} {} on GPU{} {} ({}), {}; run directory {}\n", r.name(), ranks, what,
                    n == 1 ? "" : "s", fmt::join(slots, ","),
                    gpu_names().at(static_cast<std::size_t>(runtime_index(slots[0]))), name_of(compute),
                    dir.string());

@@ -1,4 +1,4 @@
-// The slots (cards, or CPU cores) a `recipe run` job takes from the node's
+// The slots (GPUs, or CPU cores) a `recipe run` job takes from the node's
 // ledger, and the line that says where it runs.
 #pragma once
 
@@ -16,7 +16,7 @@ namespace levers {
 void check_job_fits(int ranks, Device::Kind device);
 
 // The slots this job runs on: given by the sweep that started it, else taken
-// from the node's ledger (waiting for them when `wait`): a card per rank, or
+// from the node's ledger (waiting for them when `wait`): a GPU per rank, or
 // on the CPU ranks x threads cores, or all.
 std::vector<int> take_slots(const Plan& r, int ranks, int threads, bool wait, Device::Kind device);
 

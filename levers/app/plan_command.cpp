@@ -13,8 +13,8 @@ namespace levers {
 
 namespace {
 
-// Where a plan is for: --device cuda needs no card here (the card's kernels are
-// chosen as they would be there), only its memory, from a card or --memory.
+// Where a plan is for: --device cuda needs no GPU here (the GPU's kernels are
+// chosen as they would be there), only its memory, from a GPU or --memory.
 PlanTarget plan_target(const PlanFlags& flags, const Plan& r) {
     PlanTarget t;
     t.ranks = flags.gpus.value_or(r.default_gpus());
@@ -24,7 +24,7 @@ PlanTarget plan_target(const PlanFlags& flags, const Plan& r) {
     t.device = named ? *named : (gpu_count() > 0 ? Device::Kind::cuda : Device::Kind::cpu);
     if (t.device == Device::Kind::cuda)
         LEVERS_CHECK(built_with_cuda(), "--device cuda: this build of levers has no CUDA backend (nvcc was not found "
-                     "when it was configured), so it cannot lay a model out as a card would; plan with --device cpu");
+                     "when it was configured), so it cannot lay a model out as a GPU would; plan with --device cpu");
     t.compute = resolve_precision(flags.precision, t.device);
     if (!flags.memory.empty()) t.memory = parse_memory_size(flags.memory);
     return t;

@@ -37,14 +37,14 @@ std::string user_line(const std::exception& e) {
     return error ? error->message() : e.what();
 }
 
-// The group for collectives on card memory: NCCL, its id passed through the
+// The group for collectives on GPU memory: NCCL, its id passed through the
 // host group's store.
-std::unique_ptr<dist::Backend> card_group(dist::Backend& host_group, const launch::RankEnv& env, int card,
+std::unique_ptr<dist::Backend> gpu_group(dist::Backend& host_group, const launch::RankEnv& env, int gpu,
                                           std::chrono::milliseconds timeout) {
     dist::Store* store = host_group.store();
-    LEVERS_CHECK(store, "card {}: the NCCL id travels through the group's store, and this job's group ({}) has none",
-                 card, host_group.name());
-    return dist::make_nccl_backend(env.rank, env.world_size, card, *store, timeout);
+    LEVERS_CHECK(store, "GPU {}: the NCCL id travels through the group's store, and this job's group ({}) has none",
+                 gpu, host_group.name());
+    return dist::make_nccl_backend(env.rank, env.world_size, gpu, *store, timeout);
 }
 
 // Appends `line` to the rank's log in the run directory, not to the console:
@@ -56,18 +56,18 @@ void log_only(const fs::path& dir, int rank, const std::string& line) {
 }
 
 // Runs the recipe as one rank of `group` (none: a world of one) on `device`
-// with `threads` CPU threads; `publish` receives rank 0's result. On a card
-// the NCCL group is `cards`, or made here from `group`'s store.
+// with `threads` CPU threads; `publish` receives rank 0's result. On a GPU
+// the NCCL group is `GPUs`, or made here from `group`'s store.
 int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::Backend> group,
-                 std::unique_ptr<dist::Backend> cards, Device device, std::chrono::milliseconds timeout, int threads,
+                 std::unique_ptr<dist::Backend> gpus, Device device, std::chrono::milliseconds timeout, int threads,
                  const std::function<void(const Result&)>& publish) {
     try {
         if (!device.is_cpu()) {
-            use_gpu(device.index);  // before any other CUDA call of this rank: no stray context on card 0
-            if (group && !cards) cards = card_group(*group, env, device.index, timeout);
+            use_gpu(device.index);  // before any other CUDA call of this rank: no stray context on GPU 0
+            if (group && !gpus) gpus = gpu_group(*group, env, device.index, timeout);
         }
         dist::join({env.rank, env.world_size, env.local_rank, env.local_world_size, device}, std::move(group),
-                   std::move(cards));
+                   std::move(gpus));
         set_threads(threads);
         Result result = r.run(cfg);
         if (dist::is_main()) publish(result);
@@ -124,7 +124,7 @@ int run_as_external_rank(const Plan& r, Config cfg, const launch::RankEnv& env, 
     RunContext run = cfg.run();
     const Device::Kind kind = resolve_device(flags.device, env.local_world_size);
     run.compute = resolve_precision(flags.precision, kind);
-    // Each rank computes on the card of its local rank, as under torchrun.
+    // Each rank computes on the GPU of its local rank, as under torchrun.
     const Device device = kind == Device::Kind::cuda ? Device::cuda(env.local_rank) : Device::cpu();
     std::optional<launch::JoinedGroup> joined;
     try {
@@ -148,7 +148,7 @@ int run_as_external_rank(const Plan& r, Config cfg, const launch::RankEnv& env, 
         LEVERS_CHECK(dir.size() < path.size(), "run directory path too long: {}", dir);
         std::copy(dir.begin(), dir.end(), path.begin());
         write_config(dir, r, cfg, env.world_size, argc, argv);
-        const std::string through = joined->card_backend ? "NCCL (across nodes)" : joined->backend->name();
+        const std::string through = joined->gpu_backend ? "NCCL (across nodes)" : joined->backend->name();
         fmt::print("recipe {}: rank 0 of {} started by {}, joined through {}; run directory {}\n", r.name(),
                    env.world_size, env.source, through, dir);
     }
@@ -158,7 +158,7 @@ int run_as_external_rank(const Plan& r, Config cfg, const launch::RankEnv& env, 
     fs::create_directories(run.dir);  // on another node's disk it is not there yet
     OutputTee tee(run.dir / fmt::format("rank{}.log", env.rank));
     const int threads = flags.threads > 0 ? flags.threads : rank_threads(env);  // --threads, as under levers' launcher
-    return run_in_group(r, cfg, env, std::move(joined->backend), std::move(joined->card_backend), device,
+    return run_in_group(r, cfg, env, std::move(joined->backend), std::move(joined->gpu_backend), device,
                         collective_timeout(env, flags.timeout_s), threads, [&](const Result& result) {
                             write_json_file(run.dir / "result.json", result);
                             print_result(result);

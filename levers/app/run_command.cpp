@@ -31,7 +31,7 @@ void publish_to(const fs::path& dir, const Result& result) {
     fmt::print("{}\n", result_text(result));
 }
 
-// Starts one process per rank on `cards` and supervises them to the end;
+// Starts one process per rank on `GPUs` and supervises them to the end;
 // after a failing rank, again from the latest checkpoint, --restarts times.
 int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, Device::Kind device,
                  const std::vector<int>& slots, RunContext run, int argc, char** argv) {
@@ -42,7 +42,7 @@ int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, D
     options.ranks = ranks;
     options.threads_per_rank = threads;
     options.device = device;
-    if (device == Device::Kind::cuda) options.cuda_cards = slots;
+    if (device == Device::Kind::cuda) options.cuda_gpus = slots;
     options.timeout = std::chrono::milliseconds(static_cast<long>(flags.timeout_s * 1000));
     options.all_output = flags.output == "all";
     options.log_dir = dir;

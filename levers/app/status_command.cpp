@@ -17,9 +17,9 @@ namespace {
 // One ledger's slots, who holds each, and the jobs queued for them.
 void print_ledger(const launch::SlotLedger& ledger) {
     const bool cpu = ledger.kind() == Device::Kind::cpu;
-    const char* unit = cpu ? "slot" : "card";
+    const char* unit = cpu ? "slot" : "GPU";
     const auto holders = ledger.holders();
-    fmt::print("{} {}s (ledger {}):\n", ledger.slots().size(), cpu ? "CPU slot" : "CUDA card", ledger.dir().string());
+    fmt::print("{} {}s (ledger {}):\n", ledger.slots().size(), cpu ? "CPU slot" : "CUDA GPU", ledger.dir().string());
     for (int slot : ledger.slots()) {
         auto h = std::find_if(holders.begin(), holders.end(), [&](const launch::SlotHolder& x) { return x.slot == slot; });
         if (h == holders.end())
@@ -35,8 +35,8 @@ void print_ledger(const launch::SlotLedger& ledger) {
 }  // namespace
 
 int show_status() {
-    // A node with cards has two ledgers: its cards, for card jobs, and its CPU slots, for CPU jobs.
-    if (const int cards = node_gpu_count(); cards > 0) print_ledger(launch::SlotLedger::for_node(cards));
+    // A node with GPUs has two ledgers: its GPUs, for GPU jobs, and its CPU slots, for CPU jobs.
+    if (const int gpus = node_gpu_count(); gpus > 0) print_ledger(launch::SlotLedger::for_node(gpus));
     print_ledger(launch::SlotLedger::for_node(0));
     const Workspace ws = load_workspace();
     fmt::print("workspace: multi-gpu {} ({}), max-gpus {} ({})\n", ws.multi_gpu ? "on" : "off", ws.multi_gpu_from,

@@ -1,4 +1,4 @@
-// `recipe status` (the node's cards or CPU slots, their holders, who waits,
+// `recipe status` (the node's GPUs or CPU slots, their holders, who waits,
 // the workspace settings, levers jobs in Slurm's queue) and `recipe
 // workspace` (show or change what jobs may ask for).
 #pragma once

@@ -1,6 +1,6 @@
 // `recipe submit`: hands a job to Slurm. Writes an sbatch script into a new
 // run directory (the layout of `recipe run`'s) that runs the recipe on the
-// allocation, one task per card (or per CPU rank), the rendezvous store at the
+// allocation, one task per GPU (or per CPU rank), the rendezvous store at the
 // allocation's first node, submits it, and prints the job id and the run
 // directory. With --restarts K the script starts a failed job again from the
 // run's newest checkpoint, up to K times, as `recipe run --restarts` does.

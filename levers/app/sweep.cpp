@@ -93,7 +93,7 @@ std::string describe_cell(const Cell& c) {
 class SweepRunner {
 public:
     explicit SweepRunner(const SweepOptions& o)
-        // Cells take cards where they compute on cards, else CPU slots.
+        // Cells take GPUs where they compute on GPUs, else CPU slots.
         : o_(o),
           ledger_(launch::SlotLedger::for_node(o.device == Device::Kind::cuda ? node_gpu_count() : 0)),
           timer_(io_), signals_(io_, SIGINT, SIGTERM) {
@@ -108,7 +108,7 @@ public:
         // A cell of N CPU ranks takes min(N, slots) slots, like `recipe run`.
         const int slots = static_cast<int>(ledger_.slots().size());
         need_ = ledger_.kind() == Device::Kind::cpu ? std::min<int>(o.gpus_per_cell, slots) : o.gpus_per_cell;
-        LEVERS_CHECK(need_ <= slots, "--gpus-per-cell {}: this node has {} cards", o.gpus_per_cell, slots);
+        LEVERS_CHECK(need_ <= slots, "--gpus-per-cell {}: this node has {} GPUs", o.gpus_per_cell, slots);
     }
 
     std::vector<CellOutcome> run() {
@@ -174,13 +174,13 @@ private:
 
         // set(), not env[...]: Boost 1.74's lookup behind operator[] reads past shorter entries.
         bp::environment env = boost::this_process::environment();
-        env.set("LEVERS_CARDS", fmt::format("{}", fmt::join(lease.slots(), ",")));  // the cell does not queue again
-        if (ledger_.kind() == Device::Kind::cuda) env.set("CUDA_VISIBLE_DEVICES", env.get("LEVERS_CARDS"));
+        env.set("LEVERS_GPUS", fmt::format("{}", fmt::join(lease.slots(), ",")));  // the cell does not queue again
+        if (ledger_.kind() == Device::Kind::cuda) env.set("CUDA_VISIBLE_DEVICES", env.get("LEVERS_GPUS"));
         for (const char* v : {"LEVERS_RUN_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "LEVERS_SEGMENT",
                               "LEVERS_MICRO_BATCH", "LEVERS_GRAD_ACCUM"})
             if (env.find(v) != env.end()) env.erase(v);
         fmt::print("sweep: cell {:02} started ({}) on {} {}\n", i, describe_cell(out.params),
-                   ledger_.kind() == Device::Kind::cpu ? "slot" : "card", fmt::join(lease.slots(), ","));
+                   ledger_.kind() == Device::Kind::cpu ? "slot" : "GPU", fmt::join(lease.slots(), ","));
         std::fflush(stdout);
 
         auto cell = std::make_unique<Running>();
@@ -250,7 +250,7 @@ std::string last_error_line(const fs::path& log) {
 std::vector<CellOutcome> run_sweep(const SweepOptions& options) {
     LEVERS_CHECK(!options.cells.empty(), "the sweep has no cells");
     LEVERS_CHECK(options.gpus_per_cell >= 1, "--gpus-per-cell must be >= 1, got {}", options.gpus_per_cell);
-    LEVERS_CHECK(options.max_parallel >= 0, "--max-parallel must be >= 0 (0: as cards allow), got {}",
+    LEVERS_CHECK(options.max_parallel >= 0, "--max-parallel must be >= 0 (0: as GPUs allow), got {}",
                  options.max_parallel);
     SweepRunner runner(options);
     auto outcomes = runner.run();

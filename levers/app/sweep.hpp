@@ -1,7 +1,7 @@
 // Sweeps: many independent trainings of one recipe, one job per cell.
 //
 // Cells that fit on free slots start at once; the rest queue and start as
-// slots free up (the node's slot ledger decides: cards, or CPU cores). Each cell runs `<program> run RECIPE --out <sweep>/cell-NN ...` and
+// slots free up (the node's slot ledger decides: GPUs, or CPU cores). Each cell runs `<program> run RECIPE --out <sweep>/cell-NN ...` and
 // writes its console to <sweep>/cell-NN.log. A failing cell is reported and
 // does not stop the others.
 #pragma once
@@ -29,13 +29,13 @@ struct SweepOptions {
     std::vector<Cell> cells;
     std::vector<std::string> sets;  // --set name=value for every cell
     int gpus_per_cell = 1;
-    int max_parallel = 0;          // 0: as many as the free cards allow
+    int max_parallel = 0;          // 0: as many as the free GPUs allow
     std::filesystem::path dir;     // the sweep's run directory
     std::string program;           // the binary that runs a cell (this one)
     double timeout_s = 120;        // each cell's collective timeout
     Device::Kind device = Device::Kind::cpu;  // resolved, for every cell
     std::string precision = "f32";
-    bool wait = true;              // false: fail when no card is free to start
+    bool wait = true;              // false: fail when no GPU is free to start
 };
 
 struct CellOutcome {

@@ -18,7 +18,7 @@ namespace levers {
 int sweep_recipe(const SweepFlags& f) {
     Plan r = find_recipe(f.name);
     LEVERS_CHECK(f.gpus_per_cell >= 1, "--gpus-per-cell must be >= 1, got {}", f.gpus_per_cell);
-    LEVERS_CHECK(f.max_parallel >= 0, "--max-parallel must be >= 0 (0: as many as cards allow), got {}",
+    LEVERS_CHECK(f.max_parallel >= 0, "--max-parallel must be >= 0 (0: as many as GPUs allow), got {}",
                  f.max_parallel);
     LEVERS_CHECK(!f.grids.empty() || !f.cells_file.empty(), "recipe sweep needs --grid name=v1,v2,... or --cells FILE");
     std::vector<Cell> base = f.cells_file.empty() ? std::vector<Cell>{} : read_cells_file(f.cells_file);
@@ -41,7 +41,7 @@ int sweep_recipe(const SweepFlags& f) {
     o.wait = !f.no_wait;
     o.program = std::filesystem::read_symlink("/proc/self/exe").string();
     o.dir = make_run_dir(r.name(), f.out, "sweep-");
-    fmt::print("sweep {}: {} cells, {} card{} each; sweep directory {}\n", r.name(), o.cells.size(), o.gpus_per_cell,
+    fmt::print("sweep {}: {} cells, {} GPU{} each; sweep directory {}\n", r.name(), o.cells.size(), o.gpus_per_cell,
                o.gpus_per_cell == 1 ? "" : "s", o.dir.string());
     std::fflush(stdout);
     std::vector<CellOutcome> outcomes;

@@ -27,7 +27,7 @@ bool parse_on_off(const std::string& v, const std::string& what) {
 int parse_max_gpus(const std::string& v, const std::string& what) {
     char* end = nullptr;
     const long n = std::strtol(v.c_str(), &end, 10);
-    LEVERS_CHECK(!v.empty() && *end == '\0' && n >= 1 && n <= 1024, "{}: '{}' is not a card count >= 1", what, v);
+    LEVERS_CHECK(!v.empty() && *end == '\0' && n >= 1 && n <= 1024, "{}: '{}' is not a GPU count >= 1", what, v);
     return static_cast<int>(n);
 }
 
@@ -74,21 +74,21 @@ Workspace load_workspace() {
     return w;
 }
 
-void Workspace::check(int gpus, int node_cards, const std::string& unit) const {
+void Workspace::check(int gpus, int node_gpus, const std::string& unit) const {
     constexpr int kNodeRanks = dist::ShmBackend::kMaxRanks;  // one node's process group holds no more
-    const int fits = std::max(1, std::min(max_gpus, node_cards));
+    const int fits = std::max(1, std::min(max_gpus, node_gpus));
     LEVERS_CHECK(gpus <= kNodeRanks, "--gpus {}: a job runs at most {} ranks on one node, and this node has {} {}; use "
-                 "--gpus {} or fewer", gpus, kNodeRanks, node_cards, unit, fits);
+                 "--gpus {} or fewer", gpus, kNodeRanks, node_gpus, unit, fits);
     LEVERS_CHECK(gpus <= 1 || multi_gpu,
-                 "--gpus {}: multi-card jobs are off in this workspace (set by {}); turn them on with: {}", gpus,
+                 "--gpus {}: multi-GPU jobs are off in this workspace (set by {}); turn them on with: {}", gpus,
                  multi_gpu_from,
                  multi_gpu_from == "LEVERS_MULTI_GPU" ? "LEVERS_MULTI_GPU=on" : "recipe workspace multi-gpu on");
-    LEVERS_CHECK(gpus <= max_gpus, "--gpus {}: this workspace allows at most {} cards (set by {}); raise it with: {}{}",
+    LEVERS_CHECK(gpus <= max_gpus, "--gpus {}: this workspace allows at most {} GPUs (set by {}); raise it with: {}{}",
                  gpus, max_gpus, max_gpus_from,
                  max_gpus_from == "LEVERS_MAX_GPUS" ? fmt::format("LEVERS_MAX_GPUS={}", gpus)
                                                     : fmt::format("recipe workspace max-gpus {}", gpus),
-                 gpus > node_cards ? fmt::format(", though this node has {} {}: ranks beyond them share them, or use "
-                                                 "--gpus {} or fewer", node_cards, unit, fits)
+                 gpus > node_gpus ? fmt::format(", though this node has {} {}: ranks beyond them share them, or use "
+                                                 "--gpus {} or fewer", node_gpus, unit, fits)
                                    : "");
 }
 

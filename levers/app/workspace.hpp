@@ -17,10 +17,10 @@ struct Workspace {
     // Where each setting came from: "default", the file's path, or the variable's name.
     std::string multi_gpu_from = "default", max_gpus_from = "default";
 
-    // Throws levers::Error if a job of `gpus` cards is not allowed: naming
-    // the command that would allow it where the node has `node_cards` of
-    // them (`unit`: "cards" or "CPU slots"), else the most it can ask for.
-    void check(int gpus, int node_cards, const std::string& unit) const;
+    // Throws levers::Error if a job of `gpus` GPUs is not allowed: naming
+    // the command that would allow it where the node has `node_gpus` of
+    // them (`unit`: "GPUs" or "CPU slots"), else the most it can ask for.
+    void check(int gpus, int node_gpus, const std::string& unit) const;
 };
 
 std::filesystem::path workspace_file();

@@ -275,7 +275,7 @@ private:
 
     // backward()'s implicit 1 for a one-element root, one per device, dtype
     // and shape: made once, never written (gradient slots share it, and
-    // copy it before adding into it), so a step copies nothing to the card for it.
+    // copy it before adding into it), so a step copies nothing to the GPU for it.
     const Tensor& one_like(const Tensor& root);
 
     std::vector<Node> nodes_;

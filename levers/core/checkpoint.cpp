@@ -67,7 +67,7 @@ const Tensor& Checkpoint::at(const std::string& name) const {
 
 void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& metadata,
                       const std::vector<NamedTensor>& on_any_device) {
-    std::vector<NamedTensor> tensors;  // host copies of what lives on a card
+    std::vector<NamedTensor> tensors;  // host copies of what lives on a GPU
     for (const auto& t : on_any_device) tensors.push_back({t.name, t.tensor.to(Device::cpu())});
     nlohmann::json table = nlohmann::json::array();
     std::size_t offset = 0;

@@ -12,10 +12,10 @@ struct Device {
     enum class Kind { cpu, cuda };
     static constexpr int kKinds = 2;
     Kind kind = Kind::cpu;
-    int index = 0;  // card number for cuda; unused for cpu
+    int index = 0;  // GPU number for cuda; unused for cpu
 
     static Device cpu() { return {}; }
-    static Device cuda(int card) { return {Kind::cuda, card}; }
+    static Device cuda(int gpu) { return {Kind::cuda, gpu}; }
     bool is_cpu() const { return kind == Kind::cpu; }
     bool operator==(const Device&) const = default;
     std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }

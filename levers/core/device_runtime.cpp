@@ -47,7 +47,7 @@ Loaded& loaded() {
         }
         auto entry = reinterpret_cast<DeviceRuntime* (*)()>(dlsym(l.handle, "levers_device_runtime"));
         if (!entry) {
-            l.error = path.string() + " is not a levers card backend (no levers_device_runtime)";
+            l.error = path.string() + " is not a levers GPU backend (no levers_device_runtime)";
             return;
         }
         l.runtime = entry();

@@ -24,8 +24,8 @@ private:
     DType dtype_;
 };
 
-// The kernel of `slot` for `device` and `dtype` (loading the card backend
-// first where the device is a card); throws MissingKernel.
+// The kernel of `slot` for `device` and `dtype` (loading the GPU backend
+// first where the device is a GPU); throws MissingKernel.
 KernelFn kernel_for(const KernelSlot& slot, Device device, DType dtype);
 // Runs it with the device's compute stream in call.stream.
 void run_kernel(const KernelSlot& slot, Device device, DType dtype, KernelCallBase& call);

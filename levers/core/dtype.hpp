@@ -1,5 +1,5 @@
 // Element types a tensor can hold. f64 exists for gradient checks; bf16 is
-// computed on cards only (storage only, fp32 accumulation); i32 holds token
+// computed on GPUs only (storage only, fp32 accumulation); i32 holds token
 // ids and indices; boolean (one byte, 0 or 1) holds masks. No fmt here.
 #pragma once
 

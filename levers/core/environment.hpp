@@ -6,7 +6,7 @@
 // are read when torchrun's are absent, and with none of them a process is a
 // world of one. `recipe run --gpus N` sets the torchrun names and levers' own
 // for the ranks it starts. An empty value counts as unset, but for
-// CUDA_VISIBLE_DEVICES (empty, it hides every card, as in CUDA).
+// CUDA_VISIBLE_DEVICES (empty, it hides every GPU, as in CUDA).
 #pragma once
 
 #include <span>
@@ -27,7 +27,7 @@ struct Section {
 inline constexpr Variable kTorchrun[] = {
     {"RANK", "this process's rank, 0 .. WORLD_SIZE-1"},
     {"WORLD_SIZE", "the number of ranks in the job"},
-    {"LOCAL_RANK", "the rank among this node's processes; it picks the card (default RANK)"},
+    {"LOCAL_RANK", "the rank among this node's processes; it picks the GPU (default RANK)"},
     {"LOCAL_WORLD_SIZE", "the number of ranks on this node (default WORLD_SIZE)"},
     {"MASTER_ADDR", "the host of rank 0's rendezvous store (jobs started by other launchers)"},
     {"MASTER_PORT", "its port; levers' store listens one above it when the agent holds it"},
@@ -60,7 +60,7 @@ inline constexpr Variable kLeversJob[] = {
     {"LEVERS_RESUME", "the checkpoint every rank resumes from (recipe run --resume)"},
     {"LEVERS_MICRO_BATCH", "--set micro_batch=auto: the micro-batch the launcher's plan chose, for every rank"},
     {"LEVERS_GRAD_ACCUM", "--set micro_batch=auto: the gradient accumulation that keeps the samples per step"},
-    {"LEVERS_CARDS", "cards a sweep gave this job, e.g. 0,1 (it takes them without queueing)"},
+    {"LEVERS_GPUS", "GPUs a sweep gave this job, e.g. 0,1 (it takes them without queueing)"},
     {"LEVERS_JOB_TOKEN", "jobs of other launchers: a secret every rank shares; the store refuses other jobs"},
     {"LEVERS_STORE_PORT", "jobs of other launchers: the port of levers' rendezvous store"},
 };
@@ -76,18 +76,18 @@ inline constexpr Variable kSlurm[] = {
     {"PATH", "where recipe submit finds sbatch, and recipe status squeue (searched as the shell does)"},
 };
 
-inline constexpr Variable kCards[] = {
-    {"CUDA_VISIBLE_DEVICES", "the cards levers may use, as CUDA reads it (empty: none)"},
-    {"LEVERS_CUDA_BACKEND", "the card backend library to open instead of liblevers_cuda.so beside liblevers"},
-    {"NCCL_P2P_DISABLE", "yours wins over the card quirk that sets it (RTX PRO 6000 cards)"},
+inline constexpr Variable kGpus[] = {
+    {"CUDA_VISIBLE_DEVICES", "the GPUs levers may use, as CUDA reads it (empty: none)"},
+    {"LEVERS_CUDA_BACKEND", "the GPU backend library to open instead of liblevers_cuda.so beside liblevers"},
+    {"NCCL_P2P_DISABLE", "yours wins over the GPU quirk that sets it (RTX PRO 6000 GPUs)"},
     {"LEVERS_FUSED_ATTENTION", "0: attention without the fused kernel, where one applies"},
 };
 
 inline constexpr Variable kWorkspace[] = {
-    {"LEVERS_LEDGER_DIR", "the slot ledger's lock files (default /run/lock/levers-cards, else /tmp/levers-cards)"},
+    {"LEVERS_LEDGER_DIR", "the slot ledger's lock files (default /run/lock/levers-gpus, else /tmp/levers-gpus)"},
     {"LEVERS_CPU_SLOTS", "CPU slots without CUDA (default: the cores this process may use)"},
-    {"LEVERS_MULTI_GPU", "on or off: whether jobs of several cards may run (over the workspace file)"},
-    {"LEVERS_MAX_GPUS", "the most cards a job may ask for (over the workspace file)"},
+    {"LEVERS_MULTI_GPU", "on or off: whether jobs of several GPUs may run (over the workspace file)"},
+    {"LEVERS_MAX_GPUS", "the most GPUs a job may ask for (over the workspace file)"},
     {"XDG_CONFIG_HOME", "where workspace.json is kept: $XDG_CONFIG_HOME/levers (default ~/.config/levers)"},
     {"HOME", "the default of the XDG folders"},
 };
@@ -106,7 +106,7 @@ inline constexpr Section kSections[] = {
     {"levers' launcher and its ranks", kLeversJob},
     {"Between nodes", kNodes},
     {"Slurm", kSlurm},
-    {"Cards", kCards},
+    {"GPUs", kGpus},
     {"The workspace and the slot ledger", kWorkspace},
     {"Data", kData},
 };
@@ -114,7 +114,7 @@ inline constexpr Section kSections[] = {
 // The value of a declared variable, or nullptr when it is unset or empty.
 // Throws levers::Error for a name the table does not declare.
 const char* get(std::string_view name);
-// The same, with an empty value kept: CUDA_VISIBLE_DEVICES= hides every card.
+// The same, with an empty value kept: CUDA_VISIBLE_DEVICES= hides every GPU.
 const char* get_even_empty(std::string_view name);
 
 // The manual: every section and variable, as `recipe help env` prints it.

@@ -3,7 +3,7 @@
 // Core uses a few of them itself (copies between layouts and dtypes, fills,
 // the sums autograd adds gradients with and the one a broadcast's backward
 // needs); levers/kernels/elementwise.hpp and levers/kernels/reduce.hpp make ops of the rest.
-// No fmt here: the card's kernels include this.
+// No fmt here: the GPU's kernels include this.
 #pragma once
 
 #include "levers/core/kernel.hpp"

@@ -11,18 +11,18 @@
 namespace levers {
 
 namespace {
-// Cards need NVIDIA's driver: without it there is nothing to open the
-// backend for (an emulated card, LEVERS_CUDA_BACKEND, needs none).
-bool may_have_cards() {
+// GPUs need NVIDIA's driver: without it there is nothing to open the
+// backend for (an emulated GPU, LEVERS_CUDA_BACKEND, needs none).
+bool may_have_gpus() {
     if (env::get("LEVERS_CUDA_BACKEND")) return true;
     std::error_code ec;
     return std::filesystem::exists("/proc/driver/nvidia/version", ec) || std::filesystem::exists("/dev/nvidiactl", ec);
 }
-DeviceRuntime* cards() { return may_have_cards() ? device_runtime() : nullptr; }
+DeviceRuntime* gpus() { return may_have_gpus() ? device_runtime() : nullptr; }
 }  // namespace
 
 int gpu_count() {
-    DeviceRuntime* rt = cards();
+    DeviceRuntime* rt = gpus();
     return rt ? rt->count() : 0;
 }
 
@@ -35,19 +35,19 @@ int node_gpu_count() {
 }
 
 std::vector<std::string> gpu_names() {
-    DeviceRuntime* rt = cards();
+    DeviceRuntime* rt = gpus();
     return rt ? rt->names() : std::vector<std::string>{};
 }
 
 void use_gpu(int index) {
-    DeviceRuntime* rt = cards();
-    LEVERS_CHECK(rt != nullptr, "card {} asked for, but {}", index,
+    DeviceRuntime* rt = gpus();
+    LEVERS_CHECK(rt != nullptr, "GPU {} asked for, but {}", index,
                  device_backend_installed() ? (device_backend_error().empty() ? "this machine has no NVIDIA driver"
                                                                                : device_backend_error())
                                             : "this build of levers has no CUDA backend (nvcc was not found when "
                                               "it was configured)");
     const int n = rt->count();
-    LEVERS_CHECK(index >= 0 && index < n, "card {} asked for, but this process sees {} card{} (CUDA_VISIBLE_DEVICES "
+    LEVERS_CHECK(index >= 0 && index < n, "GPU {} asked for, but this process sees {} GPU{} (CUDA_VISIBLE_DEVICES "
                  "limits them)", index, n, n == 1 ? "" : "s");
     rt->set_current(index);
 }

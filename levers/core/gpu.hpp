@@ -1,6 +1,6 @@
-// The node's NVIDIA cards as the card backend (device_runtime.hpp) sees them.
+// The node's NVIDIA GPUs as the GPU backend (device_runtime.hpp) sees them.
 // Without a CUDA build, without NVIDIA's driver (the backend is then never
-// opened), or where the runtime reports no usable card (no driver: error 35,
+// opened), or where the runtime reports no usable GPU (no driver: error 35,
 // no device: error 100), the node has none: callers fall back to the CPU,
 // and GPU tests skip.
 #pragma once
@@ -10,16 +10,16 @@
 
 namespace levers {
 
-// Cards this process may use (CUDA_VISIBLE_DEVICES applies); 0 without any.
+// GPUs this process may use (CUDA_VISIBLE_DEVICES applies); 0 without any.
 int gpu_count();
-// Cards on this node whatever CUDA_VISIBLE_DEVICES says (the driver's
+// GPUs on this node whatever CUDA_VISIBLE_DEVICES says (the driver's
 // /proc/driver/nvidia/gpus entries; gpu_count() where that is missing): the
 // slot ledger's ids are these physical indices.
 int node_gpu_count();
 // Their names ("NVIDIA H200"), in index order.
 std::vector<std::string> gpu_names();
-// Makes card `index` this process's current device: call before any other
-// CUDA call so no context lands on card 0 by accident. Throws levers::Error
+// Makes GPU `index` this process's current device: call before any other
+// CUDA call so no context lands on GPU 0 by accident. Throws levers::Error
 // naming the index and the count if it is out of range.
 void use_gpu(int index);
 // Whether this build has the CUDA backend.

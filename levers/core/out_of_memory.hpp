@@ -12,7 +12,7 @@ namespace levers {
 
 // A device that could not give the memory asked for (a pool's block or a
 // persistent buffer): what was asked, where, and what was left. The
-// framework's loop answers it on a card with the run's memory plan.
+// framework's loop answers it on a GPU with the run's memory plan.
 class OutOfMemory : public Error {
 public:
     OutOfMemory(const std::string& where, std::size_t asked, const std::string& left);

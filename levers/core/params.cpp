@@ -5,7 +5,7 @@ namespace levers {
 int ParamSet::add(std::string name, Shape shape, bool decay) {
     LEVERS_CHECK(!params_.defined(), "parameter '{}' declared after allocate()", name);
     // Every parameter starts on 16 elements inside the flat buffer: 64 bytes
-    // in f32 (vector loads), 128 in f64, 32 in a card's bf16 copy.
+    // in f32 (vector loads), 128 in f64, 32 in a GPU's bf16 copy.
     constexpr std::int64_t kAlignElems = 16;
     std::int64_t offset = (size_ + kAlignElems - 1) / kAlignElems * kAlignElems;
     entries_.push_back({std::move(name), shape, offset, decay});

@@ -1,6 +1,6 @@
 // A model's parameters and their gradients, each in one flat contiguous buffer
 // (and a compute copy of the parameters where the model computes in another
-// dtype than the optimizer keeps: bf16 on a card).
+// dtype than the optimizer keeps: bf16 on a GPU).
 //
 // Parameters are declared with add(), then allocate(); every parameter is a
 // view into the flat buffer (the gradients' buffer is made, zeroed, at its
@@ -66,7 +66,7 @@ public:
     void allocate(DType dtype = DType::f32, bool with_grads = true);
     bool has_grads() const { return with_grads_; }
     // Moves the parameters to `device`, computing in `compute`: the
-    // parameters' dtype, bf16 on a card, or f32 for f64 parameters. Where it
+    // parameters' dtype, bf16 on a GPU, or f32 for f64 parameters. Where it
     // differs, the set keeps a compute copy (compute()) beside the master
     // values the optimizer updates; gradients (if the set has them) are in
     // `compute`, made zeroed at their first use.
@@ -133,7 +133,7 @@ public:
     }
     // The shard kept, or null when the gradients are whole.
     const FlatShard* sharded_grads() const { return grad_shard_.ranges.empty() ? nullptr : &grad_shard_; }
-    // ZeRO-1 and 2 with a compute copy (bf16 on a card): the set keeps the
+    // ZeRO-1 and 2 with a compute copy (bf16 on a GPU): the set keeps the
     // master values of `shard` only (the whole buffer goes, the compute copy
     // stays whole). unshard_params(whole) takes the whole master values back
     // (gathered by the caller). Moving or converting a set fails while sharded.

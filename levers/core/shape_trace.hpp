@@ -3,7 +3,7 @@
 // committed: an 8B model's weights cost nothing), kernels, copies and fills
 // do nothing, and a ledger per device kind counts what the tensors would
 // hold, through pools that round and cache exactly as the real ones do. A
-// card is not needed to trace one: nothing reaches the card runtime. What
+// GPU is not needed to trace one: nothing reaches the GPU runtime. What
 // `recipe plan` measures a step with (levers/recipe/memory_plan.hpp).
 //
 // Element values are meaningless inside a trace, except in tensors host code

@@ -1,8 +1,8 @@
 // Memory for tensors, cached: a block goes back to its pool when the last
 // tensor using it goes away, and the next request of a similar size takes it
 // again, so steady training steps (the same shapes every step) neither
-// allocate nor free, on the CPU and on cards, and a step's temporaries reuse
-// each other's memory as a caching allocator does (PyTorch's, for cards).
+// allocate nor free, on the CPU and on GPUs, and a step's temporaries reuse
+// each other's memory as a caching allocator does (PyTorch's, for GPUs).
 //
 // A block is free when the pool's own reference is its only one: no
 // callback and no control block is made per tensor (handing a block out is

@@ -150,10 +150,10 @@ Tensor Tensor::persistent(Shape shape, DType dtype, Device device) {
             ledger->remove(size);
         });
     } else {
-        auto card = device_alloc_unpooled(size);
-        std::byte* p = card.get();
-        memory.reset(p, [card = std::move(card), ledger, size](std::byte*) mutable {
-            card.reset();
+        auto gpu = device_alloc_unpooled(size);
+        std::byte* p = gpu.get();
+        memory.reset(p, [gpu = std::move(gpu), ledger, size](std::byte*) mutable {
+            gpu.reset();
             ledger->remove(size);
         });
     }
@@ -298,7 +298,7 @@ Tensor Tensor::to(Device device) const {
 
 Tensor Tensor::to(Device device, DType dtype) const {
     if (dtype == dtype_) return to(device);
-    // Converted where the data is (the card converts what its kernels do), then moved.
+    // Converted where the data is (the GPU converts what its kernels do), then moved.
     const Tensor src = device_.is_cpu() || device.is_cpu() ? to(Device::cpu()) : *this;
     Tensor out = empty(shape_, dtype, src.device());
     out.copy_(src);

@@ -1,6 +1,6 @@
 // An n-d tensor: shared memory (its first element), shape, strides, dtype and
 // device, and the autograd record of how it was computed
-// (levers/core/autograd.hpp). On a card, data<T>() is a device pointer:
+// (levers/core/autograd.hpp). On a GPU, data<T>() is a device pointer:
 // only kernels may read it.
 //
 // Tensors are cheap handles: copies share memory. Views share it too and are
@@ -168,7 +168,7 @@ public:
     Tensor detach() const;  // the same memory, without the record
     // Every element as double, on the host (for tests and small results).
     std::vector<double> values() const;
-    // The single element, on the host (waits for the card).
+    // The single element, on the host (waits for the GPU).
     double item() const;
 
     // --- autograd -----------------------------------------------------------

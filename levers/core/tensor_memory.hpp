@@ -2,7 +2,7 @@
 // (in use or cached for reuse, levers/core/storage_pool.hpp) and the
 // persistent buffers (parameters, gradients, optimizer state), with the most
 // held at once. This is the figure `recipe plan` predicts and a run reports
-// as its peak: what a card's allocator would have to give, whatever the
+// as its peak: what a GPU's allocator would have to give, whatever the
 // process's other memory (code, libraries, file mappings, shared memory).
 #pragma once
 

@@ -49,7 +49,7 @@ void Backend::all_gather_in_place(void* data, std::int64_t n, DType dtype) {
 }
 
 std::unique_ptr<CollectiveQueue> Backend::make_queue(void* after) {
-    LEVERS_CHECK(!after, "the {} backend runs collectives on the host; it cannot order them after a card's stream",
+    LEVERS_CHECK(!after, "the {} backend runs collectives on the host; it cannot order them after a GPU's stream",
                  name());
     return make_thread_queue(*this);
 }

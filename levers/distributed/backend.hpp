@@ -1,14 +1,14 @@
 // The collectives a process group offers, whatever carries them: shared
-// memory between the processes of one node (ShmBackend), NCCL between cards
-// (NcclBackend, in the card backend), Gloo between nodes (gloo_group.hpp, in
+// memory between the processes of one node (ShmBackend), NCCL between GPUs
+// (NcclBackend, in the GPU backend), Gloo between nodes (gloo_group.hpp, in
 // liblevers_gloo), shared memory within each node and Gloo between their
-// leaders (HierarchicalBackend), or host buffers staged through a card group
-// (CardStagedBackend). The training loop, gradient averaging and the rank
+// leaders (HierarchicalBackend), or host buffers staged through a GPU group
+// (GpuStagedBackend). The training loop, gradient averaging and the rank
 // helpers see only this interface.
 //
 // Every collective is collective: every rank calls the same ones in the same
 // order. Buffers live where the backend computes (host memory for the
-// shared-memory backend, the card's memory for NCCL).
+// shared-memory backend, the GPU's memory for NCCL).
 #pragma once
 
 #include "levers/core/dtype.hpp"
@@ -58,11 +58,11 @@ public:
     virtual Store* store() { return nullptr; }
 
     // A queue for collectives that run while the caller goes on
-    // (collective_queue.hpp). A group on card memory (queues_on_card: NCCL)
+    // (collective_queue.hpp). A group on GPU memory (queues_on_gpu: NCCL)
     // runs them on its own stream, each after the work queued so far on
     // stream `after` (a cudaStream_t); others on a communication thread of
     // the queue's own (`after` must be null). The queue must not outlive the group.
-    virtual bool queues_on_card() const { return false; }
+    virtual bool queues_on_gpu() const { return false; }
     virtual std::unique_ptr<CollectiveQueue> make_queue(void* after);
 
     // Seconds this rank spent inside collectives, and the part of it spent

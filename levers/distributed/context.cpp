@@ -23,7 +23,7 @@ void join(Placement placement, std::unique_ptr<Backend> backend, std::unique_ptr
     LEVERS_CHECK(placement.world_size == 1 || (backend && backend->world_size() == placement.world_size),
                  "a world of {} ranks needs a process group of that size", placement.world_size);
     LEVERS_CHECK(!device_backend || device_backend->world_size() == placement.world_size,
-                 "a world of {} ranks needs a card group of that size", placement.world_size);
+                 "a world of {} ranks needs a GPU group of that size", placement.world_size);
     context() = Context{placement, std::move(backend), std::move(device_backend)};
 }
 

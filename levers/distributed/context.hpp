@@ -22,8 +22,8 @@ struct Placement {
 };
 
 // Makes `backend` this process's group (the launcher's worker mode calls it
-// once). `device_backend` carries collectives on card memory (NCCL) when the
-// ranks compute on cards; host-side collectives (losses, metrics, text) stay
+// once). `device_backend` carries collectives on GPU memory (NCCL) when the
+// ranks compute on GPUs; host-side collectives (losses, metrics, text) stay
 // on `backend`, as PyTorch keeps gloo beside NCCL.
 void join(Placement placement, std::unique_ptr<Backend> backend, std::unique_ptr<Backend> device_backend = nullptr);
 // Back to a world of one (tests).
@@ -36,7 +36,7 @@ int local_world_size();
 bool is_main();  // rank 0
 // The group, or nullptr in a world of one.
 Backend* backend();
-// The group for buffers on this rank's card, or nullptr (CPU, or a world of one).
+// The group for buffers on this rank's GPU, or nullptr (CPU, or a world of one).
 Backend* device_backend();
 
 // Collective: every rank must call it.
@@ -50,12 +50,12 @@ void broadcast(void* data, std::size_t bytes);
 // Collective: every rank's text, in rank order (checkpoints' per-rank state).
 std::vector<std::string> all_gather_text(const std::string& text);
 
-// Where this rank computes: the CPU, or its card (--device, chosen at join).
+// Where this rank computes: the CPU, or its GPU (--device, chosen at join).
 Device device();
 
 // The per-rank batch: `batch` as given, or, when `global_batch` > 0, that
 // global batch split evenly over the ranks (so results do not change with the
-// card count). Throws levers::Error if it does not split evenly.
+// GPU count). Throws levers::Error if it does not split evenly.
 std::int64_t per_rank_batch(std::int64_t batch, std::int64_t global_batch);
 
 // This rank's contiguous share of `rows` (world nearly equal parts, every row once).

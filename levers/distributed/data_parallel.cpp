@@ -14,7 +14,7 @@ namespace {
 Backend* group_for(const ParamSet& params) {
     if (params.device().is_cpu()) return backend();
     Backend* group = device_backend();
-    LEVERS_CHECK(group, "parameters on {} but this job has no group for card memory (NCCL)", params.device().str());
+    LEVERS_CHECK(group, "parameters on {} but this job has no group for GPU memory (NCCL)", params.device().str());
     return group;
 }
 }  // namespace
@@ -36,10 +36,10 @@ ParamSync::ParamSync(ParamSet& params, std::int64_t bucket_bytes, int zero, Back
         bucket_elems_ = shard_bucket_elems(bucket_elems_, group->world_size());
         shard_ = bucket_shard(params.size(), bucket_elems_, group->world_size(), group->rank());
     }
-    // Where the set computes from a copy in another dtype (bf16 on a card), ZeRO keeps the master values of the
+    // Where the set computes from a copy in another dtype (bf16 on a GPU), ZeRO keeps the master values of the
     // shard only: the optimizer updates nothing else, and the copy is what every rank gathers.
     if (zero_ > 0 && params.compute_dtype() != params.dtype()) params.shard_params(shard_);
-    void* stream = group->queues_on_card() ? compute_stream() : nullptr;
+    void* stream = group->queues_on_gpu() ? compute_stream() : nullptr;
     if (zero_ == 2) {
         params.shard_grads(shard_);  // the whole gradient buffer goes: buckets hold a backward's gradients
         sync_ = std::make_unique<GradientSync>(*group, params, bucket_elems_, stream);

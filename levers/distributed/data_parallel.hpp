@@ -21,7 +21,7 @@
 // each rank's optimizer updates its shard() only (the loop takes the
 // gradients' norm over the shards: levers/train/param_kernels.hpp), and
 // gather_params() sends every shard to all. Where the model computes from a
-// copy in another dtype (bf16 on a card), the set keeps the f32 master
+// copy in another dtype (bf16 on a GPU), the set keeps the f32 master
 // values of its shard only (ParamSet::shard_params) until end(), and the
 // compute copy is what is gathered.
 #pragma once

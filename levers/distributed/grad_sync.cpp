@@ -36,18 +36,18 @@ void FinalFrontier::advance() {
 }
 
 GradientSync::GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
-                           void* card_stream)
+                           void* gpu_stream)
     : grads_(static_cast<std::byte*>(grads)),
       dtype_(dtype),
       n_(n),
       bucket_(std::max<std::int64_t>(1, bucket_elems)),
       next_end_(n) {
-    LEVERS_CHECK(!group.queues_on_card() || card_stream, "gradients on a card need the stream backward runs on");
-    queue_ = group.make_queue(group.queues_on_card() ? card_stream : nullptr);
+    LEVERS_CHECK(!group.queues_on_gpu() || gpu_stream, "gradients on a GPU need the stream backward runs on");
+    queue_ = group.make_queue(group.queues_on_gpu() ? gpu_stream : nullptr);
 }
 
-GradientSync::GradientSync(Backend& group, ParamSet& params, std::int64_t bucket_elems, void* card_stream)
-    : GradientSync(group, nullptr, params.grad_dtype(), params.size(), bucket_elems, card_stream) {
+GradientSync::GradientSync(Backend& group, ParamSet& params, std::int64_t bucket_elems, void* gpu_stream)
+    : GradientSync(group, nullptr, params.grad_dtype(), params.size(), bucket_elems, gpu_stream) {
     sharded_ = &params;
     const FlatShard* shard = params.sharded_grads();
     LEVERS_CHECK(shard != nullptr, "ZeRO-2's gradient buckets need a set that keeps a shard of its gradients");
@@ -109,7 +109,7 @@ void GradientSync::drain_oldest() {
         const Tensor mine = sharded_->grads().slice(b.at, b.at + (b.hi - b.lo));
         autograd::add_into(mine, mine, b.memory.slice(b.lo, b.hi));
     }
-    b.memory = Tensor();  // back to the pool; on a card, after the add queued on the same stream
+    b.memory = Tensor();  // back to the pool; on a GPU, after the add queued on the same stream
 }
 
 void GradientSync::queue_until(std::int64_t from) {

@@ -5,7 +5,7 @@
 // the buffer first). As backward reports that everything from some offset on
 // is final, each bucket lying wholly inside that range is queued for
 // averaging over ranks in place (collective_queue.hpp: on the CPU a
-// communication thread, on cards the backend's stream behind the compute
+// communication thread, on GPUs the backend's stream behind the compute
 // stream's work) while backward goes on; finish() queues the rest and waits.
 // Every rank reports the same offsets in the same order, so the collectives
 // match. The offsets come from the autograd engine through FinalFrontier, the
@@ -63,14 +63,14 @@ private:
 class GradientSync {
 public:
     // Each bucket of `grads` averaged on every rank (DDP, ZeRO-1). `grads`: n
-    // elements of `dtype` (bf16 only on a card). `card_stream`: the stream
-    // backward's kernels run on (cards only).
+    // elements of `dtype` (bf16 only on a GPU). `gpu_stream`: the stream
+    // backward's kernels run on (GPUs only).
     GradientSync(Backend& group, void* grads, DType dtype, std::int64_t n, std::int64_t bucket_elems,
-                 void* card_stream = nullptr);
+                 void* gpu_stream = nullptr);
     // ZeRO-2: `params` keep their shard of gradients only (ParamSet::shard_grads
     // with bucket_shard's ranges for these buckets); each backward's gradients
     // are averaged into it, adding to what earlier micro-batches left there.
-    GradientSync(Backend& group, ParamSet& params, std::int64_t bucket_elems, void* card_stream = nullptr);
+    GradientSync(Backend& group, ParamSet& params, std::int64_t bucket_elems, void* gpu_stream = nullptr);
     GradientSync(const GradientSync&) = delete;
     GradientSync& operator=(const GradientSync&) = delete;
     ~GradientSync();

@@ -6,7 +6,7 @@
 #include "levers/core/clock.hpp"
 #include "levers/core/error.hpp"
 #include "levers/core/gpu.hpp"
-#include "levers/distributed/card_quirks.hpp"
+#include "levers/distributed/gpu_quirks.hpp"
 #include "levers/distributed/collective_queue.hpp"
 
 #include <nccl.h>
@@ -105,7 +105,7 @@ double NcclBackend::poll(std::string_view what, const std::function<bool(bool in
 void NcclBackend::wait(const char* what) {
     timing_.in_collectives += poll(what, [&](bool) {
         const cudaError_t stream = cudaStreamQuery(state_->stream);
-        LEVERS_CHECK(stream == cudaSuccess || stream == cudaErrorNotReady, "rank {}: {} failed on the card: {}", rank_,
+        LEVERS_CHECK(stream == cudaSuccess || stream == cudaErrorNotReady, "rank {}: {} failed on the GPU: {}", rank_,
                      what, cudaGetErrorString(stream));
         return stream == cudaSuccess;
     });
@@ -209,7 +209,7 @@ public:
                 group_.timing_.in_collectives += group_.poll("NCCL queued collectives", [&](bool) {
                     const cudaError_t r = cudaEventQuery(e);
                     LEVERS_CHECK(r == cudaSuccess || r == cudaErrorNotReady, "rank {}: NCCL queued collectives "
-                                 "failed on the card: {}", group_.rank_, cudaGetErrorString(r));
+                                 "failed on the GPU: {}", group_.rank_, cudaGetErrorString(r));
                     return r == cudaSuccess;
                 });
             spare_.push_back(e);

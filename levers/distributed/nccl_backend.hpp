@@ -1,4 +1,4 @@
-// Collectives between cards through NCCL, behind the same Backend interface as
+// Collectives between GPUs through NCCL, behind the same Backend interface as
 // the shared-memory one. One communicator per job: rank 0's unique id reaches
 // every rank through the job's Store (nccl_id.hpp). Buffers are device memory;
 // every collective runs on the backend's own stream, and waits for it with the
@@ -18,7 +18,7 @@ namespace levers::dist {
 
 class NcclBackend final : public Backend {
 public:
-    // Selects card `device` (before any other CUDA call), applies the card
+    // Selects GPU `device` (before any other CUDA call), applies the GPU
     // quirks, and joins the communicator of `world` ranks.
     NcclBackend(int rank, int world, int device, Store& store, std::chrono::milliseconds timeout);
     ~NcclBackend() override;
@@ -39,7 +39,7 @@ public:
     void reduce_scatter(void* out, const void* in, std::int64_t n, DType dtype, ReduceOp op) override;
     void all_gather_in_place(void* data, std::int64_t n, DType dtype) override;
     void abort(const std::string& why) override;
-    bool queues_on_card() const override { return true; }
+    bool queues_on_gpu() const override { return true; }
     // Queued all-reduces run on the backend's stream, each after what stream
     // `after` has queued so far; waiting for one waits for the stream.
     std::unique_ptr<CollectiveQueue> make_queue(void* after) override;

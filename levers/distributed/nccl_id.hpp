@@ -1,7 +1,7 @@
 // Passing NCCL's unique id from rank 0 to every rank through a Store (the
 // shared-memory store on one node, the TCP store across nodes): rank 0 makes
 // the id and sets it as hex text; the others wait for it. Kept apart from the
-// NCCL backend so the exchange is tested where no card is.
+// NCCL backend so the exchange is tested where no GPU is.
 #pragma once
 
 #include "levers/distributed/store.hpp"

@@ -51,7 +51,7 @@ void gather_buckets(Backend& group, const Tensor& flat, std::int64_t bucket_elem
     const int world = group.world_size();
     const auto buckets = gradient_buckets(flat.numel(), bucket_elems);
     zero_outside_chunks(buckets, flat, world, group.rank());
-    // A card's group runs on a stream of its own: the optimizer's update and those zeros must be done first.
+    // A GPU's group runs on a stream of its own: the optimizer's update and those zeros must be done first.
     if (!flat.device().is_cpu()) device_synchronize();
     const auto width = static_cast<std::int64_t>(size_of(flat.dtype()));
     auto* base = static_cast<std::byte*>(flat.raw());
@@ -68,7 +68,7 @@ std::vector<QueuedBucket> queue_gather_buckets(Backend& group, CollectiveQueue& 
                                                std::int64_t bucket_elems) {
     const int world = group.world_size();
     auto buckets = gradient_buckets(flat.numel(), bucket_elems);
-    zero_outside_chunks(buckets, flat, world, group.rank());  // a card's queue runs after the compute stream's work
+    zero_outside_chunks(buckets, flat, world, group.rank());  // a GPU's queue runs after the compute stream's work
     std::reverse(buckets.begin(), buckets.end());  // forward order
     const auto width = static_cast<std::int64_t>(size_of(flat.dtype()));
     auto* base = static_cast<std::byte*>(flat.raw());

@@ -33,7 +33,7 @@ LEVERS_HD void adamw_element(T& p, T& m, T& v, T g, T lr, T beta1, T beta2, T ep
 }
 
 // A run of at most kAdamWChunk elements of one parameter tensor in the flat
-// buffer: the unit of work of the one-launch AdamW on cards, which needs each
+// buffer: the unit of work of the one-launch AdamW on GPUs, which needs each
 // run's weight-decay flag without a launch per tensor.
 struct AdamWChunk {
     std::int64_t start = 0;
@@ -49,7 +49,7 @@ void append_adamw_chunks(std::vector<AdamWChunk>& out, std::int64_t start, std::
 namespace levers {
 // "adamw" (non-differentiable; by the parameters' dtype): param, m, v (the
 // moments) updated in place from grad (f32, f64, or bf16 for f32 parameters on
-// a card); chunks is the chunk table (AdamWChunk as i32 x 4, where the kernel
+// a GPU); chunks is the chunk table (AdamWChunk as i32 x 4, where the kernel
 // runs); the weight decay applies to chunks that decay.
 struct AdamWCall : KernelCallBase {
     static constexpr const char* kName = "adamw";

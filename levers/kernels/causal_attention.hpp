@@ -10,7 +10,7 @@
 // accumulator dtype); backward recomputes the probabilities from it, a tile of
 // queries at a time. The rows of q, k and v may lie apart (a KV cache's
 // prefix, GPT-2's packed qkv): each position's heads must be contiguous.
-// The CPU has it in f32 and f64 for any head size; cards in bf16 for head
+// The CPU has it in f32 and f64 for any head size; GPUs in bf16 for head
 // sizes 64 and 128 (tensor cores). ops::attention_written_out is the same
 // function from matmul and softmax: the reference, and the path everywhere else.
 #pragma once
@@ -96,7 +96,7 @@ struct CausalMask {
 bool fused_attention_turned_off();
 
 // Whether the fused kernel runs for this dtype and head size where `device`
-// is: a backend has it (cards: head sizes 64 and 128), and
+// is: a backend has it (GPUs: head sizes 64 and 128), and
 // LEVERS_FUSED_ATTENTION=0 does not ask for the written-out form.
 bool causal_attention_applies(Device device, DType dtype, std::int64_t head_dim);
 

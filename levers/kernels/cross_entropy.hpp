@@ -45,7 +45,7 @@ template <class T> LEVERS_HD T logsumexp_row(const T* x, index_t n) {
 
 // How many rows count (target != ignore_index), on the host; throws
 // levers::Error naming the first target outside [0, vocab) that is not the
-// ignore index. The CPU op checks with it; callers of the card op, whose
+// ignore index. The CPU op checks with it; callers of the GPU op, whose
 // kernels cannot throw, check their targets with it before the copy.
 index_t counted_targets(const std::int32_t* targets, index_t rows, index_t vocab, std::int32_t ignore_index = -100);
 
@@ -73,7 +73,7 @@ void cross_entropy_backward(T* d_logits, const T* lse, const T* logits, const st
 namespace levers::ops {
 
 // Targets for `rows` rows of `vocab` classes: i32 [rows] (any shape of that
-// many elements), moved beside `logits`; targets on the host going to a card
+// many elements), moved beside `logits`; targets on the host going to a GPU
 // are checked first (the CPU kernels check them as they run).
 inline Tensor targets_beside(const char* op, const Tensor& targets_in, const Tensor& logits, std::int64_t rows,
                              std::int64_t vocab, std::int64_t ignore_index) {

@@ -1,6 +1,6 @@
 // dropout: each element is zeroed with probability p and the survivors
 // scaled by 1 / (1 - p). Which elements survive is a hash of a 64-bit key
-// and the element's index (counter-based, as PyTorch's Philox on cards), so
+// and the element's index (counter-based, as PyTorch's Philox on GPUs), so
 // backward recomputes the mask instead of storing it, and a run resumes
 // exactly from the key alone.
 //

@@ -1,5 +1,5 @@
 // The maths of every elementwise op, written once for every backend: the
-// CPU's strided loops (levers/kernels/cpu/elementwise.cpp) and the card's kernel
+// CPU's strided loops (levers/kernels/cpu/elementwise.cpp) and the GPU's kernel
 // (levers/kernels/cuda/elementwise.cu) expand these lists, and levers/kernels/elementwise.hpp
 // makes each entry a differentiable op on tensors with broadcasting.
 //

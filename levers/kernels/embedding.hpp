@@ -48,7 +48,7 @@ void check_token_ids(const std::int32_t* tokens, index_t n, index_t vocab);
 namespace levers::ops {
 
 // `ids` (i32, any shape) moved next to `table`; ids on the host going to a
-// card are checked first (kernels on a card cannot throw; the CPU's check
+// GPU are checked first (kernels on a GPU cannot throw; the CPU's check
 // as they run).
 inline Tensor ids_beside(const char* op, const char* arg_name, const Tensor& ids_in, const Tensor& table,
                          std::int64_t limit) {

@@ -1,5 +1,5 @@
 // Causal self-attention without the [T, T] matrices (flash-style: tiles in
-// shared memory, tensor cores), the fused kernel a card runs in bf16 with
+// shared memory, tensor cores), the fused kernel a GPU runs in bf16 with
 // head size 64 or 128 (the same kernels as causal_attention.hpp's); the same
 // function as attention.hpp's. Forward saves each
 // query row's log-sum-exp, lse [B·H·T] in f32; backward writes all of d_qkv.

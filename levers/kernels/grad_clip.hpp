@@ -41,7 +41,7 @@ template <class T> double clip_grad_norm(T* grad, index_t n, double max_norm);
 namespace levers::ops {
 
 // Clips `grad` in place to a global norm of max_norm (<= 0: no clipping);
-// returns the norm before (waits for the card).
+// returns the norm before (waits for the GPU).
 inline double clip_grad_norm(const Tensor& grad, double max_norm) {
     double norm = 0;
     ClipGradNormCall call{.grad = arg(grad), .max_norm = max_norm, .result = &norm};

@@ -11,7 +11,7 @@ namespace levers::ops {
 Tensor checked_indices(const char* op, const Tensor& index, std::int64_t size, const Tensor& like) {
     check_dtype(op, "index", index, DType::i32);
     if (shape_tracing()) return index.to(like.device());  // an op's output holds no values in a trace
-    // Checked on the host: a card's kernel cannot stop on a bad index.
+    // Checked on the host: a GPU's kernel cannot stop on a bad index.
     Tensor host = index.to(Device::cpu()).contiguous();
     bool negative = false;
     const std::int32_t* v = host.data<std::int32_t>();

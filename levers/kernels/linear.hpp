@@ -14,7 +14,7 @@ namespace levers {
 struct LinearCall : KernelCallBase {
     static constexpr const char* kName = "linear";
     TensorArg out, in, weight, bias;
-    std::int64_t out_ld = 0;  // how far apart rows of out are (0: out_dim; wider rows keep a card's products aligned)
+    std::int64_t out_ld = 0;  // how far apart rows of out are (0: out_dim; wider rows keep a GPU's products aligned)
 };
 // "linear_backward": d_in (optional, written), d_weight, d_bias (optional, added to).
 struct LinearBackwardCall : KernelCallBase {

@@ -2,7 +2,7 @@
 // embedding as weight, no bias), then their mean cross-entropy against the
 // targets. The logits live inside the op only, so backward overwrites them
 // with their own gradient (no second [rows, vocabulary] buffer), and on a
-// card their rows are padded to a multiple of 64 so bf16 products stay
+// GPU their rows are padded to a multiple of 64 so bf16 products stay
 // aligned with a vocabulary like GPT-2's 50257. Made of the linear and
 // cross-entropy kernels: no kernel of its own.
 #pragma once

@@ -1,5 +1,5 @@
 // Fused ops of a linear layer and GELU, what an MLP block is made of. On
-// cards in bf16 their products carry GELU in cuBLASLt epilogues (no separate
+// GPUs in bf16 their products carry GELU in cuBLASLt epilogues (no separate
 // pass over the 4C-wide activations); elsewhere they run the linear and GELU
 // kernels one after the other: the same results.
 //
@@ -66,7 +66,7 @@ inline Tensor linear_gelu(const Tensor& input, const Tensor& weight_in, const Te
 }
 
 // A transformer's MLP: linear(gelu(linear(in, fc_weight, fc_bias)), proj_weight,
-// proj_bias), with GELU fused into both products on cards (forward and
+// proj_bias), with GELU fused into both products on GPUs (forward and
 // backward); differentiable.
 inline Tensor gelu_mlp(const Tensor& input, const Tensor& fc_weight_in, const Tensor& fc_bias_in,
                        const Tensor& proj_weight_in, const Tensor& proj_bias_in) {

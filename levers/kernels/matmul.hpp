@@ -5,7 +5,7 @@
 // d_a = d_out · bᵀ, d_b = aᵀ · d_out, each summed over the batch dimensions
 // its side was broadcast along. Transposed views are taken as they are (BLAS
 // and cuBLAS read either layout); other strided matrices are copied first.
-// On cards bf16 products accumulate in f32.
+// On GPUs bf16 products accumulate in f32.
 #pragma once
 
 #include "levers/core/kernel.hpp"

@@ -2,7 +2,7 @@
 // shared by the backends' elementwise kernels: dimensions every operand
 // steps through as one are merged first (a contiguous tensor is one run; a
 // row broadcast over a matrix is runs of the row's length). No fmt here:
-// the card's kernels include this.
+// the GPU's kernels include this.
 #pragma once
 
 #include "levers/core/kernel.hpp"

@@ -98,8 +98,8 @@ private:
         env.set("LEVERS_SEGMENT", segment_.name());
         env.set("LEVERS_JOB_ID", segment_.name());
         env.set("LEVERS_DEVICE", name_of(options_.device));
-        if (!options_.cuda_cards.empty())
-            env.set("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(options_.cuda_cards, ",")));
+        if (!options_.cuda_gpus.empty())
+            env.set("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(options_.cuda_gpus, ",")));
         env.set("LEVERS_THREADS", std::to_string(options_.threads_per_rank));
         env.set("LEVERS_TIMEOUT_MS", std::to_string(options_.timeout.count()));
         env.set("OMP_NUM_THREADS", std::to_string(options_.threads_per_rank));

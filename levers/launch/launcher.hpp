@@ -27,7 +27,7 @@ struct LaunchOptions {
     int ranks = 2;
     int threads_per_rank = 1;
     Device::Kind device = Device::Kind::cpu;
-    std::vector<int> cuda_cards;     // cuda: the node's cards the job holds; rank r computes on the r-th
+    std::vector<int> cuda_gpus;     // cuda: the node's GPUs the job holds; rank r computes on the r-th
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // for every collective
     std::chrono::milliseconds grace{1000};  // between SIGTERM and SIGKILL when stopping
     bool all_output = true;          // false: rank 0's lines only

@@ -2,7 +2,7 @@
 
 #include "levers/core/environment.hpp"
 #include "levers/core/error.hpp"
-#include "levers/distributed/card_staged_backend.hpp"
+#include "levers/distributed/gpu_staged_backend.hpp"
 #include "levers/distributed/gloo_group.hpp"
 #include "levers/distributed/hierarchical_backend.hpp"
 #include "levers/distributed/nccl_group.hpp"
@@ -22,12 +22,12 @@ namespace levers::launch {
 
 namespace {
 
-// Across nodes on cards: one NCCL communicator whose id goes through the TCP store.
-JoinedGroup join_cards_across_nodes(const RankEnv& env, dist::TcpStore& store, int card,
+// Across nodes on GPUs: one NCCL communicator whose id goes through the TCP store.
+JoinedGroup join_gpus_across_nodes(const RankEnv& env, dist::TcpStore& store, int gpu,
                                     std::chrono::milliseconds timeout) {
     JoinedGroup g;
-    g.card_backend = dist::make_nccl_backend(env.rank, env.world_size, card, store, timeout);
-    g.backend = std::make_unique<dist::CardStagedBackend>(*g.card_backend);
+    g.gpu_backend = dist::make_nccl_backend(env.rank, env.world_size, gpu, store, timeout);
+    g.backend = std::make_unique<dist::GpuStagedBackend>(*g.gpu_backend);
     store.add("levers/joined", 1);
     return g;
 }
@@ -106,7 +106,7 @@ JoinedGroup join_cpus_across_nodes(const RankEnv& env, dist::TcpStore& store, co
 
 }  // namespace
 
-JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout, int card) {
+JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout, int gpu) {
     const bool across_nodes = env.local_world_size != env.world_size;
     // torchrun's defaults, so mpirun or srun on one node needs no extra variables. A job on one
     // node keeps its store on loopback; only one across nodes listens on MASTER_ADDR.
@@ -116,7 +116,7 @@ JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout,
     // torchrun's agent already serves its own store on MASTER_PORT: levers' goes next to it.
     if (const char* agent = env::get("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") ++port;
     if (const char* own = env::get("LEVERS_STORE_PORT")) port = std::atoi(own);
-    if (across_nodes && card < 0) {  // refused before any rank waits for the others
+    if (across_nodes && gpu < 0) {  // refused before any rank waits for the others
         const int local = env.local_world_size;
         LEVERS_CHECK(env.world_size % local == 0 && env.rank % local == env.local_rank,
                      "rank {}: a job across nodes needs its ranks numbered node by node, as many on each (rank = node "
@@ -129,7 +129,7 @@ JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout,
     const char* token = env::get("LEVERS_JOB_TOKEN");
     dist::TcpStore store(addr, port, env.rank == 0, token ? token : "", timeout);
     if (across_nodes)
-        return card >= 0 ? join_cards_across_nodes(env, store, card, timeout)
+        return gpu >= 0 ? join_gpus_across_nodes(env, store, gpu, timeout)
                          : join_cpus_across_nodes(env, store, master, timeout);
     JoinedGroup g;
     g.segment = node_segment(store, "levers/segment", env.rank, env.world_size);

@@ -8,8 +8,8 @@
 // shared memory. Across nodes the store listens on MASTER_ADDR; CPU ranks
 // share memory within each node and the nodes' leaders talk through Gloo
 // (hierarchical_backend.hpp; LEVERS_NODE_ALLREDUCE=flat puts every rank in one
-// Gloo group), and card ranks join one NCCL communicator, which carries the
-// gradients and, staged through the card, the host collectives too.
+// Gloo group), and GPU ranks join one NCCL communicator, which carries the
+// gradients and, staged through the GPU, the host collectives too.
 #pragma once
 
 #include "levers/distributed/shm_backend.hpp"
@@ -27,13 +27,13 @@ struct JoinedGroup {
     std::unique_ptr<dist::Backend> backend;   // host-memory collectives
     // Across nodes: the NCCL group (`backend` is staged through it). One node:
     // none yet; the caller makes it from the shared-memory store if it needs one.
-    std::unique_ptr<dist::Backend> card_backend;
+    std::unique_ptr<dist::Backend> gpu_backend;
 };
 
-// Collective over the external job's ranks. `card`: the CUDA runtime index
+// Collective over the external job's ranks. `GPU`: the CUDA runtime index
 // this rank computes on, or -1 for the CPU. The segment's name is removed as soon as every rank has mapped it,
 // so nothing is left behind however the job ends. A job token in
 // LEVERS_JOB_TOKEN keeps ranks of other jobs out of the store.
-JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout, int card = -1);
+JoinedGroup join_external(const RankEnv& env, std::chrono::milliseconds timeout, int gpu = -1);
 
 }  // namespace levers::launch

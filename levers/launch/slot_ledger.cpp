@@ -108,15 +108,15 @@ SlotLedger::SlotLedger(fs::path dir, Device::Kind kind, std::vector<int> slots)
     make_shared_dir(dir_ / "waiting");
 }
 
-SlotLedger SlotLedger::for_node(int cuda_cards) {
+SlotLedger SlotLedger::for_node(int cuda_gpus) {
     fs::path dir;
     if (const char* d = env::get("LEVERS_LEDGER_DIR"))
         dir = d;
     else
-        dir = ::access("/run/lock", W_OK) == 0 ? fs::path("/run/lock/levers-cards") : fs::path("/tmp/levers-cards");
-    if (cuda_cards > 0)
+        dir = ::access("/run/lock", W_OK) == 0 ? fs::path("/run/lock/levers-gpus") : fs::path("/tmp/levers-gpus");
+    if (cuda_gpus > 0)
         return SlotLedger(dir, Device::Kind::cuda,
-                          visible_cuda_cards(cuda_cards, env::get_even_empty("CUDA_VISIBLE_DEVICES")));
+                          visible_cuda_gpus(cuda_gpus, env::get_even_empty("CUDA_VISIBLE_DEVICES")));
     int slots = available_cores();
     if (const char* s = env::get("LEVERS_CPU_SLOTS")) {
         char* end = nullptr;
@@ -170,7 +170,7 @@ SlotLease SlotLedger::acquire(int n, const std::string& job, bool wait,
     int ticket_fd = open_lock_file(ticket);
     LEVERS_CHECK(ticket_fd >= 0 && ::flock(ticket_fd, LOCK_EX | LOCK_NB) == 0, "cannot queue in the slot ledger at {}",
                  ticket.string());
-    write_json(ticket_fd, {{"job", job}, {"pid", static_cast<long>(::getpid())}, {"cards", n}});
+    write_json(ticket_fd, {{"job", job}, {"pid", static_cast<long>(::getpid())}, {"GPUs", n}});
     struct TicketGuard {
         int fd;
         fs::path path;
@@ -224,7 +224,7 @@ std::vector<Waiter> SlotLedger::waiters() const {
         if (j.is_object()) {
             w.job = j.value("job", "?");
             w.pid = j.value("pid", 0L);
-            w.slots = j.value("cards", 0);  // the tickets' key, kept for jobs of earlier versions
+            w.slots = j.value("GPUs", 0);  // the tickets' key, kept for jobs of earlier versions
         }
         found.emplace_back(e.path().filename().string(), w);
     }
@@ -238,7 +238,7 @@ std::string SlotLedger::busy_message(int n) const {
     const auto held = holders();
     std::string who;
     for (const auto& h : held) who += fmt::format("{}{} {}: job '{}' (pid {})", who.empty() ? "" : ", ",
-                                                 kind_ == Device::Kind::cpu ? "slot" : "card", h.slot, h.job, h.pid);
+                                                 kind_ == Device::Kind::cpu ? "slot" : "GPU", h.slot, h.job, h.pid);
     std::string msg = fmt::format("waiting for {} ({} of {} free)", plural(n, kind_), slots_.size() - held.size(),
                                   slots_.size());
     if (!who.empty()) msg += "; held by " + who;
@@ -252,18 +252,18 @@ SlotLease& job_lease() {
     return lease;
 }
 
-std::vector<int> visible_cuda_cards(int count, const char* cuda_visible_devices) {
+std::vector<int> visible_cuda_gpus(int count, const char* cuda_visible_devices) {
     std::vector<int> ids;
     if (cuda_visible_devices == nullptr) {
         for (int i = 0; i < count; ++i) ids.push_back(i);
         return ids;
     }
-    if (*cuda_visible_devices == '\0') return ids;  // set but empty: no card
+    if (*cuda_visible_devices == '\0') return ids;  // set but empty: no GPU
     for (const auto& item : split(cuda_visible_devices)) {
         char* end = nullptr;
         const long v = std::strtol(item.c_str(), &end, 10);
         LEVERS_CHECK(!item.empty() && *end == '\0' && v >= 0 && v < count,
-                     "CUDA_VISIBLE_DEVICES entry '{}' is not a card index of this node (0..{}); levers reads indices, "
+                     "CUDA_VISIBLE_DEVICES entry '{}' is not a GPU index of this node (0..{}); levers reads indices, "
                      "not UUIDs",
                      item, count - 1);
         if (std::find(ids.begin(), ids.end(), static_cast<int>(v)) == ids.end()) ids.push_back(static_cast<int>(v));

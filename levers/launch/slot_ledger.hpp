@@ -1,5 +1,5 @@
 // The slot ledger: which job holds which slot of this node. A slot is what
-// one rank computes on: a CUDA card, or, on a machine without cards, a CPU
+// one rank computes on: a CUDA GPU, or, on a machine without GPUs, a CPU
 // core (`recipe run` takes all of them, or ranks x --threads; a sweep cell
 // takes one per rank). The user's knob stays `--gpus`: the ranks.
 //
@@ -10,13 +10,13 @@
 // can list live waiters and stale tickets are swept. Lock files hold the
 // holder's job name and pid as JSON for whoever asks who holds a slot.
 //
-// Where:  LEVERS_LEDGER_DIR, else /run/lock/levers-cards (or /tmp/levers-cards
+// Where:  LEVERS_LEDGER_DIR, else /run/lock/levers-gpus (or /tmp/levers-gpus
 //         without /run/lock): one directory for every user of the node, so
 //         the directory is sticky and world-writable and lock files are 0666.
 //         (Its name and the files' names and keys are those of earlier
 //         versions, so jobs of both see each other.)
 // Which:  CPU slots: LEVERS_CPU_SLOTS, else the cores this process may use.
-//         CUDA cards: those CUDA_VISIBLE_DEVICES lists, else every card.
+//         CUDA GPUs: those CUDA_VISIBLE_DEVICES lists, else every GPU.
 #pragma once
 
 #include "levers/core/device.hpp"
@@ -29,8 +29,8 @@
 
 namespace levers::launch {
 
-// What a slot of `kind` is called in messages: "CPU slot" or "card".
-inline const char* slot_unit(Device::Kind kind) { return kind == Device::Kind::cpu ? "CPU slot" : "card"; }
+// What a slot of `kind` is called in messages: "CPU slot" or "GPU".
+inline const char* slot_unit(Device::Kind kind) { return kind == Device::Kind::cpu ? "CPU slot" : "GPU"; }
 
 struct SlotHolder {
     int slot = 0;
@@ -65,11 +65,11 @@ private:
 
 class SlotLedger {
 public:
-    // Slots of `kind` (CPU cores or CUDA cards): the ids this process may use.
+    // Slots of `kind` (CPU cores or CUDA GPUs): the ids this process may use.
     SlotLedger(std::filesystem::path dir, Device::Kind kind, std::vector<int> slots);
     // The ledger of this node as the environment describes it (see above).
-    // cuda_cards: how many CUDA cards the node has (0: use CPU slots).
-    static SlotLedger for_node(int cuda_cards = 0);
+    // cuda_gpus: how many CUDA GPUs the node has (0: use CPU slots).
+    static SlotLedger for_node(int cuda_gpus = 0);
 
     // Takes n slots at once, or returns nothing if they are not free now or an
     // earlier job is queued for slots.
@@ -100,9 +100,9 @@ private:
 // recipe that sweeps from inside its run (Plan::map) gives them up for its cells.
 SlotLease& job_lease();
 
-// The card ids CUDA_VISIBLE_DEVICES allows among `count` cards (all when the
-// variable is unset). Throws levers::Error naming an entry that is not a card
+// The GPU ids CUDA_VISIBLE_DEVICES allows among `count` GPUs (all when the
+// variable is unset). Throws levers::Error naming an entry that is not a GPU
 // index of this node.
-std::vector<int> visible_cuda_cards(int count, const char* cuda_visible_devices);
+std::vector<int> visible_cuda_gpus(int count, const char* cuda_visible_devices);
 
 }  // namespace levers::launch

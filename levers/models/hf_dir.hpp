@@ -33,7 +33,7 @@ bool is_hf_dir(const std::filesystem::path& path);
 HfWeights open_hf_weights(const std::filesystem::path& dir);
 
 // The directory's model on `device`, computing in `compute` (f32; bf16 on a
-// card). Every tensor is checked against the configuration before any is
+// GPU). Every tensor is checked against the configuration before any is
 // read: one missing, unexpected, of the wrong shape or dtype is an error
 // naming the tensor, its file and what the configuration makes of it.
 std::unique_ptr<Llama> load_hf_model(const std::filesystem::path& dir, Device device = Device::cpu(),

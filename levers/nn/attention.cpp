@@ -140,7 +140,7 @@ Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, co
     // The fused kernel where it applies (causal, no mask of the caller's).
     if (causal && !mask && ops::causal_attention_applies(q.device(), q.dtype(), head_dim))
         return o_proj(ops::causal_attention(q, k, v, reach).reshape({batch, time, width}));
-    // Else GPT-2's packed op where it applies (nothing but causality, a key-value head per query head): cards
+    // Else GPT-2's packed op where it applies (nothing but causality, a key-value head per query head): GPUs
     // in f32, or other head sizes (GPT-2's flash kernel applies only where the fused one above already did).
     if (causal && !mask && !cache && !packed && sliding_window == 0 && kv_heads == heads) {
         const Tensor qkv = ops::cat({q.reshape({batch, time, width}), k.reshape({batch, time, width}),

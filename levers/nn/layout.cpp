@@ -77,7 +77,7 @@ void Layout::build(std::uint64_t init_seed, bool reinitialize) {
 void Layout::place(Device to, DType dtype) {
     if (to.is_cpu()) {
         LEVERS_CHECK(dtype == DType::f32 || dtype == DType::f64,
-                     "a model on the CPU computes in f32 or f64, not {} ({} needs a card)", name_of(dtype),
+                     "a model on the CPU computes in f32 or f64, not {} ({} needs a GPU)", name_of(dtype),
                      name_of(dtype));
     } else {
         LEVERS_CHECK(dtype == DType::f32 || dtype == DType::bf16,
@@ -94,7 +94,7 @@ void Layout::place(Device to, DType dtype) {
             set->convert(master);
         }
     }
-    trainable.to_device(to, dtype);  // a compute copy where `dtype` is not `master` (bf16 on a card)
+    trainable.to_device(to, dtype);  // a compute copy where `dtype` is not `master` (bf16 on a GPU)
     frozen.to_device(to, dtype);
     device = to;
     compute = dtype;

@@ -43,7 +43,7 @@ class Layout;
 class Parameter {
 public:
     // The tensor to compute with: on the model's device, in its compute
-    // dtype (a bf16 copy of the f32 master values on a card computing in
+    // dtype (a bf16 copy of the f32 master values on a GPU computing in
     // bf16), recording gradients when the parameter is trainable.
     const Tensor& operator()() const;
     // The stored (master) values: f32, or f64 for a model in f64. A view:
@@ -100,7 +100,7 @@ public:
     // without (just added: adapters) are initialised in order from `seed`.
     void lay_out(std::uint64_t seed);
     // Moves the model to `device`, computing in `compute`: f32 or f64 on the
-    // CPU (parameters converted); f32 or bf16 on a card (f32 master weights,
+    // CPU (parameters converted); f32 or bf16 on a GPU (f32 master weights,
     // gradients and activations in `compute`). Back to the CPU works too.
     void to(Device device, DType compute = DType::f32);
     Device device();

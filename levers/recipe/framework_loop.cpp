@@ -86,7 +86,7 @@ Built build(const std::string& recipe, const LoopSpec& spec, const Config& cfg, 
 
 Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& cfg, Device device, bool& stepped);
 
-// A card that ran out of memory: the model and data are gone (unwound), so the
+// A GPU that ran out of memory: the model and data are gone (unwound), so the
 // plan traces the run as configured, on shapes alone, and says what fits.
 [[noreturn]] void out_of_memory(const std::string& recipe, const LoopSpec& spec, const Config& cfg, const OutOfMemory& e) {
     std::string advice;
@@ -119,10 +119,10 @@ Result run_framework_loop(const std::string& recipe, const LoopSpec& spec, const
     try {
         return train_or_explain(recipe, spec, cfg, device, stepped);
     } catch (const MissingKernel& e) {
-        // --device auto: a model that needs an op the card lacks trains on the CPU, where every op has a kernel.
+        // --device auto: a model that needs an op the GPU lacks trains on the CPU, where every op has a kernel.
         if (stepped) throw;
         dist::print0("recipe {}: the model uses op '{}', which has no {} kernel in {}; training on the CPU instead "
-                     "(--device cpu skips the card)\n",
+                     "(--device cpu skips the GPU)\n",
                      recipe, e.op(), name_of(e.device().kind), name_of(e.dtype()));
         Config on_cpu = cfg;
         RunContext run = cfg.run();
@@ -262,15 +262,15 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
                                       params, data);
     }
     // `stepped`: a step ran, so --device auto may no longer fall back to the CPU.
-    // On another card count, the first step shows whether the global batch held (a recipe whose batch per
-    // rank follows the card count would see other data): stopped before that step's checkpoint.
+    // On another GPU count, the first step shows whether the global batch held (a recipe whose batch per
+    // rank follows the GPU count would see other data): stopped before that step's checkpoint.
     const bool regrouped = !run_context.resume.empty() && resumed.world_size != dist::world_size() &&
                            resumed.grad_accum > 0 && resumed.loop.step > 0;
     options.after_step = [&](const train::LoopState& st, const train::AdamW& opt, const Metrics* eval) {
         if (regrouped && st.step == resumed.loop.step + 1) {
             const std::int64_t was = resumed.loop.items / resumed.loop.step, now = st.items - resumed.loop.items;
             LEVERS_CHECK(now == was, "resumed on {} rank{}, a step trained {} {} where the {}-rank run trained {}: "
-                         "recipe '{}' sizes its batch by the card count, so the data would differ; resume on {} "
+                         "recipe '{}' sizes its batch by the GPU count, so the data would differ; resume on {} "
                          "ranks", dist::world_size(), dist::world_size() == 1 ? "" : "s", now, options.unit,
                          resumed.world_size, was, recipe, resumed.world_size);
         }

@@ -47,7 +47,7 @@ std::vector<Result> Plan::map(const RunContext& from, const std::vector<Cell>& c
     LEVERS_CHECK(is_registered(name()), "map(): recipe '{}' must be registered with LEVERS_RECIPE in this binary, "
                  "which runs its cells", name());
     LEVERS_CHECK(env::get("LEVERS_SEGMENT") == nullptr && env::get("WORLD_SIZE") == nullptr,
-                 "map(): a sweep starts from a one-card job, not from a rank of a multi-card one");
+                 "map(): a sweep starts from a one-GPU job, not from a rank of a multi-GPU one");
     Config base = defaults();
     try {
         for (const auto& [k, v] : every_cell) base.set(k, v);
@@ -60,7 +60,7 @@ std::vector<Result> Plan::map(const RunContext& from, const std::vector<Cell>& c
     job.device = dist::device().kind;  // the cells compute where this job does
     job.precision = std::string(name_of(from.compute));
     fs::create_directories(job.dir);
-    launch::job_lease().release();  // this job's card is idle while its cells run: they need it
+    launch::job_lease().release();  // this job's GPU is idle while its cells run: they need it
     return registered(job);
 }
 

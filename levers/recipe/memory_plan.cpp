@@ -163,11 +163,11 @@ Traced trace_step(const LoopSpec& spec, Config cfg, const PlanTarget& target, lo
     return t;
 }
 
-// This machine's memory per rank: the card's, or the CPU's available memory shared by the ranks.
+// This machine's memory per rank: the GPU's, or the CPU's available memory shared by the ranks.
 std::size_t machine_memory(const PlanTarget& target) {
     if (target.device == Device::Kind::cuda) {
         DeviceRuntime* rt = device_runtime();
-        LEVERS_CHECK(rt != nullptr && rt->count() > 0, "no card here to read its memory from ({}); give --memory, e.g. "
+        LEVERS_CHECK(rt != nullptr && rt->count() > 0, "no GPU here to read its memory from ({}); give --memory, e.g. "
                      "--memory 80GB", rt ? "the runtime sees none" : device_backend_error());
         std::size_t free_bytes = 0, total = 0;
         rt->memory_info(free_bytes, total);
@@ -238,7 +238,7 @@ MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Conf
     plan.micro_batch_param = spec->micro_batch;
     plan.target = target;
     plan.capacity = target.memory > 0 ? target.memory : machine_memory(target);
-    // The reserve: a tenth, and on a card cuBLASLt's workspace (levers/kernels/cuda/linear_lt.cu), which no tensor holds.
+    // The reserve: a tenth, and on a GPU cuBLASLt's workspace (levers/kernels/cuda/linear_lt.cu), which no tensor holds.
     const std::size_t workspace = target.device == Device::Kind::cuda ? std::size_t{32} << 20 : 0;
     plan.usable = plan.capacity - std::min(plan.capacity, plan.capacity / 10 + workspace);
     const train::LoopOptions options = framework_loop_options(*spec, cfg);
@@ -436,8 +436,8 @@ std::string out_of_memory_advice(const MemoryPlan& p) {
         if (std::find(changes.begin(), changes.end(), change) == changes.end()) changes.push_back(change);
     }
     if (changes.empty())
-        return out + " Not even a micro-batch of 1 fits: more cards with --set zero=1 (AdamW's state shared), or a "
-                     "card with more memory.";
+        return out + " Not even a micro-batch of 1 fits: more GPUs with --set zero=1 (AdamW's state shared), or a "
+                     "GPU with more memory.";
     out += " What fits:";
     for (std::size_t i = 0; i < changes.size() && i < 4; ++i) out += (i ? "; " : " ") + changes[i];
     return out + ". --set micro_batch=auto picks the largest micro-batch that fits and keeps the samples per step "

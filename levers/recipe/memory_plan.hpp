@@ -24,7 +24,7 @@ namespace levers {
 class Plan;
 
 // Where the job would run: its ranks, their device and dtype, and each rank's
-// memory (0: this machine's: the card's total, or the CPU's available memory
+// memory (0: this machine's: the GPU's total, or the CPU's available memory
 // shared by the ranks).
 struct PlanTarget {
     int ranks = 1;
@@ -36,10 +36,10 @@ struct PlanTarget {
 struct MemoryPlan {
     std::string recipe, micro_batch_param;  // the recipe and its micro-batch parameter
     PlanTarget target;
-    std::size_t capacity = 0, usable = 0;   // per rank; usable keeps a tenth in reserve (and a workspace on cards)
+    std::size_t capacity = 0, usable = 0;   // per rank; usable keeps a tenth in reserve (and a workspace on GPUs)
     // Per rank, by stage (DDP, ZeRO-1, ZeRO-2). Weights: the parameters
     // (master and compute copies, frozen ones) and the model's buffers; under
-    // ZeRO with a compute copy (bf16 on a card), the masters of the largest shard.
+    // ZeRO with a compute copy (bf16 on a GPU), the masters of the largest shard.
     // Gradients: the flat buffer (DDP, ZeRO-1) or the largest shard (ZeRO-2);
     // `grad_buckets`: what ZeRO-2's step holds beyond DDP's activations and
     // its shard (the buckets backward fills and frees), traced.

@@ -3,7 +3,7 @@
 // A recipe is declared with a fluent builder; build() validates it and gives
 // an immutable Plan. The body is written one of two ways:
 //
-// the framework owns the loop (the same recipe runs on 1..8 cards):
+// the framework owns the loop (the same recipe runs on 1..8 GPUs):
 //
 //   LEVERS_RECIPE(classify) {
 //       return levers::recipe("classify")
@@ -121,7 +121,7 @@ struct TrainingDefaults {
 // A recipe as declared, untyped: what the builder (below) fills and a Plan freezes.
 struct RecipeDef {
     std::string name, description;
-    int gpus = 1;  // the default card count
+    int gpus = 1;  // the default GPU count
     std::vector<ParamSpec> params;
     std::function<void(const Config&)> check;
     RecipeBody body;  // the recipe owns its loop (.run) ...
@@ -231,7 +231,7 @@ public:
     std::vector<ModelParameter> model_parameters(const Config& cfg) const;
 
     // Runs each cell (parameter overrides, plus `every_cell`'s) as its own
-    // one-card job, as many at once as cards allow, and returns one result per
+    // one-GPU job, as many at once as GPUs allow, and returns one result per
     // cell in order, each with "status" ("ok" or "failed", then with "error"
     // and "log"). `from` is the calling run (cfg.run()): the cells compute in
     // its precision and keep their runs in its directory. The recipe must be
@@ -257,7 +257,7 @@ public:
         def_.description = std::move(text);
         return *this;
     }
-    BasicRecipe& gpus(int n) {  // the default card count
+    BasicRecipe& gpus(int n) {  // the default GPU count
         detail::set_gpus(def_, n);
         return *this;
     }

@@ -1,5 +1,5 @@
 // AdamW over a ParamSet: moment buffers as flat as the parameters and where
-// they live (the CPU or the card), weight decay only where the parameter asks
+// they live (the CPU or the GPU), weight decay only where the parameter asks
 // for it (matrices and embeddings, not biases or layernorm gains). The update
 // is the backends' "adamw" kernel (levers/kernels/adamw.hpp): one pass over the flat
 // buffers, in f32 (or f64) master values whatever the gradients' dtype.

@@ -44,9 +44,9 @@ Tensor adamw_chunk_table(const ParamSet& params, std::int64_t begin, std::int64_
     Tensor host = Tensor::persistent({static_cast<std::int64_t>(chunks.size()) * 4}, DType::i32);
     if (!chunks.empty()) std::memcpy(host.raw(), chunks.data(), host.bytes());
     if (params.device().is_cpu()) return host;
-    Tensor card = Tensor::persistent(host.shape(), DType::i32, params.device());
-    card.copy_from(host);
-    return card;
+    Tensor gpu = Tensor::persistent(host.shape(), DType::i32, params.device());
+    gpu.copy_from(host);
+    return gpu;
 }
 
 }  // namespace levers::train

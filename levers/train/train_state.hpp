@@ -36,7 +36,7 @@ struct TrainState {
 
 // The micro-batches per step on `world` ranks that keep the global batch of
 // the run that wrote `state` (its world_size x grad_accum micro-batches of
-// one rank's size): the data each step sees stays the same on another card
+// one rank's size): the data each step sees stays the same on another GPU
 // count. 0 if the checkpoint does not record it. Throws levers::Error naming
 // the rank counts that would fit when `world` does not divide it.
 long grad_accum_on(const TrainState& state, int world, const std::filesystem::path& path);

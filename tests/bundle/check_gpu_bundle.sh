@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU check's bundle (bench/gpu_bundle.sh) holds what bench/gpu_check.sh
-# runs on a card machine that cannot build levers, and gpu_check.sh runs it:
-# here, without a card, as far as the GPU tests (which then skip).
+# runs on a GPU machine that cannot build levers, and gpu_check.sh runs it:
+# here, without a GPU, as far as the GPU tests (which then skip).
 #   check_gpu_bundle.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -13,7 +13,7 @@ for program in build/recipe build/liblevers.so build/liblevers_cuda.so build/tes
                build/tests/user_recipes build/bench/bench_gpt_cuda build/bench/bench_ops_cuda build/bench/bench_ops; do
     [ -x "$out/bundle/$program" ] || { echo "the bundle lacks $program"; exit 1; }
 done
-# glibc, cuBLAS and NCCL are the card machine's own, OpenBLAS is left out; fmt
+# glibc, cuBLAS and NCCL are the GPU machine's own, OpenBLAS is left out; fmt
 # is not on such machines.
 for lib in libc.so.6 libm.so.6 libcublas.so.13 libcublasLt.so.13 libnccl.so.2 libopenblas.so.0; do
     [ ! -e "$out/bundle/lib/$lib" ] || { echo "the bundle carries $lib, which must be the machine's own"; exit 1; }

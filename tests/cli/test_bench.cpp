@@ -28,7 +28,7 @@ std::vector<std::string> with_tiny(std::vector<std::string> args) { return conca
 
 }  // namespace
 
-TEST_CASE("bench scaling measures each card count and writes the table, CSV, Markdown and a plot" *
+TEST_CASE("bench scaling measures each GPU count and writes the table, CSV, Markdown and a plot" *
           needs({Data::books})) {
     TempDir tmp;
     auto [code, out] = recipe(with_tiny({"bench", "scaling", "pretrain", "--gpus", "1,2", "--steps", "12", "--warmup",
@@ -37,7 +37,7 @@ TEST_CASE("bench scaling measures each card count and writes the table, CSV, Mar
     REQUIRE(code == 0);
     const auto csv = lines_of(tmp.path() / "s" / "scaling.csv");
     REQUIRE(csv.size() == 3);
-    CHECK(csv[0] == "cards,tok/s,speedup,efficiency,step_ms,compute_ms,exposed_comm_ms,waiting_ms,hidden_comm_ms,"
+    CHECK(csv[0] == "GPUs,tok/s,speedup,efficiency,step_ms,compute_ms,exposed_comm_ms,waiting_ms,hidden_comm_ms,"
                     "peak_mb_per_rank,hours,cost");
     CHECK(csv[1].starts_with("1,"));
     CHECK(csv[1].find(",1.00x,100%,") != std::string::npos);
@@ -49,7 +49,7 @@ TEST_CASE("bench scaling measures each card count and writes the table, CSV, Mar
     CHECK(magic == "\x89PNG\r\n\x1a\n");
 }
 
-TEST_CASE("bench shapes runs K cells as a sweep and one K-card run of the same work" * needs({Data::books})) {
+TEST_CASE("bench shapes runs K cells as a sweep and one K-GPU run of the same work" * needs({Data::books})) {
     TempDir tmp;
     auto [code, out] = recipe(with_tiny({"bench", "shapes", "pretrain", "--cells", "2", "--steps", "6", "--out",
                                          (tmp.path() / "h").string()}));
@@ -59,7 +59,7 @@ TEST_CASE("bench shapes runs K cells as a sweep and one K-card run of the same w
     REQUIRE(csv.size() == 4);
     CHECK(csv[1].starts_with("one cell alone,"));
     CHECK(csv[2].starts_with("2 cells as a sweep,"));
-    CHECK(csv[3].starts_with("one 2-card run,"));
+    CHECK(csv[3].starts_with("one 2-GPU run,"));
 }
 
 TEST_CASE("bench predict: given figures, measured ones, and the seeds' check" * needs({Data::books})) {
@@ -70,7 +70,7 @@ TEST_CASE("bench predict: given figures, measured ones, and the seeds' check" * 
     REQUIRE(code == 0);
     const auto csv = lines_of(tmp.path() / "p" / "predict.csv");
     REQUIRE(csv.size() == 3);
-    // 2 cards: 100 MiB over 360 GB/s once (2(n-1)/n = 1) plus 2 hops of 3 us = 0.297 ms, half of it exposed.
+    // 2 GPUs: 100 MiB over 360 GB/s once (2(n-1)/n = 1) plus 2 hops of 3 us = 0.297 ms, half of it exposed.
     CHECK(csv[1] == "2,0.30,0.15,100.15,2.00x,100%");
 
     auto measured = recipe(with_tiny({"bench", "predict", "pretrain", "--gpus", "2,4,8", "--out",

@@ -134,12 +134,12 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
     CHECK(r.output.find("run directory") == std::string::npos);
 }
 
-TEST_CASE("--device: auto falls back to the CPU without a card; cuda without one is refused, naming why" *
+TEST_CASE("--device: auto falls back to the CPU without a GPU; cuda without one is refused, naming why" *
           testing::needs({testing::Data::fashion_mnist})) {
-    if (levers::gpu_count() > 0) return;  // a card is visible: the refusal cannot be provoked here
+    if (levers::gpu_count() > 0) return;  // a GPU is visible: the refusal cannot be provoked here
     auto r = recipe(std::string("run classify --device cuda --set steps=2"));
     CHECK(r.code == 2);
-    const bool named = r.output.find("--device cuda: no CUDA card is visible") != std::string::npos ||
+    const bool named = r.output.find("--device cuda: no CUDA GPU is visible") != std::string::npos ||
                        r.output.find("--device cuda: this build of levers has no CUDA backend") != std::string::npos;
     CHECK_MESSAGE(named, r.output);
     CHECK(r.output.find("run directory") == std::string::npos);  // refused before anything was made
@@ -154,7 +154,7 @@ TEST_CASE("--device: auto falls back to the CPU without a card; cuda without one
 TEST_CASE("--precision bf16 is refused on the CPU, naming the device and what would run") {
     auto r = recipe(std::string("run classify --device cpu --precision bf16 --set steps=2"));
     CHECK(r.code == 2);
-    CHECK_MESSAGE(r.output.find("--precision bf16 computes on cards only, and this run's device is cpu") !=
+    CHECK_MESSAGE(r.output.find("--precision bf16 computes on GPUs only, and this run's device is cpu") !=
                       std::string::npos,
                   r.output);
     CHECK(r.output.find("run directory") == std::string::npos);  // refused before anything was made
@@ -164,11 +164,11 @@ TEST_CASE("--precision bf16 is refused on the CPU, naming the device and what wo
     // A sweep refuses it once, before any cell starts.
     auto sweep = recipe("sweep classify --grid lr=0.01,0.02 --device cpu --precision bf16");
     CHECK(sweep.code == 2);
-    CHECK_MESSAGE(sweep.output.find("--precision bf16 computes on cards only") != std::string::npos, sweep.output);
+    CHECK_MESSAGE(sweep.output.find("--precision bf16 computes on GPUs only") != std::string::npos, sweep.output);
     CHECK(sweep.output.find("cell 00 started") == std::string::npos);
     auto bench = recipe("bench scaling classify --gpus 1 --precision bf16");
     CHECK(bench.code == 2);
-    CHECK_MESSAGE(bench.output.find("--precision bf16 computes on cards only") != std::string::npos, bench.output);
+    CHECK_MESSAGE(bench.output.find("--precision bf16 computes on GPUs only") != std::string::npos, bench.output);
 }
 
 TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON on the last line" *
@@ -249,7 +249,7 @@ TEST_CASE("--gpus beyond the node: oversubscribed CPU ranks are said once; beyon
     CHECK(over.output.find("raise it with: recipe workspace max-gpus 9, though this node has 2 CPU slots: ranks beyond "
                            "them share them, or use --gpus 2 or fewer") != std::string::npos);
     CHECK(raise.code == 2);
-    CHECK(raise.output.find("--gpus 9: this workspace allows at most 8 cards (set by default); raise it with: recipe "
+    CHECK(raise.output.find("--gpus 9: this workspace allows at most 8 GPUs (set by default); raise it with: recipe "
                             "workspace max-gpus 9") != std::string::npos);
 }
 

@@ -70,7 +70,7 @@ TEST_CASE("N ranks of batch b train like one rank of batch N*b, with and without
     }
 }
 
-TEST_CASE("a fixed global batch gives the same training on any card count, and must split evenly" *
+TEST_CASE("a fixed global batch gives the same training on any GPU count, and must split evenly" *
           needs({Data::books})) {
     auto with_global = [](int gpus, int global) {
         auto args = tiny_pretrain(gpus, 1, 1);
@@ -186,7 +186,7 @@ TEST_CASE("a killed launcher takes its ranks with it; its segment is swept by th
     CHECK(segments_of(job.pid).empty());  // ...until the next launch swept it
 }
 
-TEST_CASE("bad card counts are refused before anything starts") {
+TEST_CASE("bad GPU counts are refused before anything starts") {
     for (std::string n : {"0", "-3"}) {
         auto bad = start_recipe({"run", "pretrain", "--gpus", n});
         auto status = bad.wait(10s);
@@ -314,9 +314,9 @@ TEST_CASE("ranks hold no file descriptor beyond stdin, stdout and stderr") {
     }
 }
 
-TEST_CASE("ranks number cards in PCI order, as the slot ledger does, unless the user chose an order") {
-    CHECK(test_recipe("card_order", 2)["cuda_device_order"] == "PCI_BUS_ID");
-    CHECK(test_recipe("card_order", 2, {}, {"CUDA_DEVICE_ORDER=FASTEST_FIRST"})["cuda_device_order"] ==
+TEST_CASE("ranks number GPUs in PCI order, as the slot ledger does, unless the user chose an order") {
+    CHECK(test_recipe("gpu_order", 2)["cuda_device_order"] == "PCI_BUS_ID");
+    CHECK(test_recipe("gpu_order", 2, {}, {"CUDA_DEVICE_ORDER=FASTEST_FIRST"})["cuda_device_order"] ==
           "FASTEST_FIRST");
 }
 

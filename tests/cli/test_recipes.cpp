@@ -125,8 +125,8 @@ Result fds(const Config&) {
     return {{"extra_fds", count[0]}, {"rank0_extra", extra}};
 }
 
-// What CUDA would see of the card order in every rank (all the same, or "mixed").
-Result card_order(const Config&) {
+// What CUDA would see of the GPU order in every rank (all the same, or "mixed").
+Result gpu_order(const Config&) {
     const char* order = std::getenv("CUDA_DEVICE_ORDER");
     const std::vector<std::string> all = dist::all_gather_text(order ? order : "(unset)");
     const bool same = std::all_of(all.begin(), all.end(), [&](const std::string& o) { return o == all.front(); });
@@ -189,7 +189,7 @@ Result wrapped(const Config& cfg) {
     return {{"loss", dist::all_reduce_mean(loss)}, {"param_norm", norm}};
 }
 
-// Holds its card for a while: for tests of the slot ledger and of sweeps.
+// Holds its GPU for a while: for tests of the slot ledger and of sweeps.
 Result hold(const Config& cfg) {
     LEVERS_CHECK(!cfg.get<bool>("fail"), "asked to fail (value {})", cfg.get<long>("value"));
     fmt::print("holding for {} s\n", cfg.get<double>("seconds"));
@@ -267,7 +267,7 @@ struct Squares : nn::Layer {
 
 }  // namespace
 
-// A model whose op has no card kernel: `--device auto` keeps it on the CPU.
+// A model whose op has no GPU kernel: `--device auto` keeps it on the CPU.
 LEVERS_RECIPE(cpu_op) {
     return levers::recipe("cpu_op")
         .describe("a model using an op with a CPU kernel only")
@@ -300,8 +300,8 @@ LEVERS_RECIPE(uneven) {
 
 LEVERS_RECIPE(hold) {
     return levers::recipe("hold")
-        .describe("sleeps while holding its card, then returns its value doubled")
-        .param("seconds", 0.2, "how long to hold the card")
+        .describe("sleeps while holding its GPU, then returns its value doubled")
+        .param("seconds", 0.2, "how long to hold the GPU")
         .param("value", 1, "returned, and doubled")
         .param("fail", false, "fail instead")
         .run(hold);
@@ -312,8 +312,8 @@ LEVERS_RECIPE(rank_env) {
     return levers::recipe("rank_env").describe("reports how levers read each rank's place").run(rank_env);
 }
 LEVERS_RECIPE(fds) { return levers::recipe("fds").describe("counts the files each rank holds open").run(fds); }
-LEVERS_RECIPE(card_order) {
-    return levers::recipe("card_order").describe("reports CUDA_DEVICE_ORDER as each rank sees it").run(card_order);
+LEVERS_RECIPE(gpu_order) {
+    return levers::recipe("gpu_order").describe("reports CUDA_DEVICE_ORDER as each rank sees it").run(gpu_order);
 }
 LEVERS_RECIPE(store) { return levers::recipe("store").describe("checks the shared-memory store").run(store); }
 LEVERS_RECIPE(wrapped) {

@@ -122,7 +122,7 @@ TEST_CASE("resuming on a number of ranks that cannot share the global batch is r
     CHECK(!fs::exists(tmp.path() / "again"));  // no run directory made
 }
 
-TEST_CASE("a recipe whose batch per rank follows the card count, resumed on another count, stops at the first "
+TEST_CASE("a recipe whose batch per rank follows the GPU count, resumed on another count, stops at the first "
           "resumed step before it checkpoints" * needs({Data::books})) {
     TempDir tmp;
     // global_batch=4: 2 per rank on 2 ranks; resumed on 1 rank the loop keeps 2 micro-batches per step, but the
@@ -137,7 +137,7 @@ TEST_CASE("a recipe whose batch per rank follows the card count, resumed on anot
     INFO(r.output);
     CHECK(r.code != 0);
     CHECK(r.output.find("resumed on 1 rank, a step trained 128 tok where the 2-rank run trained 64: recipe "
-                        "'pretrain' sizes its batch by the card count, so the data would differ; resume on 2 "
+                        "'pretrain' sizes its batch by the GPU count, so the data would differ; resume on 2 "
                         "ranks") != std::string::npos);
     CHECK(!fs::exists(tmp.path() / "again" / "checkpoints" / "step-00000005.ckpt"));
 }

@@ -53,7 +53,7 @@ TEST_CASE("a failing queued collective is rethrown by wait, naming the rank that
     for (bool o : ok) CHECK(o);
 }
 
-TEST_CASE("a host group cannot order its queued collectives after a card's stream") {
+TEST_CASE("a host group cannot order its queued collectives after a GPU's stream") {
     auto ok = testing::run_ranks(1, 256, 1s, [](dist::ShmBackend& b) {
         int stream = 0;
         try {

@@ -1,5 +1,5 @@
 // NCCL's unique id travels from rank 0 to every rank through the job's store;
-// the exchange is tested here with real processes, no card needed.
+// the exchange is tested here with real processes, no GPU needed.
 #include "levers/core/error.hpp"
 #include "levers/distributed/nccl_id.hpp"
 #include "levers/distributed/shm_backend.hpp"

@@ -70,7 +70,7 @@ TEST_CASE_TEMPLATE("a queued reduce-scatter leaves each rank the mean of its chu
 
 TEST_CASE("ZeRO with a compute copy keeps its shard's master values only, gathers the copy while forward reads it, "
           "and ends whole") {
-    // f64 master values computing in f32 (as f32 masters compute in bf16 on a card): ZeRO-1 and 2 on 3 ranks,
+    // f64 master values computing in f32 (as f32 masters compute in bf16 on a GPU): ZeRO-1 and 2 on 3 ranks,
     // entries of 5, 40, 7, 64 and 3 elements in buckets of 24.
     for (int zero : {1, 2}) {
         CAPTURE(zero);

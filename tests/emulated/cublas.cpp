@@ -1,10 +1,10 @@
-// cuBLAS and cuBLASLt on the emulated card: reference products in cuBLAS's
+// cuBLAS and cuBLASLt on the emulated GPU: reference products in cuBLAS's
 // column-major terms, accumulated in the compute type (f32, or f64), with
 // the cuBLASLt epilogues levers asks for (bias, GELU keeping its input,
 // GELU's derivative) as NVIDIA documents them. Shapes, leading dimensions,
 // attribute sizes and the auxiliary matrix's layout are checked as cuBLAS
-// checks them, so a wrong call fails here rather than first on a card.
-#include "emulated_card.hpp"
+// checks them, so a wrong call fails here rather than first on a GPU.
+#include "emulated_gpu.hpp"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -92,7 +92,7 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
     return CUBLAS_STATUS_SUCCESS;
 }
 const char* cublasGetStatusString(cublasStatus_t s) {
-    return s == CUBLAS_STATUS_SUCCESS ? "success" : "refused by the emulated card's cuBLAS";
+    return s == CUBLAS_STATUS_SUCCESS ? "success" : "refused by the emulated GPU's cuBLAS";
 }
 const char* cublasGetStatusName(cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_EMULATED_REFUSAL";

@@ -1,7 +1,7 @@
-// The CUDA runtime calls levers makes, on the emulated card: cards of
-// compute capability 9.0 (one, or LEVERS_EMULATED_CARDS), device memory
-// from the host heap (LEVERS_EMULATED_CARD_MEMORY bytes each, default 80 GiB), copies and fills queued on streams (streams.cpp).
-#include "emulated_card.hpp"
+// The CUDA runtime calls levers makes, on the emulated GPU: GPUs of
+// compute capability 9.0 (one, or LEVERS_EMULATED_GPUS), device memory
+// from the host heap (LEVERS_EMULATED_GPU_MEMORY bytes each, default 80 GiB), copies and fills queued on streams (streams.cpp).
+#include "emulated_gpu.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,23 +15,23 @@
 namespace {
 thread_local int current_device = 0;
 
-// Where cudaMalloc's blocks are, to tell card from host memory in a copy of
+// Where cudaMalloc's blocks are, to tell GPU from host memory in a copy of
 // kind cudaMemcpyDefault.
 std::mutex allocations_mutex;
 std::map<const char*, std::size_t> allocations;
 std::size_t allocated = 0;  // the sum of `allocations`
 
-// Each card's memory: LEVERS_EMULATED_CARD_MEMORY bytes (default 80 GiB);
-// cudaMalloc past it fails as a full card's does.
-std::size_t card_memory() {
+// Each GPU's memory: LEVERS_EMULATED_GPU_MEMORY bytes (default 80 GiB);
+// cudaMalloc past it fails as a full GPU's does.
+std::size_t gpu_memory() {
     static const std::size_t bytes = [] {
-        const char* v = std::getenv("LEVERS_EMULATED_CARD_MEMORY");
+        const char* v = std::getenv("LEVERS_EMULATED_GPU_MEMORY");
         return v && *v ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) : std::size_t{80} << 30;
     }();
     return bytes;
 }
 
-bool on_card(const void* p) {
+bool on_gpu(const void* p) {
     const auto* c = static_cast<const char*>(p);
     std::lock_guard lock(allocations_mutex);
     auto it = allocations.upper_bound(c);
@@ -50,19 +50,19 @@ void release(void* p) {
     std::free(p);
 }
 
-// The cards this process has: LEVERS_EMULATED_CARDS of them (default one),
+// The GPUs this process has: LEVERS_EMULATED_GPUS of them (default one),
 // of which CUDA_VISIBLE_DEVICES shows the indices it lists, up to the first
 // that is not one (as CUDA reads it).
-int visible_cards() {
-    const char* n = std::getenv("LEVERS_EMULATED_CARDS");
-    const int cards = n && *n ? std::atoi(n) : 1;
+int visible_gpus() {
+    const char* n = std::getenv("LEVERS_EMULATED_GPUS");
+    const int gpus = n && *n ? std::atoi(n) : 1;
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    if (!visible) return cards;
+    if (!visible) return gpus;
     int count = 0;
     for (const char* p = visible;; ++p) {
         char* end = nullptr;
         const long index = std::strtol(p, &end, 10);
-        if (end == p || index < 0 || index >= cards) break;
+        if (end == p || index < 0 || index >= gpus) break;
         ++count;
         if (*end != ',') break;
         p = end;
@@ -78,15 +78,15 @@ cudaError_t cudaGetLastError() {
     levers::emulation::launch_error = cudaSuccess;
     return e;
 }
-const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "refused by the emulated card"; }
-const char* cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulatedCard"; }
+const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "refused by the emulated GPU"; }
+const char* cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulatedGpu"; }
 
 cudaError_t cudaGetDeviceCount(int* count) {
-    *count = visible_cards();
+    *count = visible_gpus();
     return *count > 0 ? cudaSuccess : cudaErrorNoDevice;
 }
 cudaError_t cudaSetDevice(int device) {
-    if (device < 0 || device >= visible_cards()) return cudaErrorInvalidDevice;
+    if (device < 0 || device >= visible_gpus()) return cudaErrorInvalidDevice;
     current_device = device;
     return cudaSuccess;
 }
@@ -95,13 +95,13 @@ cudaError_t cudaGetDevice(int* device) {
     return cudaSuccess;
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
-    if (device < 0 || device >= visible_cards()) return cudaErrorInvalidDevice;
+    if (device < 0 || device >= visible_gpus()) return cudaErrorInvalidDevice;
     std::memset(p, 0, sizeof *p);
-    std::strcpy(p->name, "levers emulated card (host threads)");
+    std::strcpy(p->name, "levers emulated GPU (host threads)");
     p->major = 9;
     p->minor = 0;
     p->multiProcessorCount = 132;
-    p->totalGlobalMem = card_memory();
+    p->totalGlobalMem = gpu_memory();
     p->sharedMemPerBlock = 48 << 10;
     p->sharedMemPerBlockOptin = 227 << 10;
     p->warpSize = 32;
@@ -110,8 +110,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
 }
 cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
     std::lock_guard lock(allocations_mutex);
-    *total_bytes = card_memory();
-    *free_bytes = card_memory() - std::min(allocated, card_memory());
+    *total_bytes = gpu_memory();
+    *free_bytes = gpu_memory() - std::min(allocated, gpu_memory());
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
@@ -120,12 +120,12 @@ cudaError_t cudaDeviceSynchronize() {
 }
 
 // Filled with 0xff (NaN in every float type): a kernel that reads memory
-// nobody wrote shows it in its results, as it may on a card.
+// nobody wrote shows it in its results, as it may on a GPU.
 cudaError_t cudaMalloc(void** p, std::size_t bytes) {
     *p = nullptr;
     {
         std::lock_guard lock(allocations_mutex);
-        if (allocated + bytes > card_memory()) return cudaErrorMemoryAllocation;
+        if (allocated + bytes > gpu_memory()) return cudaErrorMemoryAllocation;
     }
     *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
     if (!*p) return cudaErrorMemoryAllocation;
@@ -136,7 +136,7 @@ cudaError_t cudaMalloc(void** p, std::size_t bytes) {
     allocated += bytes;
     return cudaSuccess;
 }
-// As on a card, freeing waits for the work queued so far (some may use it).
+// As on a GPU, freeing waits for the work queued so far (some may use it).
 cudaError_t cudaFree(void* p) {
     levers::emulation::finish_all();
     release(p);
@@ -151,15 +151,15 @@ cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
 }
 
 // Copies on a stream. From host memory the bytes are taken at the call (a
-// card stages pageable memory before returning); into host memory the call
+// GPU stages pageable memory before returning); into host memory the call
 // returns when the copy is done, so it waits for the stream's earlier work.
 cudaError_t cudaMemcpyAsync(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
     if (bytes == 0) return cudaSuccess;
     levers::emulation::count_copy();
     const bool from_host = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost ||
-                           (kind == cudaMemcpyDefault && !on_card(from));
+                           (kind == cudaMemcpyDefault && !on_gpu(from));
     const bool to_host = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost ||
-                         (kind == cudaMemcpyDefault && !on_card(to));
+                         (kind == cudaMemcpyDefault && !on_gpu(to));
     if (from_host) {
         auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(from),
                                                                    static_cast<const unsigned char*>(from) + bytes);

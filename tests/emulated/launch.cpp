@@ -1,4 +1,4 @@
-// The emulated card's launches. A block's threads are fibers (Boost.Context) on
+// The emulated GPU's launches. A block's threads are fibers (Boost.Context) on
 // the calling host thread: each runs until it waits at a barrier or its
 // kernel returns, then the first thread in turn order that can run goes on.
 // A thread that reads what another writes without a barrier between them
@@ -7,7 +7,7 @@
 // and the results show it. Blocks run one after another, each with fresh
 // barriers and its dynamic shared memory refilled; that memory is the bytes
 // asked for, rounded up to 128 (AddressSanitizer sees a read past them).
-#include "emulated_card.hpp"
+#include "emulated_gpu.hpp"
 
 #include <boost/context/fiber.hpp>
 
@@ -112,7 +112,7 @@ bool runnable(const Fiber& f) { return !f.done && !(f.waiting && f.waiting->phas
 // The first thread in turn order that can run gets the turn, so one warp
 // runs as far as it can (to the block's barrier, or its end) before the
 // next starts, and within a warp the lanes go one after another between
-// warp barriers: far more skew than a card's, on purpose.
+// warp barriers: far more skew than a GPU's, on purpose.
 void run_block(Launch& l, Scheduler& s, bool descending) {
     fresh_block(l);
     for (Fiber& f : s.fibers) {
@@ -128,7 +128,7 @@ void run_block(Launch& l, Scheduler& s, bool descending) {
         s.barriers_opened = false;
         while (i < l.threads && !runnable(s.fibers[in_turn(i)])) ++i;
         if (i == l.threads) {
-            std::fprintf(stderr, "emulated card: block (%u, %u, %u) deadlocked: threads wait at a barrier that the "
+            std::fprintf(stderr, "emulated GPU: block (%u, %u, %u) deadlocked: threads wait at a barrier that the "
                          "others never reach\n", block_index.x, block_index.y, block_index.z);
             std::abort();
         }
@@ -168,7 +168,7 @@ bool launchable(dim3 grid, dim3 block, std::size_t shared_bytes) {
     if (threads > 0 && threads <= 1024 && block.z <= 64 && grid.x > 0 && grid.y > 0 && grid.z > 0 &&
         grid.y <= 65535 && grid.z <= 65535 && shared_bytes <= (227u << 10))
         return true;
-    std::fprintf(stderr, "emulated card: launch of grid (%u, %u, %u), block (%u, %u, %u), %zu bytes shared refused\n",
+    std::fprintf(stderr, "emulated GPU: launch of grid (%u, %u, %u), block (%u, %u, %u), %zu bytes shared refused\n",
                  grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes);
     launch_error = cudaErrorInvalidConfiguration;
     return false;
@@ -176,7 +176,7 @@ bool launchable(dim3 grid, dim3 block, std::size_t shared_bytes) {
 
 void run(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& kernel) {
     if (running) {
-        std::fprintf(stderr, "emulated card: a launch from inside a kernel\n");
+        std::fprintf(stderr, "emulated GPU: a launch from inside a kernel\n");
         std::abort();
     }
     Launch l;

@@ -1,4 +1,4 @@
-// NCCL on emulated cards. The ranks are processes (one emulated card each)
+// NCCL on emulated GPUs. The ranks are processes (one emulated GPU each)
 // that meet in a POSIX shared-memory segment named by the unique id. A
 // collective is done in turns of at most one slot's bytes: each rank puts
 // its part in its own slot, all wait, each reads what it needs, all wait

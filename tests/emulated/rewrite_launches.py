@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrites CUDA sources into C++ that the emulated card runs on the host.
+"""Rewrites CUDA sources into C++ that the emulated GPU runs on the host.
 
     rewrite_launches.py OUTDIR FILE...
 

@@ -1,9 +1,9 @@
-// What the emulated card was asked to do, counted, for comparing two
+// What the emulated GPU was asked to do, counted, for comparing two
 // implementations' work per training step (bench/emulated_step.sh):
 // kernel launches, cuBLAS and cuBLASLt products, copies, memsets and
 // cudaMalloc calls with their bytes. With LEVERS_EMULATED_STATS=FILE each
 // process appends its counts to FILE as one JSON line when it exits.
-#include "include/emulated_card.hpp"
+#include "include/emulated_gpu.hpp"
 
 #include <atomic>
 #include <cstdio>

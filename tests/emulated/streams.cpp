@@ -1,11 +1,11 @@
-// Streams and events on the emulated card. A stream is a queue of work that
+// Streams and events on the emulated GPU. A stream is a queue of work that
 // runs only when something waits for it: the host (finish, finish_all) or
 // another stream's wait on an event recorded here, which runs this queue up
 // to the event's place and no further. So work on two streams runs in the
 // order their events and the host's waits impose, and in no other: a
 // collective that does not wait for the kernels writing its buffer reads it
 // before they have run.
-#include "emulated_card.hpp"
+#include "emulated_gpu.hpp"
 
 #include <deque>
 #include <mutex>
@@ -112,7 +112,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
-// A card finishes a destroyed stream's work; here it runs now.
+// A GPU finishes a destroyed stream's work; here it runs now.
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
     finish(s);
     return cudaSuccess;
@@ -152,10 +152,10 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     if (recorded.stream) levers::emulation::run_until(*recorded.stream, recorded.position);
     return cudaSuccess;
 }
-// The emulated card runs queued work when it is waited for: an event queried is reached.
+// The emulated GPU runs queued work when it is waited for: an event queried is reached.
 cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
-    *ms = 0;  // the emulated card has no clock worth reading
+    *ms = 0;  // the emulated GPU has no clock worth reading
     return cudaSuccess;
 }
 

@@ -1,7 +1,7 @@
-// Whole models on the card against the same models on the CPU: the GPT (with
+// Whole models on the GPU against the same models on the CPU: the GPT (with
 // and without LoRA adapters), the MLP and the Llama family in f32 to 1e-5, and in bf16 within
 // what bf16 keeps (losses to 2%, each gradient tensor's direction to 5%).
-// Skipped, and counted as skipped, where no card is present.
+// Skipped, and counted as skipped, where no GPU is present.
 #include "levers/core/error.hpp"
 #include "levers/core/gpu.hpp"
 #include "levers/train/optimizer.hpp"
@@ -10,7 +10,7 @@
 #include "levers/models/gpt.hpp"
 #include "levers/models/llama.hpp"
 #include "levers/models/mlp.hpp"
-#include "tests/gpu/card_values.hpp"
+#include "tests/gpu/gpu_values.hpp"
 
 #include <doctest/doctest.h>
 
@@ -62,7 +62,7 @@ std::pair<std::vector<float>, std::vector<float>> both_gradients(Model& cpu_mode
 
 }  // namespace
 
-TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, clipping and one AdamW step" *
+TEST_CASE("the whole GPT on the GPU matches the CPU: loss, every gradient, clipping and one AdamW step" *
           doctest::skip(kNoGpu)) {
     use_gpu(0);
     models::GptConfig config{.vocab_size = 97, .block_size = 16, .n_layer = 2, .n_head = 4, .n_embd = 32};
@@ -95,7 +95,7 @@ TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, clip
                     kF32);
     }
 
-    // A target outside the vocabulary is refused on the card as on the CPU.
+    // A target outside the vocabulary is refused on the GPU as on the CPU.
     std::vector<std::int32_t> bad(48, 1);
     bad[7] = 97;
     const Tensor bad_targets = Tensor::from(bad, {3, 16});
@@ -105,7 +105,7 @@ TEST_CASE("the whole GPT on the card matches the CPU: loss, every gradient, clip
 }
 
 namespace {
-// A GPT with LoRA adapters on the card, computing in `compute`, against the
+// A GPT with LoRA adapters on the GPU, computing in `compute`, against the
 // same on the CPU in f32: the adapters' gradients, a frozen base, the merge.
 void check_lora(DType compute) {
     models::GptConfig config{.vocab_size = 61, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 16};
@@ -137,14 +137,14 @@ void check_lora(DType compute) {
 }
 }  // namespace
 
-TEST_CASE("a GPT with LoRA adapters on the card matches the CPU: adapter gradients, frozen base, merge" *
+TEST_CASE("a GPT with LoRA adapters on the GPU matches the CPU: adapter gradients, frozen base, merge" *
           doctest::skip(kNoGpu)) {
     use_gpu(0);
     SUBCASE("f32") { check_lora(DType::f32); }
     SUBCASE("bf16") { check_lora(DType::bf16); }
 }
 
-TEST_CASE("the MLP classifier on the card matches the CPU: loss, gradients and logits" * doctest::skip(kNoGpu)) {
+TEST_CASE("the MLP classifier on the GPU matches the CPU: loss, gradients and logits" * doctest::skip(kNoGpu)) {
     use_gpu(0);
     const models::MlpConfig config{.inputs = 20, .hidden = {16, 8}, .classes = 5};
     models::Mlp cpu_model(config, 7), gpu_model(config, 7);
@@ -162,16 +162,16 @@ TEST_CASE("the MLP classifier on the card matches the CPU: loss, gradients and l
     check_close("MLP gradients", want, got, kF32);
 }
 
-TEST_CASE("without a card, levers says so instead of crashing") {
+TEST_CASE("without a GPU, levers says so instead of crashing") {
     if (!kNoGpu) return;  // this machine has one: nothing to check here
     CHECK(gpu_count() == 0);
     CHECK(gpu_names().empty());
-    CHECK_THROWS_WITH_AS(use_gpu(0), doctest::Contains("card 0 asked for, but"), Error);
+    CHECK_THROWS_WITH_AS(use_gpu(0), doctest::Contains("GPU 0 asked for, but"), Error);
     CHECK_THROWS_AS(Tensor::zeros({4}, DType::f32, Device::cuda(0)), Error);  // named, no crash
 }
 
 namespace {
-// One forward, backward and AdamW step of a GPT in bf16 on the card against
+// One forward, backward and AdamW step of a GPT in bf16 on the GPU against
 // the same GPT in f32 on the CPU.
 void check_gpt_in_bf16(const models::GptConfig& config) {
     models::Gpt cpu_model(config, 31), gpu_model(config, 31);
@@ -209,7 +209,7 @@ void check_gpt_in_bf16(const models::GptConfig& config) {
 }
 }  // namespace
 
-TEST_CASE("the whole GPT in bf16 on the card follows the CPU's f32: loss, gradients, one AdamW step" *
+TEST_CASE("the whole GPT in bf16 on the GPU follows the CPU's f32: loss, gradients, one AdamW step" *
           doctest::skip(kNoGpu)) {
     use_gpu(0);
     SUBCASE("head size 8: attention through cuBLAS") {
@@ -220,7 +220,7 @@ TEST_CASE("the whole GPT in bf16 on the card follows the CPU's f32: loss, gradie
     }
 }
 
-TEST_CASE("the MLP classifier in bf16 on the card follows the CPU's f32: loss, logits, gradients" *
+TEST_CASE("the MLP classifier in bf16 on the GPU follows the CPU's f32: loss, logits, gradients" *
           doctest::skip(kNoGpu)) {
     use_gpu(0);
     const models::MlpConfig config{.inputs = 20, .hidden = {16, 8}, .classes = 5};
@@ -273,7 +273,7 @@ std::vector<models::LlamaConfig> llama_family() {
 }
 }  // namespace
 
-TEST_CASE("the Llama family on the card matches the CPU: loss and gradients in f32 and bf16, KV-cache generation" *
+TEST_CASE("the Llama family on the GPU matches the CPU: loss and gradients in f32 and bf16, KV-cache generation" *
           doctest::skip(kNoGpu)) {
     use_gpu(0);
     for (const models::LlamaConfig& c : llama_family()) {

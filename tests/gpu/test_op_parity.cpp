@@ -1,7 +1,7 @@
-// Every op of the op list (tests/ops/op_cases.cpp) on the card against the
+// Every op of the op list (tests/ops/op_cases.cpp) on the GPU against the
 // CPU: outputs and every input's gradient, in f32 (to 1e-5) and bf16 (to the
 // case's tolerance, inputs rounded to bf16 on both sides). Skipped, and
-// counted as skipped, where no card is present.
+// counted as skipped, where no GPU is present.
 #include "levers/core/autograd.hpp"
 #include "levers/core/dispatch.hpp"
 #include "levers/core/gpu.hpp"
@@ -32,17 +32,17 @@ std::vector<std::vector<double>> run_case(const OpCase& c, const std::function<T
 }
 }  // namespace
 
-TEST_CASE("every op on the card matches the CPU: outputs and gradients, f32 and bf16" * doctest::skip(kNoGpu)) {
+TEST_CASE("every op on the GPU matches the CPU: outputs and gradients, f32 and bf16" * doctest::skip(kNoGpu)) {
     use_gpu(0);
     for (const OpCase& c : op_cases()) {
         for (const DType dtype : {DType::f32, DType::bf16}) {
             // The same values, laid out alike, on both sides: rounded to bf16 on the host
-            // too where the card computes in it (written back into the host's views).
+            // too where the GPU computes in it (written back into the host's views).
             std::vector<Tensor> host = make_inputs(c.inputs, DType::f32, Device::cpu(), 3);
-            const std::vector<Tensor> card = make_inputs(c.inputs, dtype, Device::cuda(0), 3);
+            const std::vector<Tensor> gpu = make_inputs(c.inputs, dtype, Device::cuda(0), 3);
             for (std::size_t k = 0; k < host.size(); ++k)
                 if (c.inputs[k].differentiable() && dtype != DType::f32) host[k].copy_(host[k].to(dtype));
-            std::vector<Tensor> probe = card;
+            std::vector<Tensor> probe = gpu;
             Shape out_shape;
             try {
                 autograd::InferenceMode shape_only;
@@ -55,7 +55,7 @@ TEST_CASE("every op on the card matches the CPU: outputs and gradients, f32 and 
             Rng rng(11);
             for (double& g : upstream) g = static_cast<float>(rng.normal());
             const auto want = run_case(c, c.cpu_reference ? c.cpu_reference : c.run, host, upstream);
-            const auto got = run_case(c, c.run, card, upstream);
+            const auto got = run_case(c, c.run, gpu, upstream);
             REQUIRE(got.size() == want.size());
             const double tolerance = dtype == DType::f32 ? 1e-5 : c.bf16_tolerance;
             for (std::size_t i = 0; i < got.size(); ++i) {
@@ -67,9 +67,9 @@ TEST_CASE("every op on the card matches the CPU: outputs and gradients, f32 and 
 }
 
 // The op list's attention cases are small (finite differences run them); here
-// the card's tiles are crossed: several query and key tiles, documents and
+// the GPU's tiles are crossed: several query and key tiles, documents and
 // windows that skip whole tiles, a cache's longer prefix, both head sizes.
-TEST_CASE("fused causal attention on the card matches the CPU across tiles, documents, windows and a cache's prefix" *
+TEST_CASE("fused causal attention on the GPU matches the CPU across tiles, documents, windows and a cache's prefix" *
           doctest::skip(kNoGpu)) {
     use_gpu(0);
     struct Case {
@@ -95,20 +95,20 @@ TEST_CASE("fused causal attention on the card matches the CPU across tiles, docu
                 at += n;
             }
         }
-        std::vector<Tensor> host, card;
+        std::vector<Tensor> host, gpu;
         for (const auto& [shape, seed] : {std::pair{Shape{c.batch, c.time, c.heads, c.head_dim}, 1},
                                           std::pair{Shape{c.batch, c.keys, c.kv_heads, c.head_dim}, 2},
                                           std::pair{Shape{c.batch, c.keys, c.kv_heads, c.head_dim}, 3}}) {
             const Tensor x = make_inputs({OpInput{shape}}, DType::bf16, Device::cpu(), static_cast<std::uint64_t>(seed))[0];
             host.push_back(x.to(Device::cpu(), DType::f32).requires_grad_());
-            card.push_back(x.to(Device::cuda(0)).requires_grad_());
+            gpu.push_back(x.to(Device::cuda(0)).requires_grad_());
         }
         const auto mask = [&](Device d) {
             return ops::CausalMask{.starts = starts.empty() ? Tensor() : Tensor::from(starts, {c.batch, c.time}).to(d),
                                    .window = c.window};
         };
         const Tensor want = ops::causal_attention(host[0], host[1], host[2], mask(Device::cpu()));
-        const Tensor got = ops::causal_attention(card[0], card[1], card[2], mask(Device::cuda(0)));
+        const Tensor got = ops::causal_attention(gpu[0], gpu[1], gpu[2], mask(Device::cuda(0)));
         std::vector<double> upstream(static_cast<std::size_t>(want.numel()));
         Rng rng(7);
         for (double& g : upstream) g = static_cast<float>(rng.normal());
@@ -117,7 +117,7 @@ TEST_CASE("fused causal attention on the card matches the CPU across tiles, docu
         CHECK(relative_error(got.values(), want.values()) <= 2e-2);
         for (std::size_t k = 0; k < 3; ++k) {
             CAPTURE(k);  // the gradient of q, k, v
-            CHECK(relative_error(card[k].grad().values(), host[k].grad().values()) <= 5e-2);
+            CHECK(relative_error(gpu[k].grad().values(), host[k].grad().values()) <= 5e-2);
         }
     }
 }

@@ -1,8 +1,8 @@
-// Every CUDA op against its CPU version, in every storage type the card
+// Every CUDA op against its CPU version, in every storage type the GPU
 // computes in: f64 to 1e-10, f32 to 1e-5, bf16 to 3% (statistics kept in
-// f32 to 1e-5), relative to the values' scale (tests/gpu/card_values.hpp).
+// f32 to 1e-5), relative to the values' scale (tests/gpu/gpu_values.hpp).
 // Shapes are not multiples of a warp, a block or a tile. Skipped, and counted
-// as skipped, where no card is present.
+// as skipped, where no GPU is present.
 #include "levers/core/device_memory.hpp"
 #include "levers/core/dispatch.hpp"
 #include "levers/core/error.hpp"
@@ -18,7 +18,7 @@
 #include "levers/kernels/layernorm.hpp"
 #include "levers/kernels/linear.hpp"
 #include "levers/kernels/lora.hpp"
-#include "tests/gpu/card_values.hpp"
+#include "tests/gpu/gpu_values.hpp"
 
 #include <doctest/doctest.h>
 
@@ -38,8 +38,8 @@ const bool kNoGpu = gpu_count() == 0;
 
 #define LEVERS_EVERY_PRECISION float, double, gpu::bf16
 
-// out = a + b on the card through the generic elementwise "add" kernel (the residual add).
-template <class S> void card_add(S* out, const S* a, const S* b, index_t n) {
+// out = a + b on the GPU through the generic elementwise "add" kernel (the residual add).
+template <class S> void gpu_add(S* out, const S* a, const S* b, index_t n) {
     const DType dtype = std::is_same_v<S, float> ? DType::f32 : std::is_same_v<S, double> ? DType::f64 : DType::bf16;
     const Shape shape{n};
     const auto arg = [&](const void* p) { return TensorArg{const_cast<void*>(p), shape, Strides::contiguous(shape), dtype}; };
@@ -56,18 +56,18 @@ TEST_CASE_TEMPLATE("CUDA GELU and the residual add match the CPU" * doctest::ski
     cpu::gelu_forward(out.data(), x.data(), n);
     cpu::gelu_backward(d.data(), g.data(), x.data(), n);
     for (index_t i = 0; i < n; ++i) sum[static_cast<std::size_t>(i)] = x[static_cast<std::size_t>(i)] + y[static_cast<std::size_t>(i)];
-    Card<S> cx(x), cy(y), cg(g), cout(n), cd(n), csum(n);
+    Gpu<S> cx(x), cy(y), cg(g), cout(n), cd(n), csum(n);
     gpu::gelu_forward(cout.get(), cx.get(), n, nullptr);
     gpu::gelu_backward(cd.get(), cg.get(), cx.get(), n, nullptr);
-    card_add(csum.get(), cx.get(), cy.get(), n);
+    gpu_add(csum.get(), cx.get(), cy.get(), n);
     device_synchronize();
     check_close("gelu forward", out, cout.host(), Precision<S>::values);
     check_close("gelu backward", d, cd.host(), Precision<S>::values);
     check_close("residual", sum, csum.host(), Precision<S>::values);
     // Arrays one element off 16-byte alignment take the one-at-a-time path.
-    Card<S> cd1(n), csum1(n);
+    Gpu<S> cd1(n), csum1(n);
     gpu::gelu_backward(cd1.get() + 1, cg.get() + 1, cx.get() + 1, n - 1, nullptr);
-    card_add(csum1.get() + 1, cx.get() + 1, cy.get() + 1, n - 1);
+    gpu_add(csum1.get() + 1, cx.get() + 1, cy.get() + 1, n - 1);
     device_synchronize();
     const auto tail = [](const std::vector<H>& v) { return std::vector<H>(v.begin() + 1, v.end()); };
     check_close("gelu backward, unaligned", tail(d), tail(cd1.host()), Precision<S>::values);
@@ -86,7 +86,7 @@ TEST_CASE("CUDA conversions and scaling: f32 to bf16 rounded to nearest even, ba
     for (const index_t offset : {index_t{0}, index_t{1}}) {  // aligned, then one element off (one at a time)
         CAPTURE(offset);
         DeviceVector<float> cx(x), cback(n);
-        Card<gpu::bf16> chalf(n);
+        Gpu<gpu::bf16> chalf(n);
         gpu::convert(chalf.get() + offset, cx.get() + offset, n - offset, nullptr);
         gpu::convert(cback.get() + offset, chalf.get() + offset, n - offset, nullptr);
         gpu::scale(cx.get() + offset, 0.25f, n - offset, nullptr);
@@ -114,7 +114,7 @@ TEST_CASE_TEMPLATE("CUDA AdamW over a chunk table matches the CPU's per-tensor s
     kernels::append_adamw_chunks(chunks, split, n - split, false);
     const kernels::AdamWHyper h{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
     DeviceVector<P> cp(p), cm(m), cv(v);
-    Card<S> cg(g);
+    Gpu<S> cg(g);
     DeviceVector<kernels::AdamWChunk> cchunks(chunks);
     kernels::AdamWHyper no_decay = h;
     no_decay.weight_decay = 0;
@@ -144,7 +144,7 @@ TEST_CASE_TEMPLATE("CUDA layernorm matches the CPU, forward and backward" * doct
         cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, c);
         cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), mean.data(), rstd.data(),
                                 w.data(), rows, c);
-        Card<S> cx(x), cw(w), cb(b), cdy(dy), cout(rows * c), cdx(rows * c), cdw(std::vector<H>(c, H(1))),
+        Gpu<S> cx(x), cw(w), cb(b), cdy(dy), cout(rows * c), cdx(rows * c), cdw(std::vector<H>(c, H(1))),
             cdb(std::vector<H>(c, H(2)));
         DeviceVector<A> cmean(rows), crstd(rows);
         gpu::layernorm_forward(cout.get(), cmean.get(), crstd.get(), cx.get(), cw.get(), cb.get(), rows, c, nullptr);
@@ -173,7 +173,7 @@ TEST_CASE_TEMPLATE("CUDA cross-entropy matches the CPU, with ignored rows" * doc
         std::vector<H> lse(rows), d(rows * vocab);
         const H loss = cpu::cross_entropy_forward(lse.data(), logits.data(), targets.data(), rows, vocab);
         cpu::cross_entropy_backward(d.data(), lse.data(), logits.data(), targets.data(), H(1), rows, vocab);
-        Card<S> clogits(logits), cd(rows * vocab);
+        Gpu<S> clogits(logits), cd(rows * vocab);
         DeviceVector<A> clse(rows), closs(1);
         DeviceVector<std::int32_t> ctargets(targets);
         gpu::cross_entropy_forward(closs.get(), clse.get(), clogits.get(), ctargets.get(), rows, vocab, nullptr);
@@ -195,7 +195,7 @@ TEST_CASE_TEMPLATE("CUDA linear (cuBLAS, cuBLASLt epilogues) matches the CPU, fo
     cpu::linear_forward(y.data(), x.data(), w.data(), b.data(), n, in, out);
     cpu::gelu_forward(act.data(), y.data(), n * out);
     cpu::linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), n, in, out);
-    Card<S> cx(x), cw(w), cb(b), cdy(dy), cy(n * out), cpre(n * out), cact(n * out), cdx(n * in),
+    Gpu<S> cx(x), cw(w), cb(b), cdy(dy), cy(n * out), cpre(n * out), cact(n * out), cdx(n * in),
         cdw(std::vector<H>(out * in, H(0.5))), cdb(std::vector<H>(out, H(0.25)));
     gpu::linear_forward(cy.get(), cx.get(), cw.get(), cb.get(), n, in, out, nullptr);
     gpu::linear_gelu_forward(cact.get(), cpre.get(), cx.get(), cw.get(), cb.get(), n, in, out, nullptr);
@@ -211,10 +211,10 @@ TEST_CASE_TEMPLATE("CUDA linear (cuBLAS, cuBLASLt epilogues) matches the CPU, fo
     // product's epilogue), with the weight and bias gradients.
     std::vector<H> gx(n * in), d_gx(n * in), d_pre(n * in), dw2(out * in, H(0)), db2(out, H(0));
     cpu::gelu_forward(gx.data(), x.data(), n * in);
-    for (auto& v : gx) v = rounded<S>(v);  // what the card holds
+    for (auto& v : gx) v = rounded<S>(v);  // what the GPU holds
     cpu::linear_backward(d_gx.data(), dw2.data(), db2.data(), dy.data(), gx.data(), w.data(), n, in, out);
     cpu::gelu_backward(d_pre.data(), d_gx.data(), x.data(), n * in);
-    Card<S> cgx(gx), cd_pre(n * in), cdw2(out * in), cdb2(out);
+    Gpu<S> cgx(gx), cd_pre(n * in), cdw2(out * in), cdb2(out);
     gpu::linear_gelu_backward(cd_pre.get(), cdw2.get(), cdb2.get(), cdy.get(), cgx.get(), cx.get(), cw.get(), n, in,
                               out, nullptr);
     check_close("linear+GELU backward d_pre", d_pre, cd_pre.host(), Precision<S>::values);
@@ -237,15 +237,15 @@ TEST_CASE_TEMPLATE("CUDA linear and cross-entropy on rows padded apart (the GPT'
     std::vector<H> d = logits;
     cpu::cross_entropy_backward(d.data(), lse.data(), logits.data(), targets.data(), H(1), n, vocab);
     cpu::linear_backward(dx.data(), dw.data(), static_cast<H*>(nullptr), d.data(), x.data(), w.data(), n, in, vocab);
-    Card<S> cx(x), cw(w), clogits(n * ld), cdx(n * in), cdw(std::vector<H>(vocab * in, H(0)));
+    Gpu<S> cx(x), cw(w), clogits(n * ld), cdx(n * in), cdw(std::vector<H>(vocab * in, H(0)));
     DeviceVector<A> clse(n), closs(1);
     DeviceVector<std::int32_t> ctargets(targets);
     gpu::linear_forward(clogits.get(), cx.get(), cw.get(), static_cast<const S*>(nullptr), n, in, vocab, nullptr, ld);
     const auto padded = clogits.host();
-    std::vector<H> card_logits;
+    std::vector<H> gpu_logits;
     for (index_t r = 0; r < n; ++r)
-        card_logits.insert(card_logits.end(), padded.begin() + r * ld, padded.begin() + r * ld + vocab);
-    check_close("padded logits", logits, card_logits, Precision<S>::values);
+        gpu_logits.insert(gpu_logits.end(), padded.begin() + r * ld, padded.begin() + r * ld + vocab);
+    check_close("padded logits", logits, gpu_logits, Precision<S>::values);
     gpu::cross_entropy_forward(closs.get(), clse.get(), clogits.get(), ctargets.get(), n, vocab, nullptr, -100, ld);
     check_close("padded cross-entropy lse", lse, clse.host(), Precision<S>::values);
     check_close("padded cross-entropy loss", std::vector<H>{loss}, closs.host(), Precision<S>::values);
@@ -256,7 +256,7 @@ TEST_CASE_TEMPLATE("CUDA linear and cross-entropy on rows padded apart (the GPT'
     check_close("padded d_in", dx, cdx.host(), Precision<S>::values);
     check_close("padded d_weight", dw, cdw.host(), Precision<S>::values);
     // A bias needs contiguous rows: refused, not miscomputed.
-    Card<S> cb(random<S>(vocab, 52));
+    Gpu<S> cb(random<S>(vocab, 52));
     CHECK_THROWS_AS(gpu::linear_forward(clogits.get(), cx.get(), cw.get(), cb.get(), n, in, vocab, nullptr, ld),
                     Error);
 }
@@ -269,7 +269,7 @@ TEST_CASE_TEMPLATE("CUDA attention (batched GEMMs) matches the CPU, forward and 
     std::vector<H> y(batch * time * channels), att(batch * heads * time * time), dqkv(qkv.size());
     cpu::attention_forward(y.data(), att.data(), qkv.data(), batch, time, channels, heads);
     cpu::attention_backward(dqkv.data(), dy.data(), att.data(), qkv.data(), batch, time, channels, heads);
-    Card<S> cqkv(qkv), cdy(dy), cy(y.size()), catt(att.size()), cdqkv(qkv.size());
+    Gpu<S> cqkv(qkv), cdy(dy), cy(y.size()), catt(att.size()), cdqkv(qkv.size());
     gpu::attention_forward(cy.get(), catt.get(), cqkv.get(), batch, time, channels, heads, nullptr);
     gpu::attention_backward(cdqkv.get(), cdy.get(), catt.get(), cqkv.get(), batch, time, channels, heads, nullptr);
     check_close("attention y", y, cy.host(), Precision<S>::values);
@@ -311,7 +311,7 @@ TEST_CASE("CUDA fused (flash-style) attention in bf16 matches the CPU's f32 atte
                     for (double x : scores) sum += std::exp(x - m);
                     lse[(b * heads + h) * time + t] = static_cast<float>(m + std::log(sum));
                 }
-        Card<gpu::bf16> cqkv(qkv), cdy(dy), cy(y.size()), cdqkv(qkv.size());
+        Gpu<gpu::bf16> cqkv(qkv), cdy(dy), cy(y.size()), cdqkv(qkv.size());
         DeviceVector<float> clse(lse.size());
         gpu::attention_fused_forward(cy.get(), clse.get(), cqkv.get(), batch, time, channels, heads, nullptr);
         gpu::attention_fused_backward(cdqkv.get(), cdy.get(), cy.get(), clse.get(), cqkv.get(), batch, time, channels,
@@ -322,7 +322,7 @@ TEST_CASE("CUDA fused (flash-style) attention in bf16 matches the CPU's f32 atte
     }
 }
 
-// Refused by name before any CUDA call, so this runs without a card too.
+// Refused by name before any CUDA call, so this runs without a GPU too.
 TEST_CASE("CUDA fused attention refuses a head size other than 64 or 128 and misaligned arrays") {
     auto* aligned = reinterpret_cast<gpu::bf16*>(std::uintptr_t{1} << 20);  // never dereferenced
     auto* lse = reinterpret_cast<float*>(std::uintptr_t{1} << 21);
@@ -349,7 +349,7 @@ TEST_CASE_TEMPLATE("CUDA embedding matches the CPU, a repeated token's rows summ
     cpu::embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), batch, time, channels, vocab);
     cpu::embedding_backward(dwte.data(), dwpe.data(), dy.data(), tokens.data(), batch, time, channels);
     DeviceVector<std::int32_t> ctok(tokens);
-    Card<S> cwte(wte), cwpe(wpe), cdy(dy), cout(out.size()), cdwte(dwte.size()), cdwpe(dwpe.size());
+    Gpu<S> cwte(wte), cwpe(wpe), cdy(dy), cout(out.size()), cdwte(dwte.size()), cdwpe(dwpe.size());
     gpu::embedding_forward(cout.get(), ctok.get(), cwte.get(), cwpe.get(), batch, time, channels, nullptr);
     gpu::embedding_backward(cdwte.get(), cdwpe.get(), cdy.get(), ctok.get(), batch, time, channels, nullptr);
     check_close("embedding out", out, cout.host(), Precision<S>::values);
@@ -360,10 +360,10 @@ TEST_CASE_TEMPLATE("CUDA embedding matches the CPU, a repeated token's rows summ
 TEST_CASE_TEMPLATE("CUDA gradient clipping matches the CPU" * doctest::skip(kNoGpu), S, LEVERS_EVERY_PRECISION) {
     const index_t n = 300007;  // more than the clipping grid covers in one sweep
     auto g = random<S>(n, 20);
-    Card<S> cg(g);
+    Gpu<S> cg(g);
     const double norm = cpu::clip_grad_norm(g.data(), n, 1.0);
-    const double card_norm = gpu::clip_grad_norm(cg.get(), n, 1.0, nullptr);
-    CHECK(card_norm == doctest::Approx(norm).epsilon(Precision<S>::sums * 10));  // the same values, summed in double
+    const double gpu_norm = gpu::clip_grad_norm(cg.get(), n, 1.0, nullptr);
+    CHECK(gpu_norm == doctest::Approx(norm).epsilon(Precision<S>::sums * 10));  // the same values, summed in double
     check_close("clipped gradients", g, cg.host(), Precision<S>::values);
 }
 
@@ -375,7 +375,7 @@ TEST_CASE_TEMPLATE("CUDA LoRA matches the CPU, forward and backward" * doctest::
     auto x = random<S>(n * in, 21), a = random<S>(r * in, 22), b = random<S>(out * r, 23);
     auto dy = random<S>(n * out, 24), y = random<S>(n * out, 25), dx = random<S>(n * in, 26);  // y, dx added to
     std::vector<H> u(n * r), du(n * r), da(r * in, H(0.5)), db(out * r, H(0.5));
-    Card<S> cx(x), ca(a), cb(b), cdy(dy), cy(y), cdx(dx), cu(n * r), cdu(n * r), cda(std::vector<H>(r * in, H(0.5))),
+    Gpu<S> cx(x), ca(a), cb(b), cdy(dy), cy(y), cdx(dx), cu(n * r), cdu(n * r), cda(std::vector<H>(r * in, H(0.5))),
         cdb(std::vector<H>(out * r, H(0.5)));
     cpu::lora_forward(y.data(), u.data(), x.data(), a.data(), b.data(), n, in, out, r, scale);
     cpu::lora_backward(dx.data(), da.data(), db.data(), du.data(), dy.data(), x.data(), u.data(), a.data(), b.data(),

@@ -110,8 +110,8 @@ const std::vector<OpCase>& op_cases() {
             op("flash_attention", {real({1, 80, 3 * 128})}, {real({B, T, 3 * C})},
                [](const In& in) { return ops::flash_attention(in[0], in[0].dim(2) / 3 / 64); },
                [](const In& in) { return ops::attention(in[0], in[0].dim(2) / 3 / 64); }),
-            // Small for the finite differences, a head size the cards take; the
-            // cards' tiles are crossed in tests/gpu (test_ops.cpp).
+            // Small for the finite differences, a head size the GPUs take; the
+            // GPUs' tiles are crossed in tests/gpu (test_ops.cpp).
             op("causal_attention (grouped heads, packed documents)",
                {real({1, 24, 2, 64}), real({1, 24, 1, 64}), real({1, 24, 1, 64})},
                {real({B, T, 8, 64}), real({B, T, 2, 64}), real({B, T, 2, 64})},

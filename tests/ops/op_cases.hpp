@@ -1,5 +1,5 @@
 // The one list of ops that the finite-difference check (CPU, f64), the
-// card-against-CPU parity test and the per-op benchmark all run (as ggml's
+// GPU-against-CPU parity test and the per-op benchmark all run (as ggml's
 // test-backend-ops): a new op is one more entry here, with small shapes for
 // the checks and a transformer's shapes for the benchmark. Inputs may be
 // laid out as views (transposed, strided), so every op is checked on
@@ -45,7 +45,7 @@ struct OpCase {
     // The same function through other kernels, where this op has none on the
     // CPU (the fused attention is checked against the unfused).
     std::function<Tensor(const std::vector<Tensor>&)> cpu_reference;
-    double bf16_tolerance = 5e-2;  // relative error of outputs and gradients in bf16 on a card
+    double bf16_tolerance = 5e-2;  // relative error of outputs and gradients in bf16 on a GPU
 };
 
 const std::vector<OpCase>& op_cases();

@@ -7,30 +7,30 @@
 namespace levers::bench {
 
 BenchCli::BenchCli(CLI::App& app, const Examples& ex) {
-    bench_ = app.add_subcommand("bench", "Measure how a recipe scales over cards, compare sweeps with multi-card "
+    bench_ = app.add_subcommand("bench", "Measure how a recipe scales over GPUs, compare sweeps with multi-GPU "
                                          "runs, predict real nodes");
     bench_->require_subcommand(1);
 
     auto& s = scaling_flags_;
-    scaling_ = bench_->add_subcommand("scaling", "Throughput, speedup, efficiency and time split at each card count");
+    scaling_ = bench_->add_subcommand("scaling", "Throughput, speedup, efficiency and time split at each GPU count");
     scaling_->add_option("name", s.recipe, "recipe name")->required();
     // Lists are parsed here, not by CLI11, which drops empty items ("1,,2").
-    scaling_->add_option("--gpus", scaling_gpus_, "card counts, e.g. 1,2,4,8 (default: powers of two up to the node's)");
+    scaling_->add_option("--gpus", scaling_gpus_, "GPU counts, e.g. 1,2,4,8 (default: powers of two up to the node's)");
     scaling_->add_option("--steps", s.steps, "steps per run (default 60)");
     scaling_->add_option("--warmup", s.warmup, "steps left out of the throughput (default 10)");
     scaling_->add_option("--set", s.sets, "a recipe parameter for every run: --set name=value");
     scaling_->add_option("--global-batch", s.global_batch, "keep this global batch at every count (default: the "
-                                                           "same batch per card)");
-    scaling_->add_option("--threads", s.threads, "CPU threads per rank (default 1: one core per card)");
-    scaling_->add_option("--price", s.price, "price per card-hour: adds the time and cost of the work");
-    scaling_->add_option("--total-steps", s.total_steps, "one card's steps to price (default: the recipe's steps)");
+                                                           "same batch per GPU)");
+    scaling_->add_option("--threads", s.threads, "CPU threads per rank (default 1: one core per GPU)");
+    scaling_->add_option("--price", s.price, "price per GPU-hour: adds the time and cost of the work");
+    scaling_->add_option("--total-steps", s.total_steps, "one GPU's steps to price (default: the recipe's steps)");
     scaling_->add_option("--out", s.out, "results directory (default: runs/NAME/bench-scaling-<date-time>)");
     add_precision_option(*scaling_, s.precision, "what every run computes in");
     scaling_->footer(ex("\nExamples:\n  {recipe} bench scaling {pretrain} --gpus 1,2 --steps 80\n"
                         "  {recipe} bench scaling {classify} --gpus 1,2,4,8 --global-batch 512 --price 0.68"));
 
     auto& h = shapes_flags_;
-    shapes_ = bench_->add_subcommand("shapes", "K one-card cells as a sweep against one K-card run of the same work");
+    shapes_ = bench_->add_subcommand("shapes", "K one-GPU cells as a sweep against one K-GPU run of the same work");
     shapes_->add_option("name", h.recipe, "recipe name")->required();
     shapes_->add_option("--cells", h.cells, "K (default 2)");
     shapes_->add_option("--steps", h.steps, "steps of every run (default 60)");
@@ -39,19 +39,19 @@ BenchCli::BenchCli(CLI::App& app, const Examples& ex) {
     shapes_->footer(ex("\nExample:\n  {recipe} bench shapes {classify} --cells 2 --steps 2000"));
 
     auto& p = predict_flags_;
-    predict_ = bench_->add_subcommand("predict", "Predict the speedup on real cards from one card's step, the "
+    predict_ = bench_->add_subcommand("predict", "Predict the speedup on real GPUs from one GPU's step, the "
                                                  "gradient bytes and an interconnect");
     predict_->add_option("name", p.recipe, "recipe name (measured: its step time, gradients and overlap)");
     predict_->add_option("--profile", p.profile, "nvlink-h100, pcie5-p2p or pcie-nop2p (default)");
-    predict_->add_option("--gpus", predict_gpus_, "card counts (default 2,4,8)");
-    predict_->add_option("--bandwidth", p.bandwidth_gb_s, "GB/s per card, instead of the profile's");
+    predict_->add_option("--gpus", predict_gpus_, "GPU counts (default 2,4,8)");
+    predict_->add_option("--bandwidth", p.bandwidth_gb_s, "GB/s per GPU, instead of the profile's");
     predict_->add_option("--latency", p.latency_us, "microseconds per ring hop, instead of the profile's");
-    predict_->add_option("--step-ms", p.step_ms, "one card's step in ms, instead of measuring it");
+    predict_->add_option("--step-ms", p.step_ms, "one GPU's step in ms, instead of measuring it");
     predict_->add_option("--grad-mb", p.grad_mb, "MiB of gradients per step, instead of 4 x the trained parameters");
     predict_->add_option("--overlap", p.overlap, "share of communication hidden, 0..1, instead of measuring it");
     predict_->add_flag("--bf16-gradients", p.bf16_gradients, "halve the gradient bytes");
-    predict_->add_flag("--global-batch", p.fixed_global_batch, "the total work split over the cards (default: the "
-                                                               "same batch per card)");
+    predict_->add_flag("--global-batch", p.fixed_global_batch, "the total work split over the GPUs (default: the "
+                                                               "same batch per GPU)");
     predict_->add_option("--set", p.sets, "a recipe parameter for the measuring runs");
     predict_->add_option("--out", p.out, "results directory");
     predict_->add_flag("--seeds", seeds_, "the seeds' measured fine-tune against the model (no recipe needed)");

@@ -1,5 +1,5 @@
-// `recipe bench`: how a recipe scales over cards, the two shapes of multi-card
-// work compared, and a model that predicts what a node of real cards would do.
+// `recipe bench`: how a recipe scales over GPUs, the two shapes of multi-GPU
+// work compared, and a model that predicts what a node of real GPUs would do.
 #pragma once
 
 #include <filesystem>
@@ -10,13 +10,13 @@ namespace levers::bench {
 
 struct ScalingFlags {
     std::string recipe;
-    std::vector<int> gpus;            // empty: powers of two up to the node's cards
+    std::vector<int> gpus;            // empty: powers of two up to the node's GPUs
     long steps = 60, warmup = 10;
     std::vector<std::string> sets;
     long global_batch = 0;            // > 0: the global batch stays fixed (the recipe's global_batch)
     int threads = 1;                  // per rank (CPU)
-    double price = 0;                 // per card-hour; 0: no cost columns
-    long total_steps = 0;             // one card's steps to price (0: the recipe's default steps)
+    double price = 0;                 // per GPU-hour; 0: no cost columns
+    long total_steps = 0;             // one GPU's steps to price (0: the recipe's default steps)
     std::string out;
     std::string precision = "f32";    // every run's --precision
 };

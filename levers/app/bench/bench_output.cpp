@@ -31,9 +31,9 @@ void report(const std::vector<std::vector<std::string>>& rows, const fs::path& c
 }
 
 std::vector<int> default_gpus() {
-    const int cards = static_cast<int>(launch::SlotLedger::for_node().slots().size());
+    const int gpus = static_cast<int>(launch::SlotLedger::for_node().slots().size());
     std::vector<int> out;
-    for (int g = 1; g <= std::min(cards, 8); g *= 2) out.push_back(g);
+    for (int g = 1; g <= std::min(gpus, 8); g *= 2) out.push_back(g);
     return out;
 }
 

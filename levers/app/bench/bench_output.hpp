@@ -13,7 +13,7 @@ namespace levers::bench {
 void report(const std::vector<std::vector<std::string>>& rows, const std::filesystem::path& csv,
             const std::filesystem::path& markdown);
 
-// Powers of two up to the node's cards (at most 8).
+// Powers of two up to the node's GPUs (at most 8).
 std::vector<int> default_gpus();
 
 // runs/RECIPE/bench-KIND-<date-time>, or `out`.

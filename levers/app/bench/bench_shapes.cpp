@@ -20,7 +20,7 @@ int bench_shapes(const ShapesFlags& f) {
     LEVERS_CHECK(f.steps >= 1, "--steps must be >= 1, got {}", f.steps);
     LEVERS_CHECK(r.defaults().has("seed"), "recipe '{}' declares no seed: its cells could not differ", r.name());
     const fs::path dir = bench_dir(r.name(), f.out, "shapes");
-    fmt::print("bench shapes {}: {} one-card cells as a sweep against one {}-card run of the same total work, "
+    fmt::print("bench shapes {}: {} one-GPU cells as a sweep against one {}-GPU run of the same total work, "
                "{} steps; results in {}\n", r.name(), f.cells, f.cells, f.steps, dir.string());
     std::fflush(stdout);
     std::vector<std::string> common = quiet_sets(r);
@@ -49,7 +49,7 @@ int bench_shapes(const ShapesFlags& f) {
     auto args = one_args;
     args.insert(args.begin(), {"--gpus", std::to_string(f.cells), "--output", "rank0"});
     auto together = run_child(r.name(), args, dir / "distributed");
-    fmt::print("  one {}-card run: {:.2f} s\n", f.cells, together.wall_seconds);
+    fmt::print("  one {}-GPU run: {:.2f} s\n", f.cells, together.wall_seconds);
 
     const double work = f.cells;  // in units of one cell's training
     report({{"shape", "wall_s", "cells_of_work_per_hour", "vs_one_cell"},
@@ -57,7 +57,7 @@ int bench_shapes(const ShapesFlags& f) {
              "1.00x"},
             {fmt::format("{} cells as a sweep", f.cells), fmt::format("{:.2f}", sweep_s),
              fmt::format("{:.1f}", work * 3600 / sweep_s), fmt::format("{:.2f}x", work * one.wall_seconds / sweep_s)},
-            {fmt::format("one {}-card run", f.cells), fmt::format("{:.2f}", together.wall_seconds),
+            {fmt::format("one {}-GPU run", f.cells), fmt::format("{:.2f}", together.wall_seconds),
              fmt::format("{:.1f}", work * 3600 / together.wall_seconds),
              fmt::format("{:.2f}x", work * one.wall_seconds / together.wall_seconds)}},
            dir / "shapes.csv", dir / "shapes.md");

@@ -12,7 +12,7 @@ const std::vector<Interconnect>& profiles() {
          "NVLink 4 gives an H100/H200 SXM 900 GB/s in total, 450 GB/s each way (NVIDIA H100 datasheet); NCCL's "
          "all_reduce_perf reaches about 360 GB/s bus bandwidth on 8 of them (NVIDIA's published nccl-tests runs)"},
         {"pcie5-p2p", 40, 10,
-         "PCIe 5.0 x16 is 64 GB/s each way (PCI-SIG); card-to-card copies with peer-to-peer reach about 50 GB/s and "
+         "PCIe 5.0 x16 is 64 GB/s each way (PCI-SIG); GPU-to-GPU copies with peer-to-peer reach about 50 GB/s and "
          "NCCL's ring about 40 GB/s bus bandwidth"},
         {"pcie-nop2p", 12, 20,
          "with peer-to-peer disabled (NCCL_P2P_DISABLE=1) NCCL stages every chunk through host memory (its SHM "
@@ -29,14 +29,14 @@ const Interconnect& profile(const std::string& name) {
     LEVERS_FAIL("unknown interconnect profile '{}'; built in: {} (or give --bandwidth and --latency)", name, names);
 }
 
-Prediction predict(const Workload& w, const Interconnect& link, int cards) {
-    LEVERS_CHECK(cards >= 1, "a prediction needs at least one card, got {}", cards);
-    LEVERS_CHECK(w.step_seconds > 0, "the one-card step time must be positive, got {}", w.step_seconds);
+Prediction predict(const Workload& w, const Interconnect& link, int gpus) {
+    LEVERS_CHECK(gpus >= 1, "a prediction needs at least one GPU, got {}", gpus);
+    LEVERS_CHECK(w.step_seconds > 0, "the one-GPU step time must be positive, got {}", w.step_seconds);
     LEVERS_CHECK(w.overlap >= 0 && w.overlap <= 1, "overlap must be in 0..1, got {}", w.overlap);
     Prediction p;
-    p.cards = cards;
-    const double n = cards;
-    if (cards > 1)
+    p.gpus = gpus;
+    const double n = gpus;
+    if (gpus > 1)
         p.comm_seconds = 2 * (n - 1) / n * w.grad_bytes / (link.bandwidth_gb_s * 1e9) + 2 * (n - 1) * link.latency_us * 1e-6;
     p.exposed_seconds = (1 - w.overlap) * p.comm_seconds;
     const double compute = w.fixed_global_batch ? w.step_seconds / n : w.step_seconds;

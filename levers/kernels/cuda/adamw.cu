@@ -1,4 +1,4 @@
-// AdamW on the card in one launch over a whole flat parameter buffer: one
+// AdamW on the GPU in one launch over a whole flat parameter buffer: one
 // block per chunk of the chunk table, the CPU's per-element maths, 16-byte
 // loads where the arrays allow.
 #include "levers/kernels/cuda/register.cuh"

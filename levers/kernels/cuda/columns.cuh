@@ -1,7 +1,7 @@
 // Column sums of a [rows, cols] array, out[c] += Σ_r f(r, c), without
 // atomics: one pass sums chunks of rows per column (threads along columns, so
 // reads coalesce), a second adds the chunks' partial sums in a fixed order.
-// The same sums every run, and enough blocks to fill a card even when there
+// The same sums every run, and enough blocks to fill a GPU even when there
 // are few columns (a bias of 768).
 #pragma once
 

@@ -1,4 +1,4 @@
-// unfold (im2col) and fold (col2im) on the card (levers/kernels/conv.hpp): a thread
+// unfold (im2col) and fold (col2im) on the GPU (levers/kernels/conv.hpp): a thread
 // per column element for unfold; a thread per image pixel for fold, which
 // adds the columns that took it, kernel offsets in order (no atomics).
 #include "levers/kernels/conv.hpp"

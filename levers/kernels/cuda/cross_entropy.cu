@@ -1,4 +1,4 @@
-// Softmax cross-entropy on the card, one thread block per row: no
+// Softmax cross-entropy on the GPU, one thread block per row: no
 // probabilities beyond the logits (forward keeps one log-sum-exp per row,
 // backward writes the gradient over the logits), sums in the accumulator type,
 // 16-byte loads where the rows allow.

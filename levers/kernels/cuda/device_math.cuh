@@ -66,7 +66,7 @@ template <int kThreads, bool kMax = false, class T> __device__ T block_reduce(T 
 template <int kThreads, class T> __device__ T block_sum(T value) { return block_reduce<kThreads, false>(value); }
 template <int kThreads, class T> __device__ T block_max(T value) { return block_reduce<kThreads, true>(value); }
 
-// Scratch memory for one op from the card's caching arena
+// Scratch memory for one op from the GPU's caching arena
 // (levers/core/device_memory): back in the cache when the op returns, while
 // its kernels may still run; the next user queues behind them on the same
 // stream (every op of a process runs on its compute stream).

@@ -1,4 +1,4 @@
-// Dropout on the card: the mask is the hash of levers/kernels/dropout.hpp, the same
+// Dropout on the GPU: the mask is the hash of levers/kernels/dropout.hpp, the same
 // on the CPU and here, recomputed by backward (nothing stored).
 #include "levers/kernels/cuda/register.cuh"
 #include "levers/kernels/cuda/device_math.cuh"

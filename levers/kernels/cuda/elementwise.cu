@@ -1,4 +1,4 @@
-// The card's elementwise kernels (levers/core/generic_calls.hpp,
+// The GPU's elementwise kernels (levers/core/generic_calls.hpp,
 // ElementwiseCall) but the lists' (elementwise_unary.cu, elementwise_binary.cu):
 // where, logical_not, copies between dtypes and fills, through the strided
 // kernel (levers/kernels/cuda/strided.cuh). And the helpers that are not ops of

@@ -1,4 +1,4 @@
-// The binary entries of levers/kernels/elementwise_math.hpp on the card, forward and
+// The binary entries of levers/kernels/elementwise_math.hpp on the GPU, forward and
 // backward, the comparisons and the logic on masks, through the strided
 // kernel (levers/kernels/cuda/strided.cuh); binary ops on contiguous operands of one
 // shape move 16 bytes per load.

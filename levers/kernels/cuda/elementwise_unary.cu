@@ -1,4 +1,4 @@
-// The unary entries of levers/kernels/elementwise_math.hpp on the card, forward and
+// The unary entries of levers/kernels/elementwise_math.hpp on the GPU, forward and
 // backward, through the strided kernel (levers/kernels/cuda/strided.cuh). (A file
 // of their own: nvcc builds the lists' many kernels side by side.)
 #include "levers/kernels/cuda/register.cuh"

@@ -1,4 +1,4 @@
-// Token and position embeddings on the card. The token table's gradient
+// Token and position embeddings on the GPU. The token table's gradient
 // gathers every position holding the same token: positions are sorted by
 // token (a stable radix sort, so each token's positions stay in order) and
 // one thread per (token run, channel) sums its run in the accumulator type,

@@ -1,4 +1,4 @@
-// GELU on the card (tanh form), the CPU's per-element maths in the accumulator
+// GELU on the GPU (tanh form), the CPU's per-element maths in the accumulator
 // type, 16 bytes per load where the arrays allow.
 #include "levers/kernels/cuda/register.cuh"
 #include "levers/kernels/cuda/cuda_check.hpp"

@@ -1,4 +1,4 @@
-// Global-norm gradient clipping on the card: Σ g² in double over a fixed grid
+// Global-norm gradient clipping on the GPU: Σ g² in double over a fixed grid
 // (each block's partial, then the partials in order: the same norm every
 // run), copied to the host, then the scale applied where the norm is too large.
 #include "levers/kernels/grad_clip.hpp"

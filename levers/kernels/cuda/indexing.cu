@@ -1,4 +1,4 @@
-// gather and scatter_add on the card (levers/kernels/indexing.hpp): a thread per
+// gather and scatter_add on the GPU (levers/kernels/indexing.hpp): a thread per
 // element gathered; a thread per line along the scattered dimension, adding
 // its elements in order (no atomics: the same sums every run). Indices were
 // checked on the host by the op.

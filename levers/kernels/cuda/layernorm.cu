@@ -1,4 +1,4 @@
-// layernorm on the card, one warp per row (16-byte loads where the rows
+// layernorm on the GPU, one warp per row (16-byte loads where the rows
 // allow), the CPU's per-row maths in the accumulator type; backward sums the
 // weight and bias gradients as it goes, per block, then adds the blocks' sums
 // in a fixed order (levers/kernels/cuda/columns.cuh): no atomics, no second pass
@@ -152,7 +152,7 @@ void layernorm_backward(S* d_x, S* d_weight, S* d_bias, const S* d_out, const S*
     using A = acc_t<S>;
     if (rows <= 0) return;
     // Each warp's two slices of sums (weight, bias) in shared memory; past
-    // what a block may have (96 KiB on every supported card), or when the
+    // what a block may have (96 KiB on every supported GPU), or when the
     // layer is frozen, one row per warp and no sums.
     const std::size_t slice_bytes = 2 * kWarpsPerBlock * static_cast<std::size_t>(channels) * sizeof(A);
     const bool sums = d_weight && slice_bytes <= (96u << 10);

@@ -14,7 +14,7 @@
 
 namespace levers::kernels::cuda {
 
-void* workspace_memory(std::size_t bytes);  // runtime.cpp: levers' allocator, a full card an OutOfMemory
+void* workspace_memory(std::size_t bytes);  // runtime.cpp: levers' allocator, a full GPU an OutOfMemory
 
 namespace {
 

@@ -1,4 +1,4 @@
-// LoRA's adapters on the card as matrix products through cuBLAS.
+// LoRA's adapters on the GPU as matrix products through cuBLAS.
 #include "levers/kernels/lora.hpp"
 #include "levers/kernels/cuda/register.cuh"
 #include "levers/kernels/cuda/blas.cuh"

@@ -1,4 +1,4 @@
-// Batched matrix products on the card (levers/kernels/matmul.hpp) through cuBLAS's
+// Batched matrix products on the GPU (levers/kernels/matmul.hpp) through cuBLAS's
 // strided-batched GEMM: row-major arrays are seen as their column-major
 // transposes, transposed views go in as they lie (cuBLAS's transpose flags),
 // the batch dimensions are merged where their strides allow and looped over

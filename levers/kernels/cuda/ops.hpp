@@ -95,7 +95,7 @@ void causal_attention_backward(bf16* d_q, bf16* d_k, bf16* d_v, const bf16* d_y,
                                const bf16* q, const bf16* k, const bf16* v, const CausalProblem& p,
                                cudaStream_t stream);
 
-// Token ids are not checked on the card: callers validate them on the host.
+// Token ids are not checked on the GPU: callers validate them on the host.
 template <class S>
 void embedding_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, index_t batch, index_t time,
                        index_t channels, cudaStream_t stream);
@@ -131,7 +131,7 @@ void layernorm_backward(S* d_x, S* d_weight, S* d_bias, const S* d_out, const S*
 // and writes the mean over counted rows into `loss` (one element, device);
 // backward overwrites the logits' rows with their gradient (d_logits may be
 // the logits themselves). `stride` (0: vocab): how far apart rows are.
-// Targets live on the card, so the caller checks them on the host (the CPU
+// Targets live on the GPU, so the caller checks them on the host (the CPU
 // op's rule: in [0, vocab) or ignore_index); rows with other targets are
 // left out of both passes, like ignored ones.
 template <class S>

@@ -1,4 +1,4 @@
-// The card's reduction kernel (levers/core/generic_calls.hpp, ReduceCall)
+// The GPU's reduction kernel (levers/core/generic_calls.hpp, ReduceCall)
 // on the plan of levers/kernels/strided_plan.hpp: along contiguous rows (a warp per
 // piece of a row), down columns (a thread per column, coalesced), anything
 // else copied into rows first. Long reductions are split into pieces whose

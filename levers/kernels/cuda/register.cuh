@@ -14,7 +14,7 @@ template <class S> S* ptr(const TensorArg& t) { return static_cast<S*>(t.data); 
 
 }  // namespace levers::kernels::cuda
 
-// Registers `fn<float>`, `fn<double>` and `fn<bf16>` as the card's kernels of the op whose call is `Call`.
+// Registers `fn<float>`, `fn<double>` and `fn<bf16>` as the GPU's kernels of the op whose call is `Call`.
 #define LEVERS_CUDA_KERNELS(Call, fn) LEVERS_CUDA_KERNELS_NAMED(Call::kName, Call, fn)
 // The same under `name`, for ops that share one call type.
 #define LEVERS_CUDA_KERNELS_NAMED(name, Call, fn)                                    \

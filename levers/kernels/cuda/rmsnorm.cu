@@ -1,4 +1,4 @@
-// rmsnorm on the card: one warp per row, the CPU's per-row maths in the
+// rmsnorm on the GPU: one warp per row, the CPU's per-row maths in the
 // accumulator type; the weight's gradient is a column sum over rows in a
 // fixed order (levers/kernels/cuda/columns.cuh): no atomics.
 #include "levers/kernels/rmsnorm.hpp"

@@ -1,4 +1,4 @@
-// Rotary embeddings on the card: one thread per pair (d, d + D/2) of a head,
+// Rotary embeddings on the GPU: one thread per pair (d, d + D/2) of a head,
 // the CPU's per-pair maths in the accumulator type.
 #include "levers/kernels/rope.hpp"
 #include "levers/kernels/cuda/device_math.cuh"

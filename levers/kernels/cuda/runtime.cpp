@@ -1,4 +1,4 @@
-// The card backend's face to the rest of levers (levers/core/device_runtime.hpp):
+// The GPU backend's face to the rest of levers (levers/core/device_runtime.hpp):
 // the CUDA runtime behind one interface, exported as levers_device_runtime()
 // for the loader. This library also holds every CUDA kernel (they register
 // as it loads) and NCCL's process group.
@@ -21,7 +21,7 @@ class CudaRuntime final : public DeviceRuntime {
 public:
     int count() override {
         int n = 0;
-        // No driver (35), no device (100) or any other failure here: no usable card.
+        // No driver (35), no device (100) or any other failure here: no usable GPU.
         if (cudaGetDeviceCount(&n) != cudaSuccess) {
             (void)cudaGetLastError();  // clear the sticky error for later calls
             return 0;
@@ -52,7 +52,7 @@ public:
         return p;
     }
 
-    void release(void* p) override { cudaFree(p); }  // waits for the card first, as cudaFree does
+    void release(void* p) override { cudaFree(p); }  // waits for the GPU first, as cudaFree does
 
     void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) override {
         free_bytes = total_bytes = 0;
@@ -83,7 +83,7 @@ public:
 
 }  // namespace
 
-// A library's workspace (cuBLASLt's) from levers' card allocator: a full card
+// A library's workspace (cuBLASLt's) from levers' GPU allocator: a full GPU
 // is an OutOfMemory naming the size, as for tensors, not a CUDA status. Kept
 // as long as the calling thread.
 void* workspace_memory(std::size_t bytes) {

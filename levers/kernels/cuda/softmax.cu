@@ -1,4 +1,4 @@
-// softmax and log_softmax on the card (levers/kernels/softmax.hpp): one block per
+// softmax and log_softmax on the GPU (levers/kernels/softmax.hpp): one block per
 // row, the maximum and the sum by block reductions in a fixed order, in the
 // accumulator type.
 #include "levers/kernels/softmax.hpp"

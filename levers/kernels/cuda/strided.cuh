@@ -1,4 +1,4 @@
-// The card's one elementwise kernel over broadcast strides: thread i takes
+// The GPU's one elementwise kernel over broadcast strides: thread i takes
 // element i of the output, finds each operand's element through the merged
 // plan of levers/kernels/strided_plan.hpp (a division per merged dimension; none
 // where the plan is one dimension, as for contiguous or scalar operands),

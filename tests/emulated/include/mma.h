@@ -1,13 +1,13 @@
-// WMMA on the emulated card. Every lane holds the whole 16x16 fragment (the
+// WMMA on the emulated GPU. Every lane holds the whole 16x16 fragment (the
 // kernels never index a fragment's elements, so its layout across lanes is
 // theirs not to know) and a product is computed once per warp. Each _sync
 // call first waits for the warp, as the real ones do; a store is made by
 // lane 0, so a lane that reads the stored matrix without __syncwarp reads it
-// unwritten, as it may on a card. Pointers must be 32-byte aligned and
-// leading dimensions a multiple of 16 bytes, as on a card.
+// unwritten, as it may on a GPU. Pointers must be 32-byte aligned and
+// leading dimensions a multiple of 16 bytes, as on a GPU.
 #pragma once
 
-#include "emulated_card.hpp"
+#include "emulated_gpu.hpp"
 
 #include <cuda_bf16.h>
 
@@ -26,7 +26,7 @@ struct col_major {};
 enum layout_t { mem_row_major, mem_col_major };
 
 template <class Use, int M, int N, int K, class T, class Layout = void> struct fragment {
-    static_assert(M == 16 && N == 16 && K == 16, "the emulated card has 16x16x16 fragments only");
+    static_assert(M == 16 && N == 16 && K == 16, "the emulated GPU has 16x16x16 fragments only");
     float element[16 * 16];
 };
 
@@ -35,7 +35,7 @@ inline float value(float x) { return x; }
 inline float value(__nv_bfloat16 x) { return __bfloat162float(x); }
 template <class P> void check(const P* p, unsigned ld, const char* call) {
     if (reinterpret_cast<std::uintptr_t>(p) % 32 != 0 || ld * sizeof(P) % 16 != 0) {
-        std::fprintf(stderr, "emulated card: %s with pointer %p and leading dimension %u (needs 32-byte alignment "
+        std::fprintf(stderr, "emulated GPU: %s with pointer %p and leading dimension %u (needs 32-byte alignment "
                      "and rows a multiple of 16 bytes apart)\n", call, static_cast<const void*>(p), ld);
         std::abort();
     }

@@ -22,7 +22,7 @@ TEST_CASE("the scaling model follows ring all-reduce's cost and the overlap") {
 }
 
 TEST_CASE("under stated assumptions the model reproduces the seeds' measured fine-tune") {
-    // 10,170 steps: 4 h 10 min on 1 card, 2 h 16 min on 2 (1.85x), 1 h 19 min on 4 (3.15x); the same steps on
+    // 10,170 steps: 4 h 10 min on 1 GPU, 2 h 16 min on 2 (1.85x), 1 h 19 min on 4 (3.15x); the same steps on
     // every count, P2P disabled. Assumed: no overlap, 0.778 GB of gradients per step.
     const Workload seeds{.step_seconds = 250 * 60 / 10170.0, .grad_bytes = 0.778e9, .overlap = 0,
                          .fixed_global_batch = true};

@@ -71,7 +71,7 @@ TEST_CASE("parameter set: one flat buffer, aligned views, decay flags") {
     CHECK_THROWS_AS(ps.add("late", {1}, true), Error);
 }
 
-TEST_CASE("parameter set: gradients in bf16 only on a card; f64 parameters by conversion; frozen sets have none") {
+TEST_CASE("parameter set: gradients in bf16 only on a GPU; f64 parameters by conversion; frozen sets have none") {
     ParamSet ps;
     ps.add("w", {3, 5}, true);
     ps.add("b", {5}, false);

@@ -60,7 +60,7 @@ TEST_CASE("global gradient-norm clipping") {
     CHECK(k::grad_norm(g.data(), 2) == doctest::Approx(1.0));
 }
 
-TEST_CASE("AdamW chunks for the one-launch card update cover every element once, never crossing a tensor") {
+TEST_CASE("AdamW chunks for the one-launch GPU update cover every element once, never crossing a tensor") {
     // A GPT-like layout: a big matrix, a bias, a tensor of exactly one chunk, an empty one, a small one.
     const std::vector<std::pair<std::int64_t, bool>> tensors = {
         {3 * kernels::kAdamWChunk + 17, true}, {768, false}, {kernels::kAdamWChunk, true}, {0, true}, {5, false}};

@@ -7,7 +7,7 @@
 using namespace levers;
 using namespace levers::launch;
 
-TEST_CASE("the ledger hands out cards all at once or not at all, and takes them back") {
+TEST_CASE("the ledger hands out GPUs all at once or not at all, and takes them back") {
     testing::TempDir tmp;
     SlotLedger ledger(tmp.path(), Device::Kind::cuda, {0, 1, 2});
     auto two = ledger.try_acquire(2, "a");
@@ -27,16 +27,16 @@ TEST_CASE("the ledger hands out cards all at once or not at all, and takes them 
     REQUIRE(again.has_value());
     CHECK(again->slots() == std::vector<int>{0, 1});
     CHECK_THROWS_WITH_AS(ledger.acquire(4, "e", false, [](const std::string&) {}),
-                         doctest::Contains("needs 4 cards but this node has 3 usable"), Error);
+                         doctest::Contains("needs 4 GPUs but this node has 3 usable"), Error);
     CHECK_THROWS_WITH_AS(ledger.acquire(1, "f", false, [](const std::string&) {}),
-                         doctest::Contains("held by card 0: job 'd'"), Error);
+                         doctest::Contains("held by GPU 0: job 'd'"), Error);
 }
 
-TEST_CASE("CUDA_VISIBLE_DEVICES limits the cards, and a bad entry is named") {
-    CHECK(visible_cuda_cards(4, nullptr) == std::vector<int>{0, 1, 2, 3});
-    CHECK(visible_cuda_cards(4, "2,0") == std::vector<int>{2, 0});
-    CHECK(visible_cuda_cards(4, "").empty());
-    CHECK_THROWS_WITH_AS(visible_cuda_cards(2, "0,5"), doctest::Contains("entry '5' is not a card index of this node (0..1)"),
+TEST_CASE("CUDA_VISIBLE_DEVICES limits the GPUs, and a bad entry is named") {
+    CHECK(visible_cuda_gpus(4, nullptr) == std::vector<int>{0, 1, 2, 3});
+    CHECK(visible_cuda_gpus(4, "2,0") == std::vector<int>{2, 0});
+    CHECK(visible_cuda_gpus(4, "").empty());
+    CHECK_THROWS_WITH_AS(visible_cuda_gpus(2, "0,5"), doctest::Contains("entry '5' is not a GPU index of this node (0..1)"),
                          Error);
-    CHECK_THROWS_WITH_AS(visible_cuda_cards(2, "GPU-1234"), doctest::Contains("not UUIDs"), Error);
+    CHECK_THROWS_WITH_AS(visible_cuda_gpus(2, "GPU-1234"), doctest::Contains("not UUIDs"), Error);
 }

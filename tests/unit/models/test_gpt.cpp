@@ -135,7 +135,7 @@ TEST_CASE("GPT: to() on the CPU keeps it there; bf16 there is refused, naming wh
     CHECK(g.params().dtype() == DType::f64);
     g.to(Device::cpu());
     CHECK(g.params().dtype() == DType::f32);
-    CHECK_THROWS_WITH_AS(g.to(Device::cpu(), DType::bf16), doctest::Contains("bf16 needs a card"), Error);
+    CHECK_THROWS_WITH_AS(g.to(Device::cpu(), DType::bf16), doctest::Contains("bf16 needs a GPU"), Error);
     CHECK(g.device().is_cpu());
     CHECK(g.compute_dtype() == DType::f32);
 }

@@ -33,5 +33,5 @@ TEST_CASE("MLP: to() on the CPU keeps it there; bf16 there is refused, naming wh
     models::Mlp m(config, 1);
     m.to(Device::cpu(), DType::f64);
     CHECK(m.device().is_cpu());
-    CHECK_THROWS_WITH_AS(m.to(Device::cpu(), DType::bf16), doctest::Contains("bf16 needs a card"), Error);
+    CHECK_THROWS_WITH_AS(m.to(Device::cpu(), DType::bf16), doctest::Contains("bf16 needs a GPU"), Error);
 }

@@ -17,7 +17,7 @@ TEST_CASE("every op's gradients through autograd match finite differences (f64, 
         for (std::size_t k = 0; k < in.size(); ++k)
             if (c.inputs[k].differentiable()) leaves.push_back(in[k].requires_grad_());
         if (!has_kernel(c.name.substr(0, c.name.find(' ')).c_str(), Device::Kind::cpu, DType::f64) && c.cpu_reference) {
-            MESSAGE(c.name << ": no CPU kernel; the card parity test checks it against its reference");
+            MESSAGE(c.name << ": no CPU kernel; the GPU parity test checks it against its reference");
             continue;
         }
         const auto report = nn::check_gradients([&] { return c.run(in); }, leaves);
@@ -26,5 +26,5 @@ TEST_CASE("every op's gradients through autograd match finite differences (f64, 
         CHECK(report.elements > 0);
         ++checked;
     }
-    CHECK(checked + 1 == static_cast<int>(op_cases().size()));  // all but the card-only fused attention
+    CHECK(checked + 1 == static_cast<int>(op_cases().size()));  // all but the GPU-only fused attention
 }

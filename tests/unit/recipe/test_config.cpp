@@ -149,7 +149,7 @@ TEST_CASE("a recipe's check and the framework loop's settings are applied before
 
 TEST_CASE("lists of counts on the command line refuse empty and bad items, naming the item") {
     CHECK(parse_int_list("--gpus", "1,2,4", 1) == std::vector<int>{1, 2, 4});
-    CHECK(parse_int_list("LEVERS_CARDS", "0", 0) == std::vector<int>{0});
+    CHECK(parse_int_list("LEVERS_GPUS", "0", 0) == std::vector<int>{0});
     CHECK_THROWS_WITH_AS(parse_int_list("--gpus", "1,,2", 1),
                          doctest::Contains("--gpus '1,,2': item 2 (empty) is not an integer >= 1; give them separated "
                                            "by commas (e.g. 1,2,4)"),

@@ -153,7 +153,7 @@ TEST_CASE("build() refuses an incomplete or inconsistent loop, naming what is wr
     CHECK_THROWS_WITH_AS(bad_metric.run(bad_metric.defaults()), doctest::Contains("reports only: val_loss"), Error);
 }
 
-TEST_CASE("on a card, a model type without to_device is refused by name before training") {
+TEST_CASE("on a GPU, a model type without to_device is refused by name before training") {
     struct CpuOnly {
         ParamSet p;
         CpuOnly() {

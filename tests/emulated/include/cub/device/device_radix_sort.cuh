@@ -1,4 +1,4 @@
-// cub's radix sort of key-value pairs on the emulated card: a stable sort by
+// cub's radix sort of key-value pairs on the emulated GPU: a stable sort by
 // key (radix sorts are stable), with cub's two-call protocol for scratch,
 // run when its stream gets to it.
 #pragma once

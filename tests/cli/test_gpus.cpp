@@ -128,7 +128,7 @@ TEST_CASE("a killed holder's slot frees itself") {
     CHECK(next.code == 0);
 }
 
-TEST_CASE("workspace settings refuse multi-card jobs, naming the command that allows them; variables win") {
+TEST_CASE("workspace settings refuse multi-GPU jobs, naming the command that allows them; variables win") {
     TempDir tmp;
     const std::string config = "XDG_CONFIG_HOME=" + tmp.path().string();
     CHECK(run_tests_bin({"workspace", "multi-gpu", "off"}, {config}).code == 0);
@@ -143,11 +143,11 @@ TEST_CASE("workspace settings refuse multi-card jobs, naming the command that al
     CHECK(run_tests_bin({"workspace", "max-gpus", "2"}, {config}).code == 0);
     auto too_many = run_tests_bin({"run", "hold", "--gpus", "3"}, {config});
     CHECK(too_many.code == 2);
-    CHECK(too_many.output.find("at most 2 cards") != std::string::npos);
+    CHECK(too_many.output.find("at most 2 GPUs") != std::string::npos);
     CHECK(too_many.output.find("recipe workspace max-gpus 3") != std::string::npos);
     auto bad = run_tests_bin({"workspace", "max-gpus", "zero"}, {config});
     CHECK(bad.code == 2);
-    CHECK(bad.output.find("'zero' is not a card count") != std::string::npos);
+    CHECK(bad.output.find("'zero' is not a GPU count") != std::string::npos);
     auto env_bad = run_tests_bin({"run", "hold"}, {config, "LEVERS_MAX_GPUS=-3"});
     CHECK(env_bad.code == 2);
     CHECK(env_bad.output.find("LEVERS_MAX_GPUS") != std::string::npos);
@@ -157,10 +157,10 @@ TEST_CASE("a user's binary's help names that binary and its own recipes") {
     auto top = run_tests_bin({"--help"}, {});
     CHECK(top.code == 0);
     CHECK(top.output.find("Usage: levers_test_recipes") != std::string::npos);
-    CHECK(top.output.find("Its recipes: card_order, collectives, cpu_op,") != std::string::npos);
-    CHECK(top.output.find("levers_test_recipes run card_order --gpus 2") != std::string::npos);
+    CHECK(top.output.find("Its recipes: gpu_order, collectives, cpu_op,") != std::string::npos);
+    CHECK(top.output.find("levers_test_recipes run gpu_order --gpus 2") != std::string::npos);
     auto run = run_tests_bin({"run", "--help"}, {});
-    CHECK(run.output.find("levers_test_recipes run card_order") != std::string::npos);
+    CHECK(run.output.find("levers_test_recipes run gpu_order") != std::string::npos);
     for (const auto& help : {top.output, run.output}) {
         CHECK(help.find("pretrain") == std::string::npos);
         CHECK(help.find("classify") == std::string::npos);

@@ -1,6 +1,6 @@
-#include "framework/dist/card_quirks.hpp"
+#include "levers/distributed/gpu_quirks.hpp"
 
-#include "framework/core/error.hpp"
+#include "levers/core/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,12 +10,12 @@
 
 namespace levers::dist {
 
-const std::vector<CardQuirk>& card_quirks() {
-    static const std::vector<CardQuirk> table = {
+const std::vector<GpuQuirk>& gpu_quirks() {
+    static const std::vector<GpuQuirk> table = {
         {"RTX PRO 6000", "NCCL_P2P_DISABLE", "1", 0,
-         "peer-to-peer transfers between RTX PRO 6000 (Blackwell) cards hang; NCCL goes through host memory"},
+         "peer-to-peer transfers between RTX PRO 6000 (Blackwell) GPUs hang; NCCL goes through host memory"},
         {"RTX PRO 6000", "", "", 22600,
-         "NCCL before 2.26 has no kernels for Blackwell workstation cards: the first collective fails with "
+         "NCCL before 2.26 has no kernels for Blackwell workstation GPUs: the first collective fails with "
          "\"Cuda failure 1 'invalid argument'\" after the rings connect"},
     };
     return table;
@@ -31,10 +31,10 @@ QuirkPlan plan_quirks(const std::vector<std::string>& device_names, int nccl_ver
                       const std::function<const char*(const char*)>& read_env) {
     QuirkPlan plan;
     std::vector<std::string> applied;
-    for (const auto& q : card_quirks()) {
+    for (const auto& q : gpu_quirks()) {
         std::string matched;
         for (const auto& name : device_names)
-            if (name.find(q.card) != std::string::npos) matched = name;
+            if (name.find(q.gpu) != std::string::npos) matched = name;
         if (matched.empty()) continue;
         if (q.min_nccl > 0)
             LEVERS_CHECK(nccl_version >= q.min_nccl,
@@ -54,7 +54,7 @@ QuirkPlan plan_quirks(const std::vector<std::string>& device_names, int nccl_ver
     if (!applied.empty() || !plan.kept.empty()) {
         std::vector<std::string> parts = applied;
         parts.insert(parts.end(), plan.kept.begin(), plan.kept.end());
-        plan.line = fmt::format("card quirks: {}", fmt::join(parts, "; "));
+        plan.line = fmt::format("GPU quirks: {}", fmt::join(parts, "; "));
     }
     return plan;
 }

@@ -1,5 +1,5 @@
 // What the GPU tests share: the precisions under test with their tolerances,
-// host values rounded to what a storage type holds, their copies on the card
+// host values rounded to what a storage type holds, their copies on the GPU
 // and back, and closeness checks. A CUDA op in storage S is compared with the
 // CPU op run in host_t<S> (double for f64, float otherwise) on the same,
 // already rounded, inputs.
@@ -82,14 +82,14 @@ private:
     T* data_ = nullptr;
 };
 
-// Host values in storage type S on the card; host() brings them back as host_t<S>.
-template <class S> class Card {
+// Host values in storage type S on the GPU; host() brings them back as host_t<S>.
+template <class S> class Gpu {
     using Raw = std::conditional_t<std::is_same_v<S, bf16>, std::uint16_t, S>;
 
 public:
     using Host = host_t<S>;
-    explicit Card(const std::vector<Host>& values) : raw_(to_raw(values)) {}
-    explicit Card(std::size_t n) : raw_(n) {}
+    explicit Gpu(const std::vector<Host>& values) : raw_(to_raw(values)) {}
+    explicit Gpu(std::size_t n) : raw_(n) {}
     S* get() const { return reinterpret_cast<S*>(raw_.get()); }
     std::vector<Host> host() const {
         if constexpr (std::is_same_v<S, bf16>) {

@@ -1,36 +1,36 @@
 #!/usr/bin/env bash
 # `recipe run pretrain`, then `recipe run fine_tune` (LoRA on the frozen
-# pretrained model), on emulated cards against the CPU, same settings and
-# seed, on one card, on two (two ranks, each a process with its own
-# emulated card, gradients averaged through the emulated NCCL while backward
-# runs) and, for pretrain, on two "nodes" started by hand: in f32 a card run must end at the CPU's loss and validation loss
+# pretrained model), on emulated GPUs against the CPU, same settings and
+# seed, on one GPU, on two (two ranks, each a process with its own
+# emulated GPU, gradients averaged through the emulated NCCL while backward
+# runs) and, for pretrain, on two "nodes" started by hand: in f32 a GPU run must end at the CPU's loss and validation loss
 # (1e-5 relative; pretrain also samples the same text); in bf16 (pretrain's
 # attention fused: head size 64) within 2% of them. ZeRO-1 and 2 in bf16
 # (each rank keeping the f32 master values of its shard only) must end at
-# DDP's loss, and their sharded checkpoints resume on two cards without ZeRO
+# DDP's loss, and their sharded checkpoints resume on two GPUs without ZeRO
 # and on one. Then sft (a Llama with
 # Llama 3's tokenizer, made by pretrain_llama on the CPU, fine-tuned on
 # conversations packed into rows: documents, positions restarting, the loss
-# on the answers only) likewise, on one card and two. Whole runs: data,
-# training loop, AdamW and clipping on the card, evaluation, checkpoints,
+# on the answers only) likewise, on one GPU and two. Whole runs: data,
+# training loop, AdamW and clipping on the GPU, evaluation, checkpoints,
 # sampling. Then a user's own models (examples/user_project: a residual MLP
 # with layernorm written as modules, a small CNN, a classifier with an op of
-# the user's own) on one card (f32, bf16) and two against the CPU, and a
-# model using an op no card has kernels for, which `--device auto` keeps on
-# the CPU with one line. `recipe plan` of pretrain's card runs must be within
-# 10% of the peaks they measured, and a card too small for the batch (the
-# emulated card's memory limited) must stop the run with the plan's figures
+# the user's own) on one GPU (f32, bf16) and two against the CPU, and a
+# model using an op no GPU has kernels for, which `--device auto` keeps on
+# the CPU with one line. `recipe plan` of pretrain's GPU runs must be within
+# 10% of the peaks they measured, and a GPU too small for the batch (the
+# emulated GPU's memory limited) must stop the run with the plan's figures
 # and what fits. Nothing may be left in /dev/shm by the emulated NCCL.
 #
-#   check_recipe_on_card.sh CPU_RECIPE CARD_RECIPE CORPUS USER_RECIPES TEST_RECIPES BACKEND
-# (the card binaries, built with the sanitizers, open the emulated card's
+#   check_recipe_on_gpu.sh CPU_RECIPE GPU_RECIPE CORPUS USER_RECIPES TEST_RECIPES BACKEND
+# (the GPU binaries, built with the sanitizers, open the emulated GPU's
 # backend library BACKEND as LEVERS_CUDA_BACKEND tells them; the CPU binary
 # never sees it)
 set -euo pipefail
 source "$(dirname "$0")/../needs_data.sh"
 needs_data fashion_mnist hf_tokenizers  # the user's model, sft's tokenizer; pretrain and fine_tune read CORPUS
 cpu=$1 corpus=$3 backend=$6
-card=(env LEVERS_CUDA_BACKEND="$backend" "$2")
+gpu=(env LEVERS_CUDA_BACKEND="$backend" "$2")
 user=(env LEVERS_CUDA_BACKEND="$backend" "$4")
 tests=(env LEVERS_CUDA_BACKEND="$backend" "$5")
 work=$(mktemp -d)
@@ -47,49 +47,49 @@ run() {  # NAME COMMAND...: its output in NAME.log
     shift
     "$@" >"$name.log" 2>&1 || { echo "$name failed:"; cat "$name.log"; exit 1; }
 }
-# Each card run against the CPU run of the same recipe and ranks.
+# Each GPU run against the CPU run of the same recipe and ranks.
 run cpu "$cpu" "${args[@]}"
 cp runs/pretrain/latest/model.ckpt base.ckpt
 tune=(run fine_tune --set base="$work/base.ckpt" --set corpus="$corpus" --set steps=4 --set batch_size=2 --set eval_every=2
       --set eval_batches=1 --set checkpoint_every=0)
-run f32 "${card[@]}" "${args[@]}" --device cuda
-run bf16 "${card[@]}" "${args[@]}" --device cuda --precision bf16
+run f32 "${gpu[@]}" "${args[@]}" --device cuda
+run bf16 "${gpu[@]}" "${args[@]}" --device cuda --precision bf16
 run cpu_x2 "$cpu" "${args[@]}" --gpus 2
-LEVERS_EMULATED_CARDS=2 run f32_x2 "${card[@]}" "${args[@]}" --gpus 2 --device cuda
-LEVERS_EMULATED_CARDS=2 run bf16_x2 "${card[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16
-# ZeRO-2 on the cards (buckets small enough for several): AdamW's state and the averaged gradients sharded;
+LEVERS_EMULATED_GPUS=2 run f32_x2 "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda
+LEVERS_EMULATED_GPUS=2 run bf16_x2 "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16
+# ZeRO-2 on the GPUs (buckets small enough for several): AdamW's state and the averaged gradients sharded;
 # in bf16 with activation checkpointing too (the recompute records the bf16 compute copies).
 zero2=(--gpus 2 --device cuda --set zero=2 --set bucket_mb=0.05)
-LEVERS_EMULATED_CARDS=2 run f32_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}"
-LEVERS_EMULATED_CARDS=2 run bf16_x2_zero2 "${card[@]}" "${args[@]}" "${zero2[@]}" --precision bf16 --set checkpointing=true \
+LEVERS_EMULATED_GPUS=2 run f32_x2_zero2 "${gpu[@]}" "${args[@]}" "${zero2[@]}"
+LEVERS_EMULATED_GPUS=2 run bf16_x2_zero2 "${gpu[@]}" "${args[@]}" "${zero2[@]}" --precision bf16 --set checkpointing=true \
     --set checkpoint_every=2 --out "$work/bf16_zero2"
 # In bf16 ZeRO keeps the f32 master values of each rank's shard only and gathers the bf16 copy: the loss is
 # DDP's (bf16_x2_ckpt) to 1e-6, ZeRO-1's too; its checkpoints hold the masters in the shard files, and resume
-# on two cards without ZeRO to the same loss, on one card to bf16's reduction order (one card sums the two
-# micro-batches' bf16 gradients where two cards average them: 2e-6 to 1.1e-5 apart as seen, 1e-4 allowed).
-LEVERS_EMULATED_CARDS=2 run bf16_x2_ckpt "${card[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 --set checkpointing=true
-LEVERS_EMULATED_CARDS=2 run bf16_x2_zero1 "${card[@]}" "${args[@]}" "${zero2[@]}" --set zero=1 --precision bf16 \
+# on two GPUs without ZeRO to the same loss, on one GPU to bf16's reduction order (one GPU sums the two
+# micro-batches' bf16 gradients where two GPUs average them: 2e-6 to 1.1e-5 apart as seen, 1e-4 allowed).
+LEVERS_EMULATED_GPUS=2 run bf16_x2_ckpt "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 --set checkpointing=true
+LEVERS_EMULATED_GPUS=2 run bf16_x2_zero1 "${gpu[@]}" "${args[@]}" "${zero2[@]}" --set zero=1 --precision bf16 \
     --set checkpointing=true
 bf16_step2=$work/bf16_zero2/checkpoints/step-00000002.ckpt
 [ -f "$bf16_step2.shard-1-of-2" ] || { echo "the bf16 ZeRO-2 run wrote no shard files:"; ls "$work/bf16_zero2/checkpoints"; exit 1; }
-LEVERS_EMULATED_CARDS=2 run bf16_x2_resumed "${card[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 \
+LEVERS_EMULATED_GPUS=2 run bf16_x2_resumed "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 \
     --set checkpointing=true --resume "$bf16_step2"
-run bf16_resumed "${card[@]}" "${args[@]}" --device cuda --precision bf16 --set checkpointing=true --resume "$bf16_step2"
-# Two "nodes" of one card each, as srun or torchrun --nnodes start them: the
+run bf16_resumed "${gpu[@]}" "${args[@]}" --device cuda --precision bf16 --set checkpointing=true --resume "$bf16_step2"
+# Two "nodes" of one GPU each, as srun or torchrun --nnodes start them: the
 # ranks meet at rank 0's TCP store, NCCL carries the gradients and, staged
-# through the cards, the host collectives.
+# through the GPUs, the host collectives.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 for rank in 1 0; do
     RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-        "${card[@]}" "${args[@]}" --device cuda >"f32_nodes.$rank.log" 2>&1 &
+        "${gpu[@]}" "${args[@]}" --device cuda >"f32_nodes.$rank.log" 2>&1 &
 done
 for rank in 1 0; do wait -n || { echo "a rank of the two-node run failed:"; cat f32_nodes.*.log; exit 1; }; done
 cp f32_nodes.0.log f32_nodes.log
 run cpu_tune "$cpu" "${tune[@]}"
-run f32_tune "${card[@]}" "${tune[@]}" --device cuda
-run bf16_tune "${card[@]}" "${tune[@]}" --device cuda --precision bf16
+run f32_tune "${gpu[@]}" "${tune[@]}" --device cuda
+run bf16_tune "${gpu[@]}" "${tune[@]}" --device cuda --precision bf16
 run cpu_tune_x2 "$cpu" "${tune[@]}" --gpus 2
-LEVERS_EMULATED_CARDS=2 run f32_tune_x2 "${card[@]}" "${tune[@]}" --gpus 2 --device cuda
+LEVERS_EMULATED_GPUS=2 run f32_tune_x2 "${gpu[@]}" "${tune[@]}" --gpus 2 --device cuda
 # sft on a Llama of head size 64 (bf16's attention fused) over Llama 3's vocabulary, made on the CPU.
 run llama_base "$cpu" run pretrain_llama --set steps=1 --set hidden=64 --set intermediate=96 --set layers=1 --set heads=1 \
     --set kv_heads=1 --set context=64 --set batch_size=1 --set eval_every=0 --set eval_batches=1 --set sample_tokens=0 \
@@ -101,23 +101,23 @@ done >chat.jsonl
 sft=(run sft --set model="$work/runs/pretrain_llama/latest/model" --set data="$work/chat.jsonl" --set context=64
      --set batch_size=2 --set steps=3 --set eval_every=3 --set eval_batches=1 --set checkpoint_every=0 --set val_fraction=0.25)
 run cpu_sft "$cpu" "${sft[@]}"
-run f32_sft "${card[@]}" "${sft[@]}" --device cuda
-run bf16_sft "${card[@]}" "${sft[@]}" --device cuda --precision bf16
+run f32_sft "${gpu[@]}" "${sft[@]}" --device cuda
+run bf16_sft "${gpu[@]}" "${sft[@]}" --device cuda --precision bf16
 run cpu_sft_x2 "$cpu" "${sft[@]}" --gpus 2
-LEVERS_EMULATED_CARDS=2 run f32_sft_x2 "${card[@]}" "${sft[@]}" --gpus 2 --device cuda
-# The user's own model, on the card against the CPU (the same binary with --device cpu).
+LEVERS_EMULATED_GPUS=2 run f32_sft_x2 "${gpu[@]}" "${sft[@]}" --gpus 2 --device cuda
+# The user's own model, on the GPU against the CPU (the same binary with --device cpu).
 fashion=(run fashion --set steps=6 --set width=32 --set depth=1 --set eval_every=6)
 run user_cpu "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cpu
 run user_f32 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda
 run user_bf16 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda --precision bf16
-LEVERS_EMULATED_CARDS=2 run user_f32_x2 "${user[@]}" "${fashion[@]}" --set batch_size=8 --gpus 2 --device cuda
+LEVERS_EMULATED_GPUS=2 run user_f32_x2 "${user[@]}" "${fashion[@]}" --set batch_size=8 --gpus 2 --device cuda
 # The user's small CNN (convolutions, pooling: unfold, matmul, reductions) and its
 # logistic classifier (its own op written with tensors) likewise.
 cnn=(run fashion_cnn --set steps=4 --set warmup=1 --set channels=4 --set eval_every=0 --set test_images=64)
 run cnn_cpu "${user[@]}" "${cnn[@]}" --set batch_size=16 --device cpu
 run cnn_f32 "${user[@]}" "${cnn[@]}" --set batch_size=16 --device cuda
 run cnn_bf16 "${user[@]}" "${cnn[@]}" --set batch_size=16 --device cuda --precision bf16
-LEVERS_EMULATED_CARDS=2 run cnn_f32_x2 "${user[@]}" "${cnn[@]}" --set batch_size=8 --gpus 2 --device cuda
+LEVERS_EMULATED_GPUS=2 run cnn_f32_x2 "${user[@]}" "${cnn[@]}" --set batch_size=8 --gpus 2 --device cuda
 logistic=(run logistic --set steps=20)
 run logistic_cpu "${user[@]}" "${logistic[@]}" --device cpu
 run logistic_f32 "${user[@]}" "${logistic[@]}" --device cuda
@@ -126,30 +126,30 @@ run fallback "${tests[@]}" run cpu_op
 grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
     { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
 for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
-    grep -q 'on card 0 (levers emulated card' "$run.log" || { echo "the $run run did not use the emulated card:"; cat "$run.log"; exit 1; }
+    grep -q 'on GPU 0 (levers emulated GPU' "$run.log" || { echo "the $run run did not use the emulated GPU:"; cat "$run.log"; exit 1; }
 done
 for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 user_f32_x2 cnn_f32_x2; do
-    grep -q '2 ranks on cards 0,1 (levers emulated card' "$run.log" ||
-        { echo "the $run run did not use two emulated cards:"; cat "$run.log"; exit 1; }
+    grep -q '2 ranks on GPUs 0,1 (levers emulated GPU' "$run.log" ||
+        { echo "the $run run did not use two emulated GPUs:"; cat "$run.log"; exit 1; }
 done
 grep -q 'rank 0 of 2 started by torchrun, joined through NCCL' f32_nodes.log ||
     { echo "the two-node run did not join through NCCL:"; cat f32_nodes.log; exit 1; }
-# The memory plan of pretrain's card runs, traced on shapes alone, against the peaks they measured (within 10%:
-# the kernels' own scratch buffers are not traced); then a card too small for the batch asked: the rank stops
+# The memory plan of pretrain's GPU runs, traced on shapes alone, against the peaks they measured (within 10%:
+# the kernels' own scratch buffers are not traced); then a GPU too small for the batch asked: the rank stops
 # with the plan's figures and what fits, having written no checkpoint.
-run plan_f32 "${card[@]}" plan "${args[@]:1}" --device cuda
-run plan_bf16 "${card[@]}" plan "${args[@]:1}" --device cuda --precision bf16
-LEVERS_EMULATED_CARDS=2 run plan_f32_x2 "${card[@]}" plan "${args[@]:1}" --gpus 2 --device cuda
-LEVERS_EMULATED_CARDS=2 run plan_f32_x2_zero2 "${card[@]}" plan "${args[@]:1}" "${zero2[@]}"
-LEVERS_EMULATED_CARDS=2 run plan_bf16_x2_zero2 "${card[@]}" plan "${args[@]:1}" "${zero2[@]}" --precision bf16 \
+run plan_f32 "${gpu[@]}" plan "${args[@]:1}" --device cuda
+run plan_bf16 "${gpu[@]}" plan "${args[@]:1}" --device cuda --precision bf16
+LEVERS_EMULATED_GPUS=2 run plan_f32_x2 "${gpu[@]}" plan "${args[@]:1}" --gpus 2 --device cuda
+LEVERS_EMULATED_GPUS=2 run plan_f32_x2_zero2 "${gpu[@]}" plan "${args[@]:1}" "${zero2[@]}"
+LEVERS_EMULATED_GPUS=2 run plan_bf16_x2_zero2 "${gpu[@]}" plan "${args[@]:1}" "${zero2[@]}" --precision bf16 \
     --set checkpointing=true
-LEVERS_EMULATED_CARDS=2 run plan_bf16_x2_zero1 "${card[@]}" plan "${args[@]:1}" "${zero2[@]}" --set zero=1 \
+LEVERS_EMULATED_GPUS=2 run plan_bf16_x2_zero1 "${gpu[@]}" plan "${args[@]:1}" "${zero2[@]}" --set zero=1 \
     --precision bf16 --set checkpointing=true
-if LEVERS_EMULATED_CARD_MEMORY=$((40 << 20)) "${card[@]}" "${args[@]}" --device cuda --set batch_size=512 \
+if LEVERS_EMULATED_GPU_MEMORY=$((40 << 20)) "${gpu[@]}" "${args[@]}" --device cuda --set batch_size=512 \
     --set checkpoint_every=1 --out "$work/oom" >oom.log 2>&1; then
-    echo "a batch too large for a 40 MiB card trained:"; cat oom.log; exit 1
+    echo "a batch too large for a 40 MiB GPU trained:"; cat oom.log; exit 1
 fi
-for says in "out of memory on the card" "The memory plan for this run (1 cuda rank of 40.0 MiB)" \
+for says in "out of memory on the GPU" "The memory plan for this run (1 cuda rank of 40.0 MiB)" \
     "What fits: batch_size=" "--set micro_batch=auto picks"; do
     grep -qF -- "$says" oom.log || { echo "the out-of-memory message lacks '$says':"; cat oom.log; exit 1; }
 done
@@ -187,7 +187,7 @@ for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32'
         for key in ('loss', 'val_loss'):
             within(run, got, cpu_run, cpu, key, tolerance)
         if precision == 'f32' and got.get('sample') != cpu.get('sample'):
-            print(f"{run} sample differs: card {got.get('sample')!r}, CPU {cpu.get('sample')!r}")
+            print(f"{run} sample differs: GPU {got.get('sample')!r}, CPU {cpu.get('sample')!r}")
             failed = True
 for run, reference, tolerance in (('bf16_x2_zero2', 'bf16_x2_ckpt', 1e-6), ('bf16_x2_zero1', 'bf16_x2_ckpt', 1e-6),
                                   ('bf16_x2_resumed', 'bf16_x2_zero2', 1e-6), ('bf16_resumed', 'bf16_x2_zero2', 1e-4)):
@@ -201,7 +201,7 @@ def against_cpu(cpu_run, runs, accuracy):  # each run's loss within its toleranc
         error = abs(got['loss'] - cpu['loss']) / abs(cpu['loss'])
         ok = error <= tolerance and (tolerance > 1e-5 or got[accuracy] == cpu[accuracy])
         failed |= not ok
-        print(f"{run} loss: card {got['loss']:.7f}, CPU {cpu['loss']:.7f}, relative error {error:.1e}; {accuracy} "
+        print(f"{run} loss: GPU {got['loss']:.7f}, CPU {cpu['loss']:.7f}, relative error {error:.1e}; {accuracy} "
               f"{got[accuracy]:.4f} against {cpu[accuracy]:.4f} ({'ok' if ok else 'over'} {tolerance:g})")
 against_cpu('user_cpu', (('user_f32', 1e-5), ('user_bf16', 0.02), ('user_f32_x2', 1e-5)), 'test_accuracy')
 against_cpu('cnn_cpu', (('cnn_f32', 1e-5), ('cnn_bf16', 0.02), ('cnn_f32_x2', 1e-5)), 'final_test_accuracy')

@@ -1,13 +1,13 @@
-// What can be checked of the card-staged host group without a card: it
-// refuses a group that does not work on card memory (tests/gpu has the rest).
-#include "framework/core/error.hpp"
-#include "framework/dist/card_staged_backend.hpp"
+// What can be checked of the GPU-staged host group without a GPU: it
+// refuses a group that does not work on GPU memory (tests/gpu has the rest).
+#include "levers/core/error.hpp"
+#include "levers/distributed/gpu_staged_backend.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace levers;
 
-TEST_CASE("host collectives staged through the card need a card group, and say so") {
+TEST_CASE("host collectives staged through the GPU need a GPU group, and say so") {
     struct HostOnly final : dist::Backend {
         int rank() const override { return 0; }
         int world_size() const override { return 1; }
@@ -20,6 +20,6 @@ TEST_CASE("host collectives staged through the card need a card group, and say s
         void abort(const std::string&) override {}
         Timing timing() const override { return {}; }
     } host_only;
-    CHECK_THROWS_WITH_AS(dist::CardStagedBackend{host_only},
-                         doctest::Contains("need a card group, not shared memory"), Error);
+    CHECK_THROWS_WITH_AS(dist::GpuStagedBackend{host_only},
+                         doctest::Contains("need a GPU group, not shared memory"), Error);
 }

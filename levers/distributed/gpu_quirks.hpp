@@ -1,7 +1,7 @@
-// Card quirks: what particular cards need before the first collective, in one
-// table. Each quirk names the cards it applies to (by a substring of the name
+// GPU quirks: what particular GPUs need before the first collective, in one
+// table. Each quirk names the GPUs it applies to (by a substring of the name
 // CUDA reports), the NCCL environment it sets and why; a variable the user
-// already set wins. A card that needs a newer NCCL than the one loaded is an
+// already set wins. A GPU that needs a newer NCCL than the one loaded is an
 // error that names the package to install.
 #pragma once
 
@@ -11,15 +11,15 @@
 
 namespace levers::dist {
 
-struct CardQuirk {
-    std::string card;     // substring of the device name, e.g. "RTX PRO 6000"
+struct GpuQuirk {
+    std::string gpu;     // substring of the device name, e.g. "RTX PRO 6000"
     std::string env;      // NCCL variable to set ("" if the quirk is a version floor only)
     std::string value;
-    int min_nccl = 0;     // ncclGetVersion code the card needs (0: none), e.g. 22600 for 2.26
+    int min_nccl = 0;     // ncclGetVersion code the GPU needs (0: none), e.g. 22600 for 2.26
     std::string why;
 };
 
-const std::vector<CardQuirk>& card_quirks();
+const std::vector<GpuQuirk>& gpu_quirks();
 
 struct QuirkPlan {
     std::vector<std::pair<std::string, std::string>> set;  // variables to export
@@ -27,10 +27,10 @@ struct QuirkPlan {
     std::string line;                                      // the one line to print ("" when nothing applies)
 };
 
-// What the quirks do for these cards, given the environment (`read_env`) and the
+// What the quirks do for these GPUs, given the environment (`read_env`) and the
 // loaded NCCL's version code (ncclGetVersion: 22809 for 2.28.9). Throws
-// levers::Error naming the card, the NCCL found and the package needed when a
-// card needs a newer NCCL.
+// levers::Error naming the GPU, the NCCL found and the package needed when a
+// GPU needs a newer NCCL.
 QuirkPlan plan_quirks(const std::vector<std::string>& device_names, int nccl_version,
                       const std::function<const char*(const char*)>& read_env);
 

@@ -1,8 +1,8 @@
-// Host collectives staged through a card group (what a job across nodes uses
+// Host collectives staged through a GPU group (what a job across nodes uses
 // for losses, metrics and texts): a one-rank NCCL group on this machine's
-// card, so every collective's result is known. Skipped where no card is.
+// GPU, so every collective's result is known. Skipped where no GPU is.
 #include "levers/core/gpu.hpp"
-#include "levers/distributed/card_staged_backend.hpp"
+#include "levers/distributed/gpu_staged_backend.hpp"
 #include "levers/distributed/nccl_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -32,7 +32,7 @@ TEST_CASE("host buffers staged through a one-rank NCCL group come back as the co
         }
     } store;
     dist::NcclBackend nccl(0, 1, 0, store, std::chrono::milliseconds(30000));
-    dist::CardStagedBackend host(nccl);
+    dist::GpuStagedBackend host(nccl);
     CHECK(host.world_size() == 1);
     std::vector<double> values = {1.5, -2, 3};
     host.all_reduce(values.data(), 3, dist::ReduceOp::sum);  // one rank: a sum and a mean are the values

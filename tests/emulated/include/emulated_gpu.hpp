@@ -1,5 +1,5 @@
-// A CUDA card emulated on the host, for running levers' kernels where no
-// card is: every thread of a block is a fiber, __syncthreads and __syncwarp
+// A CUDA GPU emulated on the host, for running levers' kernels where no
+// GPU is: every thread of a block is a fiber, __syncthreads and __syncwarp
 // are barriers, shuffles pass through per-lane slots, blocks run one after
 // another, and launches, copies and products wait on their stream until
 // something waits for them. Kernel files see it through this header
@@ -8,7 +8,7 @@
 // out-of-bounds reads, misaligned vector loads; a missing barrier, through
 // the order the threads take turns in; a missing stream wait, through the
 // order streams run in), not the hardware: timing, occupancy and register
-// limits are a real card's to show.
+// limits are a real GPU's to show.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -59,16 +59,16 @@ struct Launch {
 extern uint3 thread_index, block_index;
 extern unsigned linear_thread;
 extern Launch* running;
-// What cudaGetLastError reports: a launch the card would refuse.
+// What cudaGetLastError reports: a launch the GPU would refuse.
 extern cudaError_t launch_error;
 
 // Runs `kernel` (the kernel called with its arguments) over the grid, now.
 void run(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& kernel);
-// Whether a card would launch this shape (over 1024 threads, grid y or z
+// Whether a GPU would launch this shape (over 1024 threads, grid y or z
 // past 65535 or over 227 KiB of shared memory it refuses at the launch).
 bool launchable(dim3 grid, dim3 block, std::size_t shared_bytes);
 
-// Streams as a card orders them: work queued on a stream runs when the host
+// Streams as a GPU orders them: work queued on a stream runs when the host
 // waits for it (a synchronising call, a copy to host memory) or when another
 // stream's queued wait on an event needs it, never merely because it was
 // queued first. Work on two streams that no event orders runs in whichever
@@ -88,7 +88,7 @@ void count_malloc(std::size_t bytes);
 
 // A kernel launch: checked when it is made (cudaGetLastError reports it),
 // run on its stream in turn. The arguments are copied at the launch, as a
-// card's are.
+// GPU's are.
 struct Launcher {
     dim3 grid, block;
     std::size_t shared_bytes;
@@ -150,7 +150,7 @@ template <class T> T __shfl_xor_sync(unsigned, T value, int mask, int = 32) {
 inline float __expf(float x) { return std::exp(x); }
 
 // Kernels are launched through the emulator, which takes no function pointer:
-// the attribute call only checks what a card would.
+// the attribute call only checks what a GPU would.
 template <class T> cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute, int value) {
     return value <= (227 << 10) ? cudaSuccess : cudaErrorInvalidValue;
 }

@@ -13,6 +13,7 @@
 #include "levers/recipe/recipe.hpp"
 #include "levers/models/generate.hpp"
 #include "levers/models/hf_dir.hpp"
+#include "recipes/lm_params.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -25,6 +26,15 @@ namespace {
 using namespace levers;
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
+
+const Param<std::string> model_dir{"model", "", "a Hugging Face chat model's directory (its tokenizer has a chat "
+                                   "template)"};
+const Param<std::string> prompt{"prompt", "", "one user turn, answered once (empty: read turns from stdin)"};
+const Param<std::string> questions{"questions", "", "FILE.jsonl: answer each line's conversation on its own, one JSON "
+                                   "line each"};
+const Param<std::string> system_message{"system", "", "a system message first (empty: none)"};
+const Param<bool> thinking{"thinking", true, "let reasoning models think first (Qwen 3's enable_thinking)"};
+const Param<int> tokens{"tokens", 512, "most tokens per answer (fewer when the end of turn comes)", at_least(1)};
 
 // The conversations of a questions file, each up to its last user turn.
 std::vector<Json> read_questions(const fs::path& path) {
@@ -54,26 +64,26 @@ std::vector<Json> read_questions(const fs::path& path) {
 }
 
 void check(const Config& cfg) {
-    const fs::path dir = cfg.get<std::string>("model");
+    const fs::path dir = cfg[model_dir];
     LEVERS_CHECK(!dir.empty(), "chat needs --set model=DIR: a Hugging Face chat model's directory");
     models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
     data::ChatTemplate::from_dir(dir);  // one it has, and can render
-    if (!cfg.get<std::string>("questions").empty()) read_questions(cfg.get<std::string>("questions"));
+    if (!cfg[questions].empty()) read_questions(cfg[questions]);
 }
 
 Result chat(const Config& cfg) {
-    const fs::path dir = cfg.get<std::string>("model");
+    const fs::path dir = cfg[model_dir];
     auto model = models::load_hf_model(dir, dist::device(), cfg.run().compute);
     const auto tokenizer = models::hf_tokenizer(dir, model->vocab_size());
     const data::ChatTemplate chat = data::ChatTemplate::from_dir(dir);
-    models::SampleOptions options{.max_new_tokens = cfg.get<int>("tokens"),
-                                  .temperature = cfg.get<double>("temperature"),
-                                  .top_k = cfg.get<int>("top_k"),
-                                  .top_p = cfg.get<double>("top_p")};
+    models::SampleOptions options{.max_new_tokens = cfg[tokens],
+                                  .temperature = cfg[recipes::temperature],
+                                  .top_k = cfg[recipes::top_k],
+                                  .top_p = cfg[recipes::top_p]};
     options.stop.assign(model->config().eos_token_ids.begin(), model->config().eos_token_ids.end());
     if (const auto end = tokenizer->token_id(data::end_of_turn(*tokenizer, chat))) options.stop.push_back(*end);
-    const Json extra = cfg.get<bool>("thinking") ? Json::object() : Json{{"enable_thinking", false}};
-    Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")));
+    const Json extra = cfg[thinking] ? Json::object() : Json{{"enable_thinking", false}};
+    Rng rng(cfg[settings::seed]);
 
     const auto answer_to = [&](const Json& messages) {
         const auto ids = tokenizer->encode(chat.render(messages, true, extra));
@@ -82,11 +92,10 @@ Result chat(const Config& cfg) {
                                  true);
     };
     Json messages = Json::array();
-    if (!cfg.get<std::string>("system").empty())
-        messages.push_back({{"role", "system"}, {"content", cfg.get<std::string>("system")}});
-    if (!cfg.get<std::string>("questions").empty()) {
+    if (!cfg[system_message].empty()) messages.push_back({{"role", "system"}, {"content", cfg[system_message]}});
+    if (!cfg[questions].empty()) {
         long answered = 0;
-        for (const Json& conversation : read_questions(cfg.get<std::string>("questions"))) {
+        for (const Json& conversation : read_questions(cfg[questions])) {
             Json asked = messages;
             for (const auto& m : conversation) asked.push_back(m);
             fmt::print("{}\n", Json{{"answer", answer_to(asked)}}.dump());
@@ -95,13 +104,13 @@ Result chat(const Config& cfg) {
         }
         return Result{{"answered", answered}};
     }
-    const std::string prompt = cfg.get<std::string>("prompt");
-    const bool terminal = prompt.empty() && isatty(STDIN_FILENO);
+    const std::string turn = cfg[prompt];
+    const bool terminal = turn.empty() && isatty(STDIN_FILENO);
     std::string answer;
     int turns = 0;
     for (;;) {
-        std::string user = prompt;
-        if (prompt.empty()) {
+        std::string user = turn;
+        if (turn.empty()) {
             if (terminal) fmt::print("> "), std::fflush(stdout);
             if (!std::getline(std::cin, user)) break;
             if (user.empty()) continue;
@@ -124,16 +133,8 @@ LEVERS_RECIPE(chat) {
     return levers::recipe("chat")
         .describe("a conversation with a Hugging Face chat model through its chat template: --set prompt=, or one "
                   "user turn per line of stdin")
-        .param("model", "", "a Hugging Face chat model's directory (its tokenizer has a chat template)")
-        .param("prompt", "", "one user turn, answered once (empty: read turns from stdin)")
-        .param("questions", "", "FILE.jsonl: answer each line's conversation on its own, one JSON line each")
-        .param("system", "", "a system message first (empty: none)")
-        .param("thinking", true, "let reasoning models think first (Qwen 3's enable_thinking)")
-        .param("tokens", 512, "most tokens per answer (fewer when the end of turn comes)", at_least(1))
-        .param("temperature", 0.7, "sampling temperature", at_least(0))
-        .param("top_k", 0, "sample among the k likeliest tokens (0: all)", at_least(0))
-        .param("top_p", 0.9, "sample among the likeliest tokens whose probability reaches p (1: all)", at_least(0))
-        .param("seed", 1, "sampling seed")
+        .params(model_dir, prompt, questions, system_message, thinking, tokens, recipes::temperature.with_default(0.7),
+                recipes::top_k.with_default(0), recipes::top_p.with_default(0.9), settings::seed.with_default(1))
         .check(check)
         .run(chat);
 }

@@ -19,6 +19,9 @@ namespace {
 
 using namespace levers;
 
+const Param<std::vector<int>> hidden{"hidden", {256, 128}, "hidden layer widths", at_least(1)};
+const Param<std::string> data_dir{"data", "", "directory of the four Fashion-MNIST IDX files (default: Debian's)"};
+
 struct Accuracy {
     double loss = 0, accuracy = 0;
 };
@@ -61,16 +64,16 @@ struct Images {
 };
 
 std::unique_ptr<Images> load_images(const Config& cfg) {
-    const auto dir = cfg.get<std::string>("data").empty() ? data::fashion_mnist_dir()
-                                                           : std::filesystem::path(cfg.get<std::string>("data"));
+    const std::string given = cfg[data_dir];
+    const auto dir = given.empty() ? data::fashion_mnist_dir() : std::filesystem::path(given);
     auto all = data::map_idx_images(dir / "train-images-idx3-ubyte.gz", dir / "train-labels-idx1-ubyte.gz", 10);
     const std::int64_t held_out = 5000;
     auto d = std::make_unique<Images>();
     d->train = all.slice(0, all.count() - held_out);
     d->validation = all.slice(all.count() - held_out, all.count());
     d->test = data::map_idx_images(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 10);
-    const std::int64_t batch = dist::per_rank_batch(cfg.get<long>("batch_size"), cfg.get<long>("global_batch"));
-    d->batcher.emplace(d->train.count(), batch, static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1,
+    const std::int64_t batch = rank_batch(cfg);
+    d->batcher.emplace(d->train.count(), batch, cfg[settings::seed] + 1,
                        data::Batcher::Order::epochs, dist::world_size(), dist::rank());
     dist::print0("{} train, {} validation, {} test images; batch {} per rank, {} per step\n", d->train.count(),
                  d->validation.count(), d->test.count(), batch, batch * dist::world_size());
@@ -78,9 +81,8 @@ std::unique_ptr<Images> load_images(const Config& cfg) {
 }
 
 std::unique_ptr<Mlp> make_mlp(const Config& cfg) {
-    std::vector<long> hidden = cfg.get<std::vector<long>>("hidden");
-    models::MlpConfig shape{.inputs = 784, .hidden = std::vector<int>(hidden.begin(), hidden.end()), .classes = 10};
-    auto model = std::make_unique<Mlp>(shape, static_cast<std::uint64_t>(cfg.get<long>("seed")));
+    models::MlpConfig shape{.inputs = 784, .hidden = cfg[hidden], .classes = 10};
+    auto model = std::make_unique<Mlp>(shape, cfg[settings::seed]);
     dist::print0("MLP 784 -> {} -> 10: {} parameters\n", fmt::join(shape.hidden, " -> "), model->params().size());
     return model;
 }
@@ -111,15 +113,9 @@ Result test(Mlp& model, Images& d, const LoopResult&) {
 LEVERS_RECIPE(classify) {
     return levers::recipe("classify")
         .describe("MLP on Fashion-MNIST; returns the test accuracy")
-        .training({.steps = 3000, .lr = 1e-3, .warmup = 100, .weight_decay = 1e-4, .grad_clip = 1.0, .log_every = 250})
-        .param("batch_size", 128, "images per step and rank", at_least(1))
-        .param("global_batch", 0, "if > 0: images per step over all ranks, split evenly (batch_size ignored)", at_least(0))
-        .param("hidden", {256, 128}, "hidden layer widths", at_least(1))
-        .param("seed", 1, "initialisation and data-order seed")
-        .param("eval_every", 1000, "steps between validation passes", at_least(0))
-        .param("data", "", "directory of the four Fashion-MNIST IDX files (default: Debian's)")
-        .param("checkpoint_every", 1000, "steps between training checkpoints in the run directory (0: none)", at_least(0))
-        .micro_batch("batch_size")
+        .training({.steps = 3000, .lr = 1e-3, .warmup = 100, .weight_decay = 1e-4, .grad_clip = 1.0, .log_every = 250,
+                   .checkpoint_every = 1000, .batch_size = 128, .seed = 1, .eval_every = 1000})
+        .params(hidden, data_dir)
         .model(make_mlp)
         .data(load_images)
         .step(train_step)
@@ -127,8 +123,7 @@ LEVERS_RECIPE(classify) {
             o.lr.min_ratio = 0.05;
             o.unit = "samples";
         })
-        .evaluate_every("eval_every", validate)
+        .evaluate(validate)
         .early_stop("val_accuracy", 3, /*maximize=*/true)
-        .checkpoint_every("checkpoint_every")
         .finish(test);
 }

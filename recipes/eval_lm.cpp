@@ -10,6 +10,7 @@
 #include "levers/train/window_loss.hpp"
 #include "levers/models/gpt_files.hpp"
 #include "levers/models/hf_dir.hpp"
+#include "recipes/lm_params.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -19,9 +20,20 @@ namespace {
 using namespace levers;
 namespace fs = std::filesystem;
 
+const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen): config.json, "
+                                   "safetensors, tokenizer.json"};
+const Param<std::string> weights_file{"weights", "", "GPT-2 weights (.safetensors) or a model.ckpt from pretrain or "
+                                      "fine_tune"};
+const Param<std::string> text_file{"text", "", "the text to score"};
+const Param<std::string> ids_file{"tokens", "", "token ids to score, a JSON array (instead of a text)"};
+const Param<long> context{"context", 0, "window length in tokens (0: the model's context, at most 2048; a shorter "
+                          "text is one window)", at_least(0)};
+const Param<long> batch_size{"batch_size", 4, "windows per forward pass", at_least(1)};
+const Param<long> max_tokens{"max_tokens", 0, "score only the first N tokens (0: all)", at_least(0)};
+
 void check(const Config& cfg) {
-    const std::string weights = cfg.get<std::string>("weights"), dir = cfg.get<std::string>("model");
-    const std::string text = cfg.get<std::string>("text"), ids = cfg.get<std::string>("tokens");
+    const std::string weights = cfg[weights_file], dir = cfg[model_dir];
+    const std::string text = cfg[text_file], ids = cfg[ids_file];
     LEVERS_CHECK(weights.empty() != dir.empty(), "eval_lm needs one model: --set model=DIR (a Hugging Face "
                  "directory of a Llama, Mistral or Qwen model) or --set weights=PATH (GPT-2 safetensors, or a "
                  "model.ckpt from pretrain or fine_tune)");
@@ -38,9 +50,9 @@ void check(const Config& cfg) {
 }
 
 std::unique_ptr<models::LanguageModel> load(const Config& cfg) {
-    const std::string dir = cfg.get<std::string>("model");
+    const std::string dir = cfg[model_dir];
     if (!dir.empty()) return models::load_hf_model(dir, dist::device(), cfg.run().compute);
-    auto gpt = models::load_any_gpt(cfg.get<std::string>("weights"), cfg.get<int>("n_head"));
+    auto gpt = models::load_any_gpt(cfg[weights_file], cfg[recipes::n_head]);
     gpt->to(dist::device(), cfg.run().compute);  // the GPU this rank computes on, if any
     return gpt;
 }
@@ -59,40 +71,45 @@ std::vector<std::int32_t> read_ids(const fs::path& path, std::int64_t vocab) {
 }
 
 Result eval_lm(const Config& cfg) {
-    const std::string weights = cfg.get<std::string>("weights"), dir = cfg.get<std::string>("model");
+    const std::string weights = cfg[weights_file], dir = cfg[model_dir];
     const std::string source = dir.empty() ? weights : dir;
     auto model = load(cfg);
     std::vector<std::int32_t> tokens;
     std::string how;
-    if (const std::string ids = cfg.get<std::string>("tokens"); !ids.empty()) {
+    if (const std::string ids = cfg[ids_file]; !ids.empty()) {
         tokens = read_ids(ids, model->vocab_size());
         how = "token ids from " + ids;
     } else {
-        const std::string text = cfg.get<std::string>("text");
+        const std::string text = cfg[text_file];
         const auto codec = dir.empty() ? models::codec_for_vocab(static_cast<int>(model->vocab_size()), weights)
                                        : models::hf_codec(dir, model->vocab_size());
         tokens = codec.encode(read_file(text, "a text file to score"));
         how = text + " with " + codec.name;
     }
-    const long limit = cfg.get<long>("max_tokens");
+    const long limit = cfg[max_tokens];
     if (limit > 0 && static_cast<long>(tokens.size()) > limit) tokens.resize(static_cast<std::size_t>(limit));
+    LEVERS_CHECK(tokens.size() >= 2, "{} holds {} token{}: scoring needs at least 2 (a token and the one after it)",
+                 how, tokens.size(), tokens.size() == 1 ? "" : "s");
     // A Llama-family context can be 128K positions: windows default to at most 2048.
     const std::int64_t longest = model->context_length();
-    const std::int64_t context = cfg.get<long>("context") > 0 ? cfg.get<long>("context") : std::min<std::int64_t>(longest, 2048);
-    LEVERS_CHECK(context <= longest, "context {} is longer than the model's {}", context, longest);
-    const std::int64_t windows = (static_cast<std::int64_t>(tokens.size()) - 1) / context;
-    LEVERS_CHECK(windows >= 1, "{} tokens make no window of {} (+1 for the last target); give more text or a "
-                 "shorter --set context=", tokens.size(), context);
+    std::int64_t window = cfg[context] > 0 ? cfg[context] : std::min<std::int64_t>(longest, 2048);
+    LEVERS_CHECK(window <= longest, "context {} is longer than the model's {}", window, longest);
+    const auto n = static_cast<std::int64_t>(tokens.size());
+    if (n - 1 < window) {  // as Hugging Face's perplexity recipes score a text shorter than the context
+        dist::print0("{} tokens are fewer than a window of {} (+1 for the last target): scored as one window of {}\n",
+                     n, window, n - 1);
+        window = n - 1;
+    }
+    const std::int64_t windows = (n - 1) / window;
     dist::print0("{}: {}; {} tokens ({}), {} windows of {}\n", source, model->summary(), tokens.size(), how, windows,
-                 context);
-    const double loss =
-        train::mean_window_loss(*model, data::TokenFile::from(tokens), cfg.get<long>("batch_size"), context, 0);
+                 window);
+    const double loss = train::mean_window_loss(*model, data::TokenFile::from(tokens), cfg[batch_size], window, 0);
     dist::print0("mean loss {:.4f} nats/token, perplexity {:.2f}\n", loss, std::exp(loss));
     return {{"loss", loss},
             {"perplexity", std::exp(loss)},
-            {"tokens_scored", windows * context},
+            {"tokens_scored", windows * window},
             {"windows", windows},
-            {"context", context}};
+            {"context", window}};
 }
 
 }  // namespace
@@ -101,14 +118,7 @@ LEVERS_RECIPE(eval_lm) {
     return levers::recipe("eval_lm")
         .describe("mean loss and perplexity of a language model (a HF directory, GPT-2 safetensors or a levers "
                   "model) on a text or token ids")
-        .param("model", "", "a Hugging Face model directory (Llama, Mistral, Qwen): config.json, safetensors, tokenizer.json")
-        .param("weights", "", "GPT-2 weights (.safetensors) or a model.ckpt from pretrain or fine_tune")
-        .param("text", "", "the text to score")
-        .param("tokens", "", "token ids to score, a JSON array (instead of a text)")
-        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", at_least(0))
-        .param("context", 0, "window length in tokens (0: the model's context, at most 2048)", at_least(0))
-        .param("batch_size", 4, "windows per forward pass", at_least(1))
-        .param("max_tokens", 0, "score only the first N tokens (0: all)", at_least(0))
+        .params(model_dir, weights_file, text_file, ids_file, recipes::n_head, context, batch_size, max_tokens)
         .check(check)
         .run(eval_lm);
 }

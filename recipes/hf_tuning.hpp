@@ -1,57 +1,57 @@
 // What fine_tune and sft share for Hugging Face models: the LoRA settings
-// from the parameters (lora_r, lora_alpha, lora_targets, seed), adapters
-// attached to the loaded model, and the result saved into the run
-// directory as the PEFT adapter (adapter/) and the merged model (model/).
+// from the parameters .lora declares (settings::lora_r, lora_alpha,
+// lora_targets; the adapters seeded by settings::seed), the model loaded
+// with adapters attached, and the result saved into the run directory as
+// the PEFT adapter (adapter/) and the merged model (model/).
 #pragma once
 
 #include "levers/distributed/context.hpp"
-#include "levers/nn/lora.hpp"
-#include "levers/recipe/recipe.hpp"
 #include "levers/models/hf_dir.hpp"
 #include "levers/models/peft_adapter.hpp"
+#include "levers/nn/lora.hpp"
+#include "levers/recipe/recipe.hpp"
 
+#include <filesystem>
+#include <memory>
 #include <sstream>
 
 namespace levers::recipes {
 
-// lora_r, lora_alpha and lora_targets, declared (in the middle of a recipe's chain).
-template <class Spec> decltype(auto) lora_params(Spec&& spec) {
-    return std::forward<Spec>(spec).param("lora_r", 8, "adapter rank (0: fine-tune every weight)", at_least(0))
-        .param("lora_alpha", 16.0, "adapter scale numerator: updates are scaled by lora_alpha / lora_r", at_least(0))
-        .param("lora_targets", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
-               "the layers a HF model's adapters go on (names or their last parts, comma-separated)");
-}
-
 inline std::vector<std::string> lora_targets(const Config& cfg) {
     std::vector<std::string> out;
-    std::stringstream list(cfg.get<std::string>("lora_targets"));
+    std::stringstream list(cfg[settings::lora_targets]);
     for (std::string t; std::getline(list, t, ',');)
         if (!t.empty()) out.push_back(t);
     return out;
 }
 
 inline models::LoraSettings lora_settings(const Config& cfg) {
-    return {.rank = static_cast<int>(cfg.get<long>("lora_r")), .alpha = cfg.get<double>("lora_alpha"),
-            .targets = lora_targets(cfg)};
+    return {.rank = cfg[settings::lora_r], .alpha = cfg[settings::lora_alpha], .targets = lora_targets(cfg)};
 }
 
 // For a recipe's check step.
 inline void check_lora(const Config& cfg) {
-    LEVERS_CHECK(cfg.get<long>("lora_r") == 0 || !lora_targets(cfg).empty(),
+    LEVERS_CHECK(cfg[settings::lora_r] == 0 || !lora_targets(cfg).empty(),
                  "--set lora_targets= names no layer; give e.g. q_proj,k_proj,v_proj,o_proj");
 }
 
 // With lora_r > 0, adapters on `targets` (then only they train); says what trains.
 inline void attach_adapters(models::LanguageModel& model, const Config& cfg, const std::vector<std::string>& targets,
                             const std::string& from) {
-    const long r = cfg.get<long>("lora_r");
-    LEVERS_CHECK(r >= 0, "lora_r must be >= 0 (0: full fine-tuning), got {}", r);
+    const int r = cfg[settings::lora_r];
     const std::int64_t all = model.params().size();
-    if (r > 0)
-        nn::attach_lora(model, static_cast<int>(r), cfg.get<double>("lora_alpha"),
-                        static_cast<std::uint64_t>(cfg.get<long>("seed")), targets);
+    if (r > 0) nn::attach_lora(model, r, cfg[settings::lora_alpha], cfg[settings::seed], targets);
     dist::print0("base {}: {}; training {} of its {} parameters ({})\n", from, model.summary(), model.params().size(),
                  all, r > 0 ? fmt::format("LoRA rank {}", r) : std::string("every weight"));
+}
+
+// A Hugging Face model on this rank's device in the run's precision, adapters
+// on lora_targets, its blocks checkpointed where asked.
+inline std::unique_ptr<models::LanguageModel> load_hf_for_tuning(const Config& cfg, const std::string& dir) {
+    auto model = models::load_hf_model(dir, dist::device(), cfg.run().compute);
+    attach_adapters(*model, cfg, lora_targets(cfg), dir);
+    model->checkpoint_blocks(cfg[settings::checkpointing]);
+    return model;
 }
 
 // The PEFT adapter (when there are adapters) and the merged model, into the run directory (rank 0 writes;

@@ -8,6 +8,7 @@
 #include "levers/models/generate.hpp"
 #include "levers/models/gpt_files.hpp"
 #include "levers/models/hf_dir.hpp"
+#include "recipes/lm_params.hpp"
 
 #include <fmt/format.h>
 
@@ -15,8 +16,14 @@ namespace {
 
 using namespace levers;
 
+const Param<std::string> model_dir{"model", "", "a Hugging Face model directory: config.json, safetensors, "
+                                   "tokenizer.json"};
+const Param<std::string> checkpoint{"checkpoint", "", "a model.ckpt from pretrain or fine_tune, or GPT-2 weights "
+                                    "(.safetensors)"};
+const Param<int> tokens{"tokens", 200, "most tokens to generate (fewer when the model's end token comes)", at_least(0)};
+
 void check(const Config& cfg) {
-    const std::string path = cfg.get<std::string>("checkpoint"), dir = cfg.get<std::string>("model");
+    const std::string path = cfg[checkpoint], dir = cfg[model_dir];
     LEVERS_CHECK(path.empty() != dir.empty(), "sample needs one model: --set model=DIR (a Hugging Face directory) or "
                  "--set checkpoint=PATH (a model.ckpt that pretrain or fine_tune saved, or GPT-2 weights in a "
                  ".safetensors file)");
@@ -25,7 +32,7 @@ void check(const Config& cfg) {
 }
 
 Result sample(const Config& cfg) {
-    const std::string path = cfg.get<std::string>("checkpoint"), dir = cfg.get<std::string>("model");
+    const std::string path = cfg[checkpoint], dir = cfg[model_dir];
     std::unique_ptr<models::LanguageModel> model;
     models::TextCodec codec;
     std::vector<std::int32_t> stop;
@@ -35,22 +42,22 @@ Result sample(const Config& cfg) {
         codec = models::hf_codec(dir, llama->vocab_size());
         model = std::move(llama);
     } else {
-        auto gpt = models::load_any_gpt(path, cfg.get<int>("n_head"));
+        auto gpt = models::load_any_gpt(path, cfg[recipes::n_head]);
         gpt->to(dist::device(), cfg.run().compute);  // the GPU this rank computes on, if any
         codec = models::codec_for(*gpt, path);
         model = std::move(gpt);
     }
-    const models::SampleOptions options{.max_new_tokens = cfg.get<int>("tokens"),
-                                        .temperature = cfg.get<double>("temperature"),
-                                        .top_k = cfg.get<int>("top_k"),
-                                        .top_p = cfg.get<double>("top_p"),
+    const models::SampleOptions options{.max_new_tokens = cfg[tokens],
+                                        .temperature = cfg[recipes::temperature],
+                                        .top_k = cfg[recipes::top_k],
+                                        .top_p = cfg[recipes::top_p],
                                         .stop = stop};
-    Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")));
-    const auto prompt = codec.encode(cfg.get<std::string>("prompt"));
-    const auto tokens = models::generate(*model, prompt, options, rng);
-    const std::string text = codec.decode(tokens);
+    Rng rng(cfg[settings::seed]);
+    const auto prompt = codec.encode(cfg[recipes::prompt]);
+    const auto ids = models::generate(*model, prompt, options, rng);
+    const std::string text = codec.decode(ids);
     fmt::print("{}\n", text);
-    return Result{{"text", text}, {"tokens", tokens.size() - prompt.size()}};
+    return Result{{"text", text}, {"tokens", ids.size() - prompt.size()}};
 }
 
 }  // namespace
@@ -59,15 +66,9 @@ LEVERS_RECIPE(sample) {
     return levers::recipe("sample")
         .describe("text from a language model: a Hugging Face directory (Llama, Mistral, Qwen), a checkpoint "
                   "pretrain or fine_tune saved, or GPT-2 safetensors")
-        .param("model", "", "a Hugging Face model directory: config.json, safetensors, tokenizer.json")
-        .param("checkpoint", "", "a model.ckpt from pretrain or fine_tune, or GPT-2 weights (.safetensors)")
-        .param("n_head", 0, "attention heads of safetensors weights (0: from their metadata or config.json)", at_least(0))
-        .param("prompt", "The ", "text to continue")
-        .param("tokens", 200, "most tokens to generate (fewer when the model's end token comes)", at_least(0))
-        .param("temperature", 0.8, "sampling temperature", at_least(0))
-        .param("top_k", 40, "sample among the k likeliest tokens (0: all)", at_least(0))
-        .param("top_p", 1.0, "sample among the likeliest tokens whose probability reaches p (1: all)", at_least(0))
-        .param("seed", 1, "sampling seed")
+        .params(model_dir, checkpoint, recipes::n_head, recipes::prompt.with_default("The "), tokens,
+                recipes::temperature, recipes::top_k, recipes::top_p,
+                settings::seed.with_default(1))
         .check(check)
         .run(sample);
 }

@@ -12,9 +12,10 @@
 #include "levers/data/sft_rows.hpp"
 #include "levers/distributed/context.hpp"
 #include "levers/distributed/sample_means.hpp"
-#include "levers/recipe/recipe.hpp"
 #include "levers/models/hf_dir.hpp"
+#include "levers/recipe/recipe.hpp"
 #include "recipes/hf_tuning.hpp"
+#include "recipes/text_windows.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -25,6 +26,18 @@ namespace {
 using namespace levers;
 namespace fs = std::filesystem;
 
+const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen) with its "
+                                   "tokenizer"};
+const Param<std::string> data_file{"data", "", "the examples: FILE.jsonl, one {\"messages\": [...]}, {\"instruction\", "
+                                   "\"input\", \"output\"} or {\"text\"} per line"};
+const Param<long> context{"context", 1024, "row length in tokens (at most the model's max_position_embeddings)",
+                          at_least(2)};
+const Param<bool> packing{"packing", true, "several examples per row, each attending within itself (false: one per "
+                          "row)"};
+const Param<std::string> too_long_rule{"too_long", "drop", "examples longer than the context: drop or truncate"};
+const Param<double> val_fraction{"val_fraction", 0.05, "share of the examples held out for the validation loss (at "
+                                 "least one)"};
+
 struct Examples {
     data::SftRows train, validation;
     std::int64_t batch = 0;
@@ -34,25 +47,17 @@ struct Examples {
     std::int64_t conversations = 0, instructions = 0, texts = 0, held_out = 0;  // what the file held
     std::string model_dir;
     models::LoraSettings lora;
-    std::optional<data::SftBatches> batches;
-    nlohmann::json resumed;  // a saved position, for the batches when they are made
+    recipes::Position<data::SftBatches> position;  // made at the first step
 
-    data::SftBatches& batches_of() {
-        if (!batches) {
-            batches.emplace(train, batch, seed, dist::world_size(), dist::rank());
-            if (!resumed.is_null()) batches->load_state(resumed);
-        }
-        return *batches;
+    data::SftBatches& batches() {
+        return position.get([&] { return data::SftBatches(train, batch, seed, dist::world_size(), dist::rank()); });
     }
-    nlohmann::json save_state() const { return batches ? batches->save_state() : resumed; }
-    void load_state(const nlohmann::json& j) {
-        resumed = j;
-        if (batches) batches->load_state(j);
-    }
+    nlohmann::json save_state() const { return position.save_state(); }
+    void load_state(const nlohmann::json& j) { position.load_state(j); }
 };
 
 data::TooLong too_long(const Config& cfg) {
-    const std::string v = cfg.get<std::string>("too_long");
+    const std::string v = cfg[too_long_rule];
     LEVERS_CHECK(v == "drop" || v == "truncate", "--set too_long={}: examples longer than the context are either "
                  "dropped (drop) or cut (truncate)", v);
     return v == "drop" ? data::TooLong::drop : data::TooLong::truncate;
@@ -60,19 +65,19 @@ data::TooLong too_long(const Config& cfg) {
 
 std::unique_ptr<Examples> prepare(const Config& cfg);
 
-fs::path model_dir(const Config& cfg) {
-    const fs::path dir = cfg.get<std::string>("model");
+fs::path model_path(const Config& cfg) {
+    const fs::path dir = cfg[model_dir];
     LEVERS_CHECK(!dir.empty(), "sft needs --set model=DIR: a Hugging Face model directory (Llama, Mistral, Qwen)");
     return dir;
 }
 
 void check(const Config& cfg) {
-    const fs::path dir = model_dir(cfg);
+    const fs::path dir = model_path(cfg);
     models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
-    LEVERS_CHECK(!cfg.get<std::string>("data").empty(),
+    LEVERS_CHECK(!cfg[data_file].empty(),
                  "sft needs --set data=FILE.jsonl: one example per line, {{\"messages\": [...]}}, "
                  "{{\"instruction\", \"input\", \"output\"}} or {{\"text\"}}");
-    const double held = cfg.get<double>("val_fraction");
+    const double held = cfg[val_fraction];
     LEVERS_CHECK(held >= 0 && held < 1, "--set val_fraction={} must be in [0, 1)", held);
     too_long(cfg);
     recipes::check_lora(cfg);
@@ -81,15 +86,11 @@ void check(const Config& cfg) {
 }
 
 std::unique_ptr<models::LanguageModel> load_model(const Config& cfg) {
-    const std::string from = model_dir(cfg).string();
-    auto model = models::load_hf_model(from, dist::device(), cfg.run().compute);
-    recipes::attach_adapters(*model, cfg, recipes::lora_targets(cfg), from);
-    model->checkpoint_blocks(cfg.get<bool>("checkpointing"));
-    return model;
+    return recipes::load_hf_for_tuning(cfg, model_path(cfg).string());
 }
 
 std::unique_ptr<Examples> prepare(const Config& cfg) {
-    const fs::path dir = cfg.get<std::string>("model");
+    const fs::path dir = cfg[model_dir];
     const models::LlamaConfig config = models::read_llama_config(dir / "config.json");
     const auto tokenizer = models::hf_tokenizer(dir, config.vocab_size);
     std::optional<data::ChatTemplate> chat;
@@ -100,28 +101,28 @@ std::unique_ptr<Examples> prepare(const Config& cfg) {
             if (e.message().find("has no chat template") == std::string::npos) throw;  // a template it cannot read
         }
     }
-    const data::SftFile file = data::read_sft_file(cfg.get<std::string>("data"), *tokenizer, chat ? &*chat : nullptr);
+    const data::SftFile file = data::read_sft_file(cfg[data_file], *tokenizer, chat ? &*chat : nullptr);
     // The held-out examples: a seeded draw, the same on every rank.
     const std::size_t n = file.examples.size();
-    const double held = cfg.get<double>("val_fraction");
+    const double held = cfg[val_fraction];
     const std::size_t validation = held > 0 ? std::max<std::size_t>(1, static_cast<std::size_t>(held * n + 0.5)) : 0;
     LEVERS_CHECK(validation < n, "{} example(s) cannot spare {} for validation; add examples or --set val_fraction=0",
                  n, validation);
     std::vector<std::size_t> order(n);
     for (std::size_t i = 0; i < n; ++i) order[i] = i;
-    Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + 7);
+    Rng rng(cfg[settings::seed] + 7);
     for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
     std::vector<data::SftExample> train, held_out;
     for (std::size_t i = 0; i < n; ++i) (i < validation ? held_out : train).push_back(file.examples[order[i]]);
 
     auto d = std::make_unique<Examples>();
-    const std::int64_t context = std::min<std::int64_t>(cfg.get<long>("context"), config.max_position_embeddings);
-    d->packing = cfg.get<bool>("packing");
-    d->train = data::make_rows(train, context, d->packing, too_long(cfg));
-    d->validation = data::make_rows(held_out, context, d->packing, too_long(cfg));
-    d->batch = dist::per_rank_batch(cfg.get<long>("batch_size"), 0);
-    d->seed = static_cast<std::uint64_t>(cfg.get<long>("seed")) + 1;
-    d->eval_batches = cfg.get<long>("eval_batches");
+    const std::int64_t row = std::min<std::int64_t>(cfg[context], config.max_position_embeddings);
+    d->packing = cfg[packing];
+    d->train = data::make_rows(train, row, d->packing, too_long(cfg));
+    d->validation = data::make_rows(held_out, row, d->packing, too_long(cfg));
+    d->batch = rank_batch(cfg);
+    d->seed = cfg[settings::seed] + 1;
+    d->eval_batches = cfg[recipes::eval_batches];
     d->model_dir = dir.string();
     d->lora = recipes::lora_settings(cfg);
     d->conversations = file.conversations;
@@ -129,7 +130,7 @@ std::unique_ptr<Examples> prepare(const Config& cfg) {
     d->texts = file.texts;
     d->held_out = static_cast<std::int64_t>(held_out.size());
     LEVERS_CHECK(d->train.rows() > 0, "{}: no example fits the context of {} (--set too_long=truncate cuts them)",
-                 cfg.get<std::string>("data"), context);
+                 cfg[data_file], row);
     return d;
 }
 
@@ -139,7 +140,7 @@ std::unique_ptr<Examples> load_examples(const Config& cfg) {
     const std::int64_t truncated = d->train.truncated + d->validation.truncated;
     dist::print0("data {}: {} conversations, {} instructions, {} texts; {} held out; {} rows of {} ({}), {} tokens "
                  "learned{}{}\n",
-                 cfg.get<std::string>("data"), d->conversations, d->instructions, d->texts, d->held_out,
+                 cfg[data_file], d->conversations, d->instructions, d->texts, d->held_out,
                  d->train.rows(), d->train.context, d->packing ? "packed" : "one example each", d->train.learned(),
                  dropped ? fmt::format("; {} dropped (longer than the context, or nothing to learn)", dropped) : "",
                  truncated ? fmt::format("; {} cut to the context", truncated) : "");
@@ -152,7 +153,7 @@ Tensor loss_of(models::LanguageModel& model, const data::SftBatch& b, bool packi
 }
 
 MicroResult train_step(models::LanguageModel& model, Examples& d, const StepInfo&) {
-    const data::SftBatch b = d.batches_of().next();
+    const data::SftBatch b = d.batches().next();
     const Tensor loss = loss_of(model, b, d.packing);
     loss.backward();
     return {loss.item(), static_cast<long>(b.real_tokens)};
@@ -187,31 +188,21 @@ Result save(models::LanguageModel& model, Examples& d, const LoopResult&, const 
 }  // namespace
 
 LEVERS_RECIPE(sft) {
-    return recipes::lora_params(levers::recipe("sft")
+    return levers::recipe("sft")
         .describe("supervised fine-tuning of a HF model on conversations, instructions or text (JSON lines): the "
                   "loss on the assistant's tokens, examples packed; saves a HF directory and the PEFT adapter")
-        .training({.steps = 200, .lr = 1e-3, .warmup = 10, .log_every = 10})
+        .training({.steps = 200, .lr = 1e-3, .warmup = 10, .log_every = 10, .checkpoint_every = 100,
+                   .batch_size = 8, .seed = 1337, .eval_every = 50})
+        .lora({})
         .activation_checkpointing()
-        .param("model", "", "a Hugging Face model directory (Llama, Mistral, Qwen) with its tokenizer")
-        .param("data", "", "the examples: FILE.jsonl, one {\"messages\": [...]}, {\"instruction\", \"input\", "
-                           "\"output\"} or {\"text\"} per line")
-        .param("context", 1024, "row length in tokens (at most the model's max_position_embeddings)", at_least(2))
-        .param("packing", true, "several examples per row, each attending within itself (false: one per row)")
-        .param("too_long", "drop", "examples longer than the context: drop or truncate")
-        .param("val_fraction", 0.05, "share of the examples held out for the validation loss (at least one)"))
-        .param("batch_size", 8, "rows per step and rank", at_least(1))
-        .param("seed", 1337, "adapter initialisation, held-out draw and data-order seed")
-        .param("eval_every", 50, "steps between validation passes", at_least(0))
-        .param("eval_batches", 8, "batches per validation pass", at_least(1))
-        .param("checkpoint_every", 100, "steps between training checkpoints in the run directory (0: none)", at_least(0))
+        .params(model_dir, data_file, context, packing, too_long_rule, val_fraction,
+                recipes::eval_batches.with_default(8))
         .check(check)
-        .micro_batch("batch_size")
         .model(load_model)
         .data(load_examples)
         .step(train_step)
         .adjust_loop([](const Config&, train::LoopOptions& o) { o.unit = "tok"; })
-        .evaluate_every("eval_every", validate)
+        .evaluate(validate)
         .evaluate_at_start()
-        .checkpoint_every("checkpoint_every")
         .finish(save);
 }

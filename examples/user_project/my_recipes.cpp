@@ -58,8 +58,8 @@ std::unique_ptr<Fashion> load_fashion(const Config& cfg) {
     auto d = std::make_unique<Fashion>();
     d->train = data::map_idx_images(dir / "train-images-idx3-ubyte.gz", dir / "train-labels-idx1-ubyte.gz", 10);
     d->test = data::map_idx_images(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 10);
-    d->batcher.emplace(d->train.count(), cfg.get<long>("batch_size"), static_cast<std::uint64_t>(cfg.get<long>("seed")),
-                       data::Batcher::Order::epochs, dist::world_size(), dist::rank());
+    d->batcher.emplace(d->train.count(), rank_batch(cfg), cfg[settings::seed], data::Batcher::Order::epochs,
+                       dist::world_size(), dist::rank());
     return d;
 }
 
@@ -86,22 +86,18 @@ Metrics fashion_eval(ResidualMlp& model, Fashion& d) {
     return {{"test_accuracy", sums[0] / sums[1]}};
 }
 
+const Param<long> width{"width", 256, "hidden width", at_least(1)};
+const Param<int> depth{"depth", 2, "residual blocks", at_least(0)};
+
 LEVERS_RECIPE(fashion) {
     return recipe("fashion")
         .describe("a residual MLP with layernorm, written as modules, learns Fashion-MNIST")
-        .training({.steps = 600, .lr = 2e-3})
-        .param("batch_size", 128, "images per rank and step")
-        .param("width", 256, "hidden width")
-        .param("depth", 2, "residual blocks")
-        .param("seed", 1, "seed")
-        .param("eval_every", 200, "steps between test passes")
-        .model([](const Config& cfg) {
-            return std::make_unique<ResidualMlp>(cfg.get<long>("width"), cfg.get<int>("depth"),
-                                                 static_cast<std::uint64_t>(cfg.get<long>("seed")));
-        })
+        .training({.steps = 600, .lr = 2e-3, .batch_size = 128, .seed = 1, .eval_every = 200})
+        .params(width, depth)
+        .model([](const Config& cfg) { return std::make_unique<ResidualMlp>(cfg[width], cfg[depth], cfg[settings::seed]); })
         .data(load_fashion)
         .step(fashion_step)
-        .evaluate_every("eval_every", fashion_eval);
+        .evaluate(fashion_eval);
 }
 
 using user::SmallCnn;  // small_cnn.hpp
@@ -129,23 +125,21 @@ template <class Model> double test_accuracy(Model& model, Fashion& d, std::int64
     return sums[0] / static_cast<double>(count);
 }
 
+const Param<long> channels{"channels", 24, "channels of the first convolution (the second has twice as many)",
+                           at_least(1)};
+const Param<long> test_images{"test_images", 10000, "test images the final accuracy counts", between(1, 10000)};
+
 LEVERS_RECIPE(fashion_cnn) {
     return recipe("fashion_cnn")
         .describe("a small CNN (two convolutions, pooling, a linear head) learns Fashion-MNIST")
-        .training({.steps = 4000, .lr = 2e-3, .warmup = 50})
-        .param("batch_size", 64, "images per step and rank", at_least(1))
-        .param("channels", 24, "channels of the first convolution (the second has twice as many)", at_least(1))
-        .param("seed", 1, "seed")
-        .param("eval_every", 1000, "steps between passes over 2,000 test images")
-        .param("test_images", 10000, "test images the final accuracy counts", between(1, 10000))
-        .model([](const Config& cfg) {
-            return std::make_unique<SmallCnn>(cfg.get<long>("channels"), static_cast<std::uint64_t>(cfg.get<long>("seed")));
-        })
+        .training({.steps = 4000, .lr = 2e-3, .warmup = 50, .batch_size = 64, .seed = 1, .eval_every = 1000})
+        .params(channels, test_images)
+        .model([](const Config& cfg) { return std::make_unique<SmallCnn>(cfg[channels], cfg[settings::seed]); })
         .data(load_fashion)
         .step(cnn_step)
-        .evaluate_every("eval_every", [](SmallCnn& m, Fashion& d) { return Metrics{{"test_accuracy", test_accuracy(m, d, 2000)}}; })
+        .evaluate([](SmallCnn& m, Fashion& d) { return Metrics{{"test_accuracy", test_accuracy(m, d, 2000)}}; })
         .finish([](SmallCnn& m, Fashion& d, const LoopResult&, const Config& cfg) {
-            return Result{{"final_test_accuracy", test_accuracy(m, d, cfg.get<long>("test_images"))}};
+            return Result{{"final_test_accuracy", test_accuracy(m, d, cfg[test_images])}};
         });
 }
 
@@ -165,11 +159,10 @@ struct Regressor : nn::Layer {
 LEVERS_RECIPE(regression) {
     return recipe("regression")
         .describe("a line fitted by mean squared error")
-        .training({.steps = 200, .lr = 5e-2})
-        .param("seed", 1, "seed")
-        .model([](const Config& cfg) { return std::make_unique<Regressor>(static_cast<std::uint64_t>(cfg.get<long>("seed"))); })
+        .training({.steps = 200, .lr = 5e-2, .seed = 1})
+        .model([](const Config& cfg) { return std::make_unique<Regressor>(cfg[settings::seed]); })
         .data([](const Config& cfg) {
-            Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + dist::rank());
+            Rng rng(cfg[settings::seed] + static_cast<std::uint64_t>(dist::rank()));
             std::vector<float> x(256), y(256);
             for (std::size_t i = 0; i < x.size(); ++i) {
                 x[i] = static_cast<float>(2 * rng.uniform() - 1);
@@ -196,11 +189,10 @@ struct Circle : nn::Layer {
 LEVERS_RECIPE(logistic) {
     return recipe("logistic")
         .describe("points inside the unit circle told from the rest by a sigmoid and binary cross-entropy")
-        .training({.steps = 400, .lr = 2e-2})
-        .param("seed", 1, "seed")
-        .model([](const Config& cfg) { return std::make_unique<Circle>(static_cast<std::uint64_t>(cfg.get<long>("seed"))); })
+        .training({.steps = 400, .lr = 2e-2, .seed = 1})
+        .model([](const Config& cfg) { return std::make_unique<Circle>(cfg[settings::seed]); })
         .data([](const Config& cfg) {
-            Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + dist::rank());
+            Rng rng(cfg[settings::seed] + static_cast<std::uint64_t>(dist::rank()));
             std::vector<float> x(2 * 512), y(512);
             for (std::size_t i = 0; i < y.size(); ++i) {
                 x[2 * i] = static_cast<float>(3 * rng.uniform() - 1.5);
@@ -227,8 +219,8 @@ struct Points {
 };
 
 Points make_points(const Config& cfg) {
-    Rng rng(static_cast<std::uint64_t>(cfg.get<long>("seed")) + dist::rank());  // each rank its own points
-    const long n = cfg.get<long>("batch_size");
+    Rng rng(cfg[settings::seed] + static_cast<std::uint64_t>(dist::rank()));  // each rank its own points
+    const long n = cfg[settings::batch_size];
     std::vector<float> xy;
     std::vector<std::int32_t> side;
     for (long i = 0; i < n; ++i) {
@@ -242,12 +234,10 @@ Points make_points(const Config& cfg) {
 LEVERS_RECIPE(line) {
     return recipe("line")
         .describe("an MLP learns which side of a line points fall on")
-        .training({.steps = 300, .lr = 1e-2})
-        .param("batch_size", 256, "points per rank")
-        .param("seed", 1, "seed")
+        .training({.steps = 300, .lr = 1e-2, .batch_size = 256, .seed = 1})
         .model([](const Config& cfg) {
             return std::make_unique<models::Mlp>(models::MlpConfig{.inputs = 2, .hidden = {16}, .classes = 2},
-                                                 static_cast<std::uint64_t>(cfg.get<long>("seed")));
+                                                 cfg[settings::seed]);
         })
         .data(make_points)
         .step([](models::Mlp& m, Points& p, const StepInfo&) {

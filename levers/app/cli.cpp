@@ -55,7 +55,7 @@ std::string user_binary_footer(const std::string& program, const std::vector<std
 
 int list_recipes() {
     for (const auto& name : recipe_names()) {
-        Plan r = find_recipe(name);
+        Recipe r = find_recipe(name);
         fmt::print("{:<12} {}\n", name, r.description());
         std::string params;
         for (const auto& p : r.params()) params += fmt::format(" {}={}", p.name, to_text(p.default_value));
@@ -65,7 +65,7 @@ int list_recipes() {
 }
 
 int show_recipe(const std::string& name) {
-    Plan r = find_recipe(name);
+    Recipe r = find_recipe(name);
     fmt::print("{}: {}\ndefault GPUs: {}\nparameters (set with --set name=value):\n", r.name(), r.description(),
                r.default_gpus());
     for (const auto& p : r.params())
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     // Set before any CUDA call, inherited by ranks and sweep cells; a value
     // the user set wins.
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
-    set_map_runner(&run_map_cells);  // Plan::map's cells run as this command's sweeps
+    set_map_runner(&run_map_cells);  // Recipe::map's cells run as this command's sweeps
     const std::string program = std::filesystem::path(argv[0]).filename().string();
     CLI::App app("levers: train neural networks on 1 to 8 GPUs from C++, with recipes written in C++.", program);
     app.set_version_flag("--version", kVersion);

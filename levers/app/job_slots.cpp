@@ -24,7 +24,7 @@ void check_job_fits(int ranks, Device::Kind device) {
                    ranks, node.count, node.count == 1 ? "" : "s");
 }
 
-std::vector<int> take_slots(const Plan& r, int ranks, int threads, bool wait, Device::Kind device) {
+std::vector<int> take_slots(const Recipe& r, int ranks, int threads, bool wait, Device::Kind device) {
     if (const char* given = env::get("LEVERS_GPUS")) return parse_int_list("LEVERS_GPUS", given, 0);
     auto ledger = launch::SlotLedger::for_node(device == Device::Kind::cuda ? node_gpu_count() : 0);
     // A CPU job uses every core unless --threads says how many per rank.
@@ -38,7 +38,7 @@ std::vector<int> take_slots(const Plan& r, int ranks, int threads, bool wait, De
     return launch::job_lease().slots();
 }
 
-void announce_placement(const Plan& r, int ranks, int threads, const std::vector<int>& slots, Device::Kind device,
+void announce_placement(const Recipe& r, int ranks, int threads, const std::vector<int>& slots, Device::Kind device,
                         DType compute, const std::filesystem::path& dir) {
     const std::size_t n = slots.size();
     const char* what = ranks == 1 ? "process" : "ranks";

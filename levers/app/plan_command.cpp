@@ -15,7 +15,7 @@ namespace {
 
 // Where a plan is for: --device cuda needs no GPU here (the GPU's kernels are
 // chosen as they would be there), only its memory, from a GPU or --memory.
-PlanTarget plan_target(const PlanFlags& flags, const Plan& r) {
+PlanTarget plan_target(const PlanFlags& flags, const Recipe& r) {
     PlanTarget t;
     t.ranks = flags.gpus.value_or(r.default_gpus());
     LEVERS_CHECK(t.ranks >= 1, "--gpus must be >= 1, got {}", t.ranks);
@@ -33,7 +33,7 @@ PlanTarget plan_target(const PlanFlags& flags, const Plan& r) {
 }  // namespace
 
 int plan_command(const PlanFlags& flags) {
-    const Plan r = find_recipe(flags.name);
+    const Recipe r = find_recipe(flags.name);
     Config cfg = resolve_config(r, flags.sets);
     r.check(cfg);
     const MemoryPlan plan = plan_memory(r, cfg, plan_target(flags, r));
@@ -48,15 +48,15 @@ bool take_auto_micro_batch(std::vector<std::string>& sets) {
     return true;
 }
 
-long choose_micro_batch(const Plan& recipe, Config& cfg, const PlanTarget& target) {
+long choose_micro_batch(const Recipe& recipe, Config& cfg, const PlanTarget& target) {
     const MemoryPlan plan = plan_memory(recipe, cfg, target, true);
     const MemoryPlan::Fit& f = *plan.fit(plan.zero, plan.checkpointing);  // planned: only_configured
     LEVERS_CHECK(f.micro_batch > 0, "--set micro_batch=auto: not even a micro-batch of 1 fits {} per rank "
                  "(usable of {}):\n{}", memory_text(double(plan.usable)), memory_text(double(plan.capacity)),
                  plan_text(plan));
     cfg.set(plan.micro_batch_param, std::to_string(f.micro_batch));
-    if (const std::string& accum = recipe.loop_spec()->grad_accum.param; !accum.empty())  // the recipe's own setting agrees
-        cfg.set(accum, std::to_string(f.grad_accum));
+    if (cfg.has(settings::grad_accum.name()))  // the recipe's own setting agrees
+        cfg.set(settings::grad_accum.name(), std::to_string(f.grad_accum));
     fmt::print("micro_batch=auto: {}={} x grad_accum {} ({} samples per step and rank, as configured), planned "
                "peak {} per rank of {} usable\n", plan.micro_batch_param, f.micro_batch, f.grad_accum,
                plan.micro_batch * plan.grad_accum, memory_text(double(f.peak)),

@@ -29,6 +29,6 @@ bool take_auto_micro_batch(std::vector<std::string>& sets);
 // and rank that fits, and the grad_accum that keeps them (returned; the
 // caller hands it to the loop). Throws levers::Error when not even one
 // sample fits, naming what would.
-long choose_micro_batch(const Plan& recipe, Config& cfg, const PlanTarget& target);
+long choose_micro_batch(const Recipe& recipe, Config& cfg, const PlanTarget& target);
 
 }  // namespace levers

@@ -58,7 +58,7 @@ void log_only(const fs::path& dir, int rank, const std::string& line) {
 // Runs the recipe as one rank of `group` (none: a world of one) on `device`
 // with `threads` CPU threads; `publish` receives rank 0's result. On a GPU
 // the NCCL group is `GPUs`, or made here from `group`'s store.
-int run_in_group(const Plan& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::Backend> group,
+int run_in_group(const Recipe& r, const Config& cfg, const launch::RankEnv& env, std::unique_ptr<dist::Backend> group,
                  std::unique_ptr<dist::Backend> gpus, Device device, std::chrono::milliseconds timeout, int threads,
                  const std::function<void(const Result&)>& publish) {
     try {
@@ -94,12 +94,12 @@ std::chrono::milliseconds collective_timeout(const launch::RankEnv& env, double 
 
 }  // namespace
 
-int run_in_place(const Plan& r, const Config& cfg, const launch::RankEnv& env, Device device, int threads,
+int run_in_place(const Recipe& r, const Config& cfg, const launch::RankEnv& env, Device device, int threads,
                  const std::function<void(const Result&)>& publish) {
     return run_in_group(r, cfg, env, nullptr, nullptr, device, std::chrono::milliseconds(0), threads, publish);
 }
 
-int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv& env, double timeout_s) {
+int run_as_launched_rank(const Recipe& r, const Config& cfg, const launch::RankEnv& env, double timeout_s) {
     std::optional<dist::ShmSegment> segment;
     std::unique_ptr<dist::ShmBackend> group;
     try {
@@ -119,7 +119,7 @@ int run_as_launched_rank(const Plan& r, const Config& cfg, const launch::RankEnv
                         });
 }
 
-int run_as_external_rank(const Plan& r, Config cfg, const launch::RankEnv& env, const RunFlags& flags, int argc,
+int run_as_external_rank(const Recipe& r, Config cfg, const launch::RankEnv& env, const RunFlags& flags, int argc,
                          char** argv) {
     RunContext run = cfg.run();
     const Device::Kind kind = resolve_device(flags.device, env.local_world_size);

@@ -14,7 +14,7 @@ namespace levers {
 
 namespace fs = std::filesystem;
 
-void prepare_restart(const Plan& r, RunContext& run, int restart, int of, const std::string& failure) {
+void prepare_restart(const Recipe& r, RunContext& run, int restart, int of, const std::string& failure) {
     const fs::path& dir = run.dir;
     const auto checkpoint = r.framework_loop() ? newest_checkpoint(dir) : std::nullopt;
     if (checkpoint) run.resume = fs::absolute(*checkpoint);  // the loop drops the metrics rows after it

@@ -15,6 +15,6 @@ namespace levers {
 // signal 9 (SIGKILL)"): points `run` at the newest checkpoint in its
 // directory (the next ranks' LEVERS_RESUME), says so on the console and
 // appends it to DIR/restarts.json.
-void prepare_restart(const Plan& r, RunContext& run, int restart, int of, const std::string& failure);
+void prepare_restart(const Recipe& r, RunContext& run, int restart, int of, const std::string& failure);
 
 }  // namespace levers

@@ -33,7 +33,7 @@ void publish_to(const fs::path& dir, const Result& result) {
 
 // Starts one process per rank on `GPUs` and supervises them to the end;
 // after a failing rank, again from the latest checkpoint, --restarts times.
-int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, Device::Kind device,
+int launch_ranks(const Recipe& r, const RunFlags& flags, int ranks, int threads, Device::Kind device,
                  const std::vector<int>& slots, RunContext run, int argc, char** argv) {
     const fs::path dir = run.dir;
     launch::LaunchOptions options;
@@ -59,7 +59,7 @@ int launch_ranks(const Plan& r, const RunFlags& flags, int ranks, int threads, D
 }  // namespace
 
 int run_recipe(const RunFlags& flags, int argc, char** argv) {
-    Plan r = find_recipe(flags.name);
+    Recipe r = find_recipe(flags.name);
     const auto env = launch::read_rank_env();
     // This run's context: a launched rank's directory and checkpoint are its launcher's (exported);
     // the checkpoint to resume from is found once, by whoever starts the job.
@@ -107,7 +107,7 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     if (auto_micro_batch) {  // planned once here; the ranks get the choice (run_exports)
         run.grad_accum = choose_micro_batch(r, cfg, {.ranks = gpus, .device = device, .compute = run.compute,
                                                      .memory = flags.memory.empty() ? 0 : parse_memory_size(flags.memory)});
-        run.micro_batch = cfg.get<long>(r.loop_spec()->micro_batch);
+        run.micro_batch = std::get<long>(cfg.value(r.loop_spec()->micro_batch));
     }
     if (!run.resume.empty())  // the saved global batch must split over this many ranks
         train::grad_accum_on(train::read_train_state(run.resume), gpus, run.resume);

@@ -22,9 +22,9 @@ Config apply_sets(Config cfg, const std::vector<std::string>& sets) {
     return cfg;
 }
 
-Config resolve_config(const Plan& r, const std::vector<std::string>& sets) { return apply_sets(r.defaults(), sets); }
+Config resolve_config(const Recipe& r, const std::vector<std::string>& sets) { return apply_sets(r.defaults(), sets); }
 
-Config resumed_config(const Plan& r, const fs::path& checkpoint, const std::vector<std::string>& sets) {
+Config resumed_config(const Recipe& r, const fs::path& checkpoint, const std::vector<std::string>& sets) {
     const auto state = train::read_train_state(checkpoint);
     Config cfg = r.defaults();
     const nlohmann::json saved = state.file.metadata.value("config", nlohmann::json::object());
@@ -46,7 +46,7 @@ Config resumed_config(const Plan& r, const fs::path& checkpoint, const std::vect
     return apply_sets(std::move(cfg), sets);
 }
 
-void write_config(const fs::path& dir, const Plan& r, const Config& cfg, int ranks, int argc, char** argv) {
+void write_config(const fs::path& dir, const Recipe& r, const Config& cfg, int ranks, int argc, char** argv) {
     nlohmann::json j = {{"recipe", r.name()},
                         {"params", cfg.to_json()},
                         {"ranks", ranks},

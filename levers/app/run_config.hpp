@@ -12,15 +12,15 @@ namespace levers {
 
 // Applies --set name=value flags to `cfg`, or to the recipe's defaults.
 Config apply_sets(Config cfg, const std::vector<std::string>& sets);
-Config resolve_config(const Plan& r, const std::vector<std::string>& sets);
+Config resolve_config(const Recipe& r, const std::vector<std::string>& sets);
 
 // A resumed run's config: the checkpoint's, then the --set flags on top. The
 // whole file is read (and checked) here, so a corrupted checkpoint is refused
 // before anything starts, not by the ranks.
-Config resumed_config(const Plan& r, const std::filesystem::path& checkpoint, const std::vector<std::string>& sets);
+Config resumed_config(const Recipe& r, const std::filesystem::path& checkpoint, const std::vector<std::string>& sets);
 
 // Writes DIR/config.json: the recipe, its parameters, the ranks, the command.
-void write_config(const std::filesystem::path& dir, const Plan& r, const Config& cfg, int ranks, int argc,
+void write_config(const std::filesystem::path& dir, const Recipe& r, const Config& cfg, int ranks, int argc,
                   char** argv);
 
 // The result as one line of JSON (invalid UTF-8 in generated text replaced).

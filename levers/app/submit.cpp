@@ -46,7 +46,7 @@ std::string token() {
     return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
-std::string sbatch_script(const SubmitFlags& f, const Plan& r, int ranks_per_node, const fs::path& dir) {
+std::string sbatch_script(const SubmitFlags& f, const Recipe& r, int ranks_per_node, const fs::path& dir) {
     const std::string program = fs::read_symlink("/proc/self/exe").string();
     std::string run = fmt::format("{} run {} --device {}", quoted(program), r.name(), f.device);
     for (const auto& s : f.sets) run += " --set " + quoted(s);
@@ -87,7 +87,7 @@ std::string sbatch_script(const SubmitFlags& f, const Plan& r, int ranks_per_nod
 }  // namespace
 
 int submit_recipe(const SubmitFlags& f) {
-    Plan r = find_recipe(f.name);
+    Recipe r = find_recipe(f.name);
     Config cfg = resolve_config(r, f.sets);
     r.check(cfg);
     LEVERS_CHECK(f.nodes >= 1, "--nodes must be >= 1, got {}", f.nodes);

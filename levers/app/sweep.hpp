@@ -60,7 +60,7 @@ std::vector<CellOutcome> run_sweep(const SweepOptions& options);
 void print_sweep_table(const std::vector<CellOutcome>& cells);
 void write_sweep_report(const std::filesystem::path& dir, const std::vector<CellOutcome>& cells);
 
-// Plan::map's cells run as a sweep (registered by levers::main; see map_cells.hpp):
+// Recipe::map's cells run as a sweep (registered by levers::main; see map_cells.hpp):
 // the table printed, the report written, one result per cell.
 std::vector<Result> run_map_cells(const MapCells& job);
 

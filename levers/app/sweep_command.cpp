@@ -16,7 +16,7 @@
 namespace levers {
 
 int sweep_recipe(const SweepFlags& f) {
-    Plan r = find_recipe(f.name);
+    Recipe r = find_recipe(f.name);
     LEVERS_CHECK(f.gpus_per_cell >= 1, "--gpus-per-cell must be >= 1, got {}", f.gpus_per_cell);
     LEVERS_CHECK(f.max_parallel >= 0, "--max-parallel must be >= 0 (0: as many as GPUs allow), got {}",
                  f.max_parallel);

@@ -97,7 +97,7 @@ private:
 };
 
 // The slots this process's job holds (empty until `recipe run` takes them); a
-// recipe that sweeps from inside its run (Plan::map) gives them up for its cells.
+// recipe that sweeps from inside its run (Recipe::map) gives them up for its cells.
 SlotLease& job_lease();
 
 // The GPU ids CUDA_VISIBLE_DEVICES allows among `count` GPUs (all when the

@@ -2,6 +2,7 @@
 
 #include "levers/core/error.hpp"
 #include "levers/core/split.hpp"
+#include "levers/recipe/param.hpp"
 
 #include <fmt/ranges.h>
 
@@ -161,23 +162,14 @@ void Config::set(const std::string& name, const std::string& text) {
     values_[i] = std::move(v);
 }
 
-template <class T> T Config::get(const std::string& name) const {
-    const ParamValue& v = values_[index_of(name)];
-    if constexpr (std::is_same_v<T, int>) {
-        LEVERS_CHECK(std::holds_alternative<long>(v), "parameter '{}' is {}, read as int", name, type_name(v));
-        return static_cast<int>(std::get<long>(v));
-    } else {
-        LEVERS_CHECK(std::holds_alternative<T>(v), "parameter '{}' is {}, read as another type", name, type_name(v));
-        return std::get<T>(v);
-    }
+namespace detail {
+
+long checked_integer(long v, long min, long max, const std::string& name) {
+    LEVERS_CHECK(v >= min && v <= max, "parameter '{}': {} does not fit the type it is read as ({} to {})", name, v,
+                 min, max);
+    return v;
 }
 
-template long Config::get<long>(const std::string&) const;
-template int Config::get<int>(const std::string&) const;
-template double Config::get<double>(const std::string&) const;
-template std::string Config::get<std::string>(const std::string&) const;
-template bool Config::get<bool>(const std::string&) const;
-template std::vector<long> Config::get<std::vector<long>>(const std::string&) const;
-template std::vector<double> Config::get<std::vector<double>>(const std::string&) const;
+}  // namespace detail
 
 }  // namespace levers

@@ -1,5 +1,6 @@
-// Typed recipe parameters: declared with a default and a help line, set from
-// the command line as text, read back by the recipe with their own type.
+// A recipe's parameter values: declared with a default and a help line
+// (param.hpp's handles), set from the command line as text, read back by the
+// recipe with their own type through their handle: cfg[handle].
 #pragma once
 
 #include "levers/recipe/run_context.hpp"
@@ -26,6 +27,8 @@ struct Bounds {
 inline Bounds at_least(double min) { return Bounds{min, std::nullopt}; }
 inline Bounds at_most(double max) { return Bounds{std::nullopt, max}; }
 inline Bounds between(double min, double max) { return Bounds{min, max}; }
+
+template <class T> class Param;
 
 struct ParamSpec {
     std::string name;
@@ -57,9 +60,12 @@ public:
     // Unknown names list the valid ones; bad values name the expected type.
     void set(const std::string& name, const std::string& text);
 
-    // Typed read: get<long>, get<int>, get<double>, get<std::string>, get<bool>,
-    // get<std::vector<long>>, get<std::vector<double>>. Throws if the parameter is undeclared or of another type.
-    template <class T> T get(const std::string& name) const;
+    // A parameter's value with its handle's type: cfg[settings::seed], cfg[width]
+    // (param.hpp defines it). Throws levers::Error naming it if this config does
+    // not declare it.
+    template <class T> T operator[](const Param<T>& p) const;
+    // A value by name, untyped (the command line's tools; recipes read through handles).
+    const ParamValue& value(const std::string& name) const { return values_[index_of(name)]; }
 
     bool has(const std::string& name) const;
     std::size_t index(const std::string& name) const { return index_of(name); }  // throws for unknown names

@@ -136,8 +136,7 @@ train::LoopOptions framework_loop_options(const LoopSpec& spec, const Config& cf
     train::LoopOptions options = loop_options(cfg);
     options.unit = "samples";  // what MicroResult::items counts; .adjust_loop may say "tok"
     // --set micro_batch=auto's accumulation, which keeps the samples per step the recipe's settings give.
-    options.grad_accum = cfg.run().grad_accum > 0 ? cfg.run().grad_accum : spec.grad_accum.resolve(cfg);
-    options.eval_every = spec.eval_every.resolve(cfg);
+    if (cfg.run().grad_accum > 0) options.grad_accum = cfg.run().grad_accum;
     options.early_stop = spec.early_stop;
     options.eval_at_start = spec.eval_at_start;
     if (spec.adjust) spec.adjust(cfg, options);
@@ -253,7 +252,7 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
 
     std::optional<CheckpointKeeper> keeper;
     AfterStep checkpoint;
-    if (const long every = spec.checkpoint_every.resolve(cfg); every > 0) {
+    if (const long every = cfg[settings::checkpoint_every]; every > 0) {
         LEVERS_CHECK(!dir.empty(), "recipe '{}' writes checkpoints, but this run has no run directory", recipe);
         const std::string best = spec.best_metric.empty() ? spec.early_stop.metric : spec.best_metric;
         const bool maximize = spec.best_metric.empty() ? spec.early_stop.maximize : spec.best_maximize;

@@ -1,24 +1,39 @@
 #include "levers/recipe/loop_params.hpp"
 
+#include "levers/distributed/context.hpp"
+#include "levers/recipe/settings.hpp"
+
 #include <algorithm>
 
 namespace levers {
 
+namespace {
+
+// A setting's value where the recipe declares it, else the handle's default.
+template <class T> T declared_or_default(const Config& cfg, const Param<T>& setting) {
+    return cfg.has(setting.name()) ? cfg[setting] : setting.default_value();
+}
+
+}  // namespace
+
 train::LoopOptions loop_options(const Config& cfg) {
-    auto get_or = [&](const char* name, auto fallback) {
-        return cfg.has(name) ? cfg.get<decltype(fallback)>(name) : fallback;
-    };
+    namespace s = settings;
     train::LoopOptions o;
-    o.steps = cfg.get<long>("steps");
-    o.lr = {.peak = cfg.get<double>("lr"), .min_ratio = 0.1, .warmup = get_or("warmup", 0L), .total = o.steps};
+    o.steps = cfg[s::steps];
+    o.lr = {.peak = cfg[s::lr], .min_ratio = 0.1, .warmup = declared_or_default(cfg, s::warmup), .total = o.steps};
     o.adamw = {.lr = o.lr.peak, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
-               .weight_decay = get_or("weight_decay", 0.0)};
-    o.grad_clip = get_or("grad_clip", 1.0);
-    const long log_every = get_or("log_every", 0L);  // 0: a twentieth of the steps
+               .weight_decay = declared_or_default(cfg, s::weight_decay)};
+    o.grad_clip = declared_or_default(cfg, s::grad_clip);
+    const long log_every = declared_or_default(cfg, s::log_every);  // 0: a twentieth of the steps
     o.log_every = log_every > 0 ? log_every : std::max(1L, o.steps / 20);
-    o.eval_every = get_or("eval_every", 0L);
-    o.zero = static_cast<int>(get_or("zero", 0L));
+    o.eval_every = declared_or_default(cfg, s::eval_every);
+    o.grad_accum = declared_or_default(cfg, s::grad_accum);
+    o.zero = declared_or_default(cfg, s::zero);
     return o;
+}
+
+std::int64_t rank_batch(const Config& cfg) {
+    return dist::per_rank_batch(cfg[settings::batch_size], declared_or_default(cfg, settings::global_batch));
 }
 
 }  // namespace levers

@@ -29,7 +29,7 @@ fs::path map_dir(const std::string& recipe, const fs::path& here) {
 
 void set_map_runner(MapRunner runner) { registered = runner; }
 
-void check_cells(const Plan& plan, const Config& base, const std::vector<Cell>& cells) {
+void check_cells(const Recipe& plan, const Config& base, const std::vector<Cell>& cells) {
     for (std::size_t i = 0; i < cells.size(); ++i) {
         Config c = base;
         try {
@@ -41,7 +41,7 @@ void check_cells(const Plan& plan, const Config& base, const std::vector<Cell>& 
     }
 }
 
-std::vector<Result> Plan::map(const RunContext& from, const std::vector<Cell>& cells, const Cell& every_cell) const {
+std::vector<Result> Recipe::map(const RunContext& from, const std::vector<Cell>& cells, const Cell& every_cell) const {
     LEVERS_CHECK(registered, "map(): recipe '{}' runs its cells through the recipe command (levers::main), which "
                  "this program did not start from", name());
     LEVERS_CHECK(is_registered(name()), "map(): recipe '{}' must be registered with LEVERS_RECIPE in this binary, "

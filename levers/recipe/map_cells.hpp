@@ -1,5 +1,5 @@
 #pragma once
-// How Plan::map runs its cells. Running them takes the sweep's machinery (child
+// How Recipe::map runs its cells. Running them takes the sweep's machinery (child
 // processes, the slot ledger's queue), which lives in the application layer
 // above this one; the application registers it here when the command line
 // starts (levers::main), so the recipe layer only declares what it needs.
@@ -29,7 +29,7 @@ struct MapCells {
 // Checks every cell's config (`base` with the cell's overrides) before any
 // starts, as `recipe run` checks one; throws levers::Error for the first that
 // fails, its message prefixed "cell N: " (from 0).
-void check_cells(const Plan& plan, const Config& base, const std::vector<Cell>& cells);
+void check_cells(const Recipe& plan, const Config& base, const std::vector<Cell>& cells);
 
 // Runs the cells and returns one result per cell, in order.
 using MapRunner = std::vector<Result> (*)(const MapCells&);

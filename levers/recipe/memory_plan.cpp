@@ -220,7 +220,7 @@ const MemoryPlan::Fit* MemoryPlan::fit(int zero_stage, bool checkpointing_on) co
     return nullptr;
 }
 
-MemoryPlan plan_memory(const Plan& recipe, const Config& cfg, const PlanTarget& target, bool only_configured) {
+MemoryPlan plan_memory(const Recipe& recipe, const Config& cfg, const PlanTarget& target, bool only_configured) {
     const LoopSpec* spec = recipe.loop_spec();
     LEVERS_CHECK(spec != nullptr, "recipe '{}' owns its loop (.run): levers cannot trace its step to plan its memory",
                  recipe.name());
@@ -242,11 +242,11 @@ MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Conf
     const std::size_t workspace = target.device == Device::Kind::cuda ? std::size_t{32} << 20 : 0;
     plan.usable = plan.capacity - std::min(plan.capacity, plan.capacity / 10 + workspace);
     const train::LoopOptions options = framework_loop_options(*spec, cfg);
-    plan.micro_batch = cfg.get<long>(spec->micro_batch);
+    plan.micro_batch = std::get<long>(cfg.value(spec->micro_batch));
     plan.grad_accum = options.grad_accum;
     plan.zero = options.zero;
     plan.can_checkpoint = !spec->checkpointing.empty();
-    plan.checkpointing = plan.can_checkpoint && cfg.get<bool>(spec->checkpointing);
+    plan.checkpointing = plan.can_checkpoint && cfg[settings::checkpointing];
 
     // Traces by micro-batch, checkpointing, and whether ZeRO-2 shards the gradients (its step holds other memory).
     const bool sharded_grads = target.ranks > 1;

@@ -21,7 +21,7 @@
 
 namespace levers {
 
-class Plan;
+class Recipe;
 
 // Where the job would run: its ranks, their device and dtype, and each rank's
 // memory (0: this machine's: the GPU's total, or the CPU's available memory
@@ -77,7 +77,7 @@ struct MemoryPlan {
 // without checkpointing, or only as configured (`only_configured`: fits
 // holds that one). Throws levers::Error for a recipe whose loop levers does
 // not own or that names no micro-batch parameter.
-MemoryPlan plan_memory(const Plan& recipe, const Config& cfg, const PlanTarget& target, bool only_configured = false);
+MemoryPlan plan_memory(const Recipe& recipe, const Config& cfg, const PlanTarget& target, bool only_configured = false);
 
 struct LoopSpec;
 // The same for the loop of the recipe called `name`.

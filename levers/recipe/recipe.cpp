@@ -10,8 +10,8 @@ namespace levers {
 
 namespace {
 
-std::map<std::string, Plan (*)()>& factories() {
-    static std::map<std::string, Plan (*)()> registry;
+std::map<std::string, Recipe (*)()>& factories() {
+    static std::map<std::string, Recipe (*)()> registry;
     return registry;
 }
 
@@ -36,22 +36,6 @@ bool valid_identifier(const std::string& s) {
     });
 }
 
-}  // namespace
-
-long Count::resolve(const Config& cfg) const { return param.empty() ? value : cfg.get<long>(param); }
-
-namespace {
-
-void check_count(const std::string& recipe, const char* what, const Count& c, const Config& defaults, long min) {
-    if (!c.param.empty()) {
-        LEVERS_CHECK(defaults.has(c.param), "recipe '{}': {}(\"{}\") names no declared parameter", recipe, what, c.param);
-        LEVERS_CHECK(std::holds_alternative<long>(defaults.values()[defaults.index(c.param)]),
-                     "recipe '{}': {}(\"{}\") needs an int parameter", recipe, what, c.param);
-    }
-    LEVERS_CHECK(c.resolve(defaults) >= min, "recipe '{}': {} must be >= {}, got {}", recipe, what, min,
-                 c.resolve(defaults));
-}
-
 // The framework loop's settings agree with each other and with the parameters.
 void check_loop(const RecipeDef& def) {
     const LoopSpec& loop = def.loop;
@@ -64,14 +48,9 @@ void check_loop(const RecipeDef& def) {
                  loop.make_data ? "" : ".data ", loop.step ? "" : ".step");
     LEVERS_CHECK(def.training_declared, "recipe '{}': declare the framework loop's settings with .training({{.steps = "
                  "..., .lr = ...}})", name);
-    check_count(name, "evaluate_every", loop.eval_every, defaults, 0);
-    check_count(name, "checkpoint_every", loop.checkpoint_every, defaults, 0);
-    check_count(name, "grad_accum", loop.grad_accum, defaults, 1);
-    if (!loop.micro_batch.empty())
-        LEVERS_CHECK(defaults.has(loop.micro_batch) &&
-                         std::holds_alternative<long>(defaults.values()[defaults.index(loop.micro_batch)]),
-                     "recipe '{}': .micro_batch(\"{}\") names no int parameter; declare it with .param", name,
-                     loop.micro_batch);
+    LEVERS_CHECK(!loop.evaluate || defaults.has(settings::eval_every.name()), "recipe '{}': .evaluate(fn) runs "
+                 "every eval_every steps: give its default in .training({{.eval_every = N}}) (0: at the end only)",
+                 name);
     LEVERS_CHECK(loop.keep_last >= 1, "recipe '{}': keep_checkpoints({}) must keep at least one", name,
                  loop.keep_last);
     LEVERS_CHECK(loop.best_metric.empty() || loop.evaluate,
@@ -95,15 +74,17 @@ void set_gpus(RecipeDef& def, int n) {
     def.gpus = n;
 }
 
-void add_param(RecipeDef& def, const std::string& name, ParamValue value, std::string help, Bounds bounds) {
+void add_param(RecipeDef& def, ParamSpec spec) {
+    const std::string& name = spec.name;
     LEVERS_CHECK(valid_identifier(name), "recipe '{}': parameter name '{}' must be lower-case letters, digits, _ or -",
                  def.name, name);
     for (const auto& p : def.params)
         LEVERS_CHECK(p.name != name, "recipe '{}': parameter '{}' declared twice", def.name, name);
+    const ParamValue& value = spec.default_value;
     const bool numeric = !std::holds_alternative<std::string>(value) && !std::holds_alternative<bool>(value);
-    LEVERS_CHECK(bounds.empty() || numeric, "recipe '{}': parameter '{}' is a {}; bounds ({}) limit numbers only",
-                 def.name, name, type_name(value), bounds.str());
-    def.params.push_back({name, std::move(value), std::move(help), bounds});
+    LEVERS_CHECK(spec.bounds.empty() || numeric, "recipe '{}': parameter '{}' is a {}; bounds ({}) limit numbers only",
+                 def.name, name, type_name(value), spec.bounds.str());
+    def.params.push_back(std::move(spec));
     try {
         check_bounds(def.params.back(), def.params.back().default_value);
     } catch (const Error& e) {
@@ -112,31 +93,46 @@ void add_param(RecipeDef& def, const std::string& name, ParamValue value, std::s
 }
 
 void declare_training(RecipeDef& def, const TrainingDefaults& d) {
-    add_param(def, "steps", d.steps, "optimizer steps", at_least(1));
-    add_param(def, "lr", d.lr, "peak learning rate (warmup, then cosine decay)", at_least(0));
-    add_param(def, "warmup", d.warmup, "warmup steps", at_least(0));
-    add_param(def, "weight_decay", d.weight_decay, "AdamW's decoupled weight decay, on the parameters that decay",
-              at_least(0));
-    add_param(def, "grad_clip", d.grad_clip, "global gradient-norm limit (0: off)", at_least(0));
-    add_param(def, "log_every", d.log_every, "steps per progress line (0: a twentieth of the steps)", at_least(0));
-    add_param(def, "zero", d.zero, "0: data parallel; 1: ZeRO-1 (AdamW's state sharded over ranks); 2: ZeRO-2 (and "
-              "the averaged gradients)", between(0, 2));
+    namespace s = settings;
+    add_param(def, s::steps.with_default(d.steps).spec());
+    add_param(def, s::lr.with_default(d.lr).spec());
+    add_param(def, s::warmup.with_default(d.warmup).spec());
+    add_param(def, s::weight_decay.with_default(d.weight_decay).spec());
+    add_param(def, s::grad_clip.with_default(d.grad_clip).spec());
+    add_param(def, s::log_every.with_default(d.log_every).spec());
+    add_param(def, s::zero.with_default(static_cast<int>(d.zero)).spec());
+    add_param(def, s::grad_accum.with_default(d.grad_accum).spec());
+    add_param(def, s::checkpoint_every.with_default(d.checkpoint_every).spec());
+    if (d.batch_size) {
+        add_param(def, s::batch_size.with_default(*d.batch_size).spec());
+        add_param(def, s::global_batch.spec());
+        def.loop.micro_batch = s::batch_size.name();
+    }
+    if (d.seed) {
+        LEVERS_CHECK(*d.seed >= 0, "recipe '{}': .training's seed must be >= 0, got {}", def.name, *d.seed);
+        add_param(def, s::seed.with_default(static_cast<std::uint64_t>(*d.seed)).spec());
+    }
+    if (d.eval_every) add_param(def, s::eval_every.with_default(*d.eval_every).spec());
     def.training_declared = true;
 }
 
-void name_micro_batch(RecipeDef& def, const std::string& param) { def.loop.micro_batch = param; }
+void declare_lora(RecipeDef& def, const LoraDefaults& d) {
+    add_param(def, settings::lora_r.with_default(static_cast<int>(d.r)).spec());
+    add_param(def, settings::lora_alpha.with_default(d.alpha).spec());
+    add_param(def, settings::lora_targets.with_default(d.targets).spec());
+}
 
-Plan freeze(const RecipeDef& def) {
+Recipe freeze(const RecipeDef& def) {
     LEVERS_CHECK(valid_identifier(def.name), "recipe name '{}' must be lower-case letters, digits, _ or -", def.name);
     if (def.loop.set()) check_loop(def);
     else LEVERS_CHECK(static_cast<bool>(def.body), "recipe '{}' has no body: give .run(fn), or .model, .data and .step",
                       def.name);
-    return Plan(std::make_shared<const RecipeDef>(def));
+    return Recipe(std::make_shared<const RecipeDef>(def));
 }
 
 }  // namespace detail
 
-std::vector<Plan::ModelParameter> Plan::model_parameters(const Config& cfg) const {
+std::vector<Recipe::ModelParameter> Recipe::model_parameters(const Config& cfg) const {
     std::vector<ModelParameter> out;
     if (!r_->loop.make_model) return out;
     const LoopSpec::Erased model = r_->loop.make_model(cfg);
@@ -148,16 +144,16 @@ std::vector<Plan::ModelParameter> Plan::model_parameters(const Config& cfg) cons
     return out;
 }
 
-Result Plan::run(const Config& cfg) const {
+Result Recipe::run(const Config& cfg) const {
     return framework_loop() ? run_framework_loop(name(), r_->loop, cfg) : r_->body(cfg);
 }
 
-void Plan::check(const Config& cfg) const {
+void Recipe::check(const Config& cfg) const {
     if (framework_loop()) framework_loop_options(r_->loop, cfg).validate();
     if (r_->check) r_->check(cfg);
 }
 
-bool register_recipe(const std::string& name, Plan (*factory)()) {
+bool register_recipe(const std::string& name, Recipe (*factory)()) {
     auto [it, inserted] = factories().emplace(name, factory);
     LEVERS_CHECK(inserted, "two recipes are registered as '{}'", name);
     return true;
@@ -171,7 +167,7 @@ std::vector<std::string> recipe_names() {
     return names;
 }
 
-Plan find_recipe(const std::string& name) {
+Recipe find_recipe(const std::string& name) {
     auto it = factories().find(name);
     if (it == factories().end()) {
         std::string closest;
@@ -185,7 +181,7 @@ Plan find_recipe(const std::string& name) {
                                : fmt::format("; did you mean '{}'?", closest);
         LEVERS_FAIL("unknown recipe '{}'{} (`recipe list` shows them all)", name, hint);
     }
-    Plan p = it->second();
+    Recipe p = it->second();
     LEVERS_CHECK(p.name() == name, "recipe registered as '{}' names itself '{}'", name, p.name());
     return p;
 }

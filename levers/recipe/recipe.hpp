@@ -1,21 +1,25 @@
 // The recipe DSL and registry.
 //
 // A recipe is declared with a fluent builder; build() validates it and gives
-// an immutable Plan. The body is written one of two ways:
+// an immutable Recipe. Its parameters are handles declared once (param.hpp),
+// registered with .params and read back as cfg[handle]; the settings every
+// training recipe has are the framework's (settings.hpp), declared by
+// .training. The body is written one of two ways:
 //
 // the framework owns the loop (the same recipe runs on 1..8 GPUs):
+//
+//   const Param<int> width{"width", 256, "hidden width", at_least(1)};
 //
 //   LEVERS_RECIPE(classify) {
 //       return levers::recipe("classify")
 //           .describe("MLP on Fashion-MNIST")
-//           .param("seed", 1, "initialisation and data-order seed") ...
-//           .training({.steps = 3000, .lr = 1e-3, .warmup = 100})  // the loop's settings, as parameters
+//           .training({.steps = 3000, .lr = 1e-3, .warmup = 100,   // the loop's and the data's settings
+//                      .batch_size = 64, .seed = 1, .eval_every = 500})
+//           .params(width)                   // the recipe's own parameters
 //           .model(make_mlp)                 // M or unique_ptr<M> (const Config&): an nn::Module, or any type with params()
-//           .data(load_images)               // D or unique_ptr<D> (const Config&)
+//           .data(load_images)               // D or unique_ptr<D> (const Config&): cfg[settings::batch_size] ...
 //           .step(train_step)                // MicroResult (M&, D&, const StepInfo&)
-//           .micro_batch("batch_size")       // the int parameter that is a rank's micro-batch (recipe plan)
-//           .evaluate_every("eval_every", validate)  // Metrics (M&, D&), combined over ranks
-//           .checkpoint_every(500)
+//           .evaluate(validate)              // Metrics (M&, D&) every eval_every steps, combined over ranks
 //           .early_stop("val_loss", 3)
 //           .finish(report);                 // Result (M&, D&, const LoopResult& [, const Config&])
 //   }
@@ -26,21 +30,25 @@
 // directory, precision and checkpoint; run_context.hpp).
 //
 // The types are checked as the builder is written: a .step whose model or
-// data type is not what .model and .data make does not compile.
+// data type is not what .model and .data make does not compile, nor does a
+// parameter read through a handle that does not exist.
 #pragma once
 
 #include "levers/core/params.hpp"
 #include "levers/nn/module.hpp"
 #include "levers/recipe/config.hpp"
+#include "levers/recipe/loop_params.hpp"
+#include "levers/recipe/param.hpp"
+#include "levers/recipe/settings.hpp"
 #include "levers/train/loop.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <concepts>
 #include <functional>
-#include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -58,16 +66,6 @@ using train::MicroResult;
 struct StepInfo {
     long step = 0;   // optimizer step, from 0
     long micro = 0;  // micro-batch within it, from 0 (grad_accum)
-};
-
-// A count given as a number or as the name of an int parameter.
-struct Count {
-    long value = 0;
-    std::string param;
-    Count(long v) : value(v) {}  // NOLINT: implicit on purpose
-    Count(int v) : value(v) {}   // NOLINT
-    Count(const char* p) : param(p) {}  // NOLINT
-    long resolve(const Config& cfg) const;
 };
 
 using EarlyStop = train::EarlyStopping;
@@ -92,10 +90,10 @@ struct LoopSpec {
     // the data type has nlohmann::json save_state() const and load_state(json).
     std::function<nlohmann::json(const void*)> save_data;
     std::function<void(void*, const nlohmann::json&)> load_data;
-    Count eval_every = 0, checkpoint_every = 0, grad_accum = 1;
-    // The int parameter that is a rank's micro-batch (.micro_batch), and the
-    // bool one that turns activation checkpointing on (.activation_checkpointing):
-    // what `recipe plan` varies and --set micro_batch=auto sets.
+    // The int parameter that is a rank's micro-batch (settings::batch_size,
+    // where .training declares it), and the bool one that turns activation
+    // checkpointing on (.activation_checkpointing): what `recipe plan` varies
+    // and --set micro_batch=auto sets.
     std::string micro_batch, checkpointing;
     int keep_last = 3;       // checkpoints kept, newest first
     std::string best_metric;  // also keep best.ckpt by this metric (default: early stopping's)
@@ -105,9 +103,11 @@ struct LoopSpec {
     bool set() const { return static_cast<bool>(make_model) || static_cast<bool>(step); }
 };
 
-// The framework loop's settings, declared as parameters by .training({...})
-// (so a misspelt setting does not compile): each becomes a parameter of its
-// name with this default, set with --set like any other.
+// The framework loop's settings (settings.hpp), declared as parameters by
+// .training({...}) with these defaults (so a misspelt setting does not
+// compile), each set with --set like any other. The loop reads them itself:
+// grad_accum, eval_every and checkpoint_every need nothing more. The data's
+// (batch_size with global_batch, seed) and eval_every are declared where given.
 struct TrainingDefaults {
     long steps = 1000;         // optimizer steps
     double lr = 1e-3;          // peak learning rate (warmup, then cosine decay)
@@ -116,9 +116,21 @@ struct TrainingDefaults {
     double grad_clip = 1.0;    // global gradient-norm limit (0: off)
     long log_every = 0;        // steps per progress line (0: a twentieth of the steps)
     long zero = 0;             // 0: data parallel; 1, 2: ZeRO stage (optimizer state; and gradients) sharded
+    long grad_accum = 1;       // micro-batches per optimizer step
+    long checkpoint_every = 0;  // steps between training checkpoints (0: none)
+    std::optional<long> batch_size;  // samples per micro-batch and rank: what `recipe plan` varies
+    std::optional<long> seed;        // initialisation and data-order seed
+    std::optional<long> eval_every;  // steps between evaluations (.evaluate); 0: at the end only
 };
 
-// A recipe as declared, untyped: what the builder (below) fills and a Plan freezes.
+// LoRA's settings (settings.hpp: lora_r, lora_alpha, lora_targets), declared by .lora({...}).
+struct LoraDefaults {
+    long r = 8;          // adapter rank; 0: every weight trains
+    double alpha = 16;   // updates scaled by alpha / r
+    std::string targets = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj";
+};
+
+// A recipe as declared, untyped: what the builder (below) fills and a Recipe freezes.
 struct RecipeDef {
     std::string name, description;
     int gpus = 1;  // the default GPU count
@@ -129,27 +141,15 @@ struct RecipeDef {
     bool training_declared = false;
 };
 
-class Plan;
+class Recipe;
 
 namespace detail {
 // The builder's checked steps, out of line (recipe.cpp); each throws levers::Error naming what is wrong.
 void set_gpus(RecipeDef& def, int n);
-void add_param(RecipeDef& def, const std::string& name, ParamValue value, std::string help, Bounds bounds);
+void add_param(RecipeDef& def, ParamSpec spec);
 void declare_training(RecipeDef& def, const TrainingDefaults& defaults);
-void name_micro_batch(RecipeDef& def, const std::string& param);
-Plan freeze(const RecipeDef& def);
-
-// A parameter's default as the variant holds it: integers as long, floating point as double, text as string.
-template <class T> ParamValue param_value(const T& v) {
-    if constexpr (std::is_same_v<T, bool>) return v;
-    else if constexpr (std::is_integral_v<T>) return static_cast<long>(v);
-    else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);
-    else {
-        static_assert(std::is_convertible_v<const T&, std::string>,
-                      "recipe: .param's default is a number, a bool, text, or a braced list of numbers");
-        return std::string(v);
-    }
-}
+void declare_lora(RecipeDef& def, const LoraDefaults& defaults);
+Recipe freeze(const RecipeDef& def);
 
 template <class R> struct Made { using type = R; static constexpr bool owned = false; };
 template <class T> struct Made<std::unique_ptr<T>> { using type = T; static constexpr bool owned = true; };
@@ -203,7 +203,7 @@ template <class D, class F> void erase_data(LoopSpec& loop, F make) {
 }  // namespace detail
 
 // A built recipe: what the registry holds and `recipe run` executes.
-class Plan {
+class Recipe {
 public:
     const std::string& name() const { return r_->name; }
     const std::string& description() const { return r_->description; }
@@ -240,13 +240,13 @@ public:
                             const std::map<std::string, std::string>& every_cell = {}) const;
 
 private:
-    friend Plan detail::freeze(const RecipeDef& def);
-    explicit Plan(std::shared_ptr<const RecipeDef> r) : r_(std::move(r)) {}
+    friend Recipe detail::freeze(const RecipeDef& def);
+    explicit Recipe(std::shared_ptr<const RecipeDef> r) : r_(std::move(r)) {}
     std::shared_ptr<const RecipeDef> r_;
 };
 
 // The builder. Its type carries what .model and .data make (M, D), so the
-// loop's functions are checked as they are given: a .step, .evaluate_every
+// loop's functions are checked as they are given: a .step, .evaluate
 // or .finish that takes other types, or a loop without .model or .data, does
 // not compile, and the compiler's message says which rule was broken.
 template <class M = void, class D = void> class BasicRecipe {
@@ -261,21 +261,11 @@ public:
         detail::set_gpus(def_, n);
         return *this;
     }
-    // A parameter with its default (a number, bool or text) and help line;
-    // `bounds` limits a number: .param("seed", 1, "data-order seed", at_least(0)).
-    template <class T> BasicRecipe& param(const std::string& name, const T& value, std::string help,
-                                          Bounds bounds = {}) {
-        detail::add_param(def_, name, detail::param_value(value), std::move(help), bounds);
-        return *this;
-    }
-    // A list parameter, each item within `bounds`: .param("widths", {256, 128}, "hidden widths", at_least(1)).
-    BasicRecipe& param(const std::string& name, std::initializer_list<int> value, std::string help, Bounds bounds = {}) {
-        detail::add_param(def_, name, std::vector<long>(value.begin(), value.end()), std::move(help), bounds);
-        return *this;
-    }
-    BasicRecipe& param(const std::string& name, std::initializer_list<double> value, std::string help,
-                       Bounds bounds = {}) {
-        detail::add_param(def_, name, std::vector<double>(value), std::move(help), bounds);
+    // The recipe's own parameters, each a handle declared once (param.hpp):
+    // .params(width, depth). A framework setting with this recipe's default:
+    // .params(settings::seed.with_default(7)).
+    template <class... T> BasicRecipe& params(const Param<T>&... handles) {
+        (detail::add_param(def_, handles.spec()), ...);
         return *this;
     }
     // Checks a whole config before anything starts (files exist, parameters
@@ -308,7 +298,7 @@ public:
         detail::erase_data<Made>(next.def_.loop, std::move(make));
         return next;
     }
-    // ...the loop's settings, declared as parameters (steps, lr, warmup, weight_decay, grad_clip, log_every), ...
+    // ...the loop's settings, declared as parameters (settings.hpp: steps, lr, ..., batch_size, seed), ...
     BasicRecipe& training(const TrainingDefaults& defaults) {
         detail::declare_training(def_, defaults);
         return *this;
@@ -327,14 +317,12 @@ public:
             };
         return *this;
     }
-    // Metrics fn(M&, D&) every n steps (a number or an int parameter's name), combined over ranks.
-    template <class F> BasicRecipe& evaluate_every(Count n, F fn) {
-        static_assert(!std::is_void_v<M> && !std::is_void_v<D>, "recipe: declare .model and .data before "
-                      ".evaluate_every");
+    // Metrics fn(M&, D&) every eval_every steps (.training's) and at the end, combined over ranks.
+    template <class F> BasicRecipe& evaluate(F fn) {
+        static_assert(!std::is_void_v<M> && !std::is_void_v<D>, "recipe: declare .model and .data before .evaluate");
         constexpr bool fits = detail::callable_on<Metrics, F, M, D>();
         static_assert(fits || std::is_void_v<M> || std::is_void_v<D>,
-                      "recipe: .evaluate_every(n, fn) must take the types .model and .data make: Metrics fn(M&, D&)");
-        def_.loop.eval_every = std::move(n);
+                      "recipe: .evaluate(fn) must take the types .model and .data make: Metrics fn(M&, D&)");
         if constexpr (fits)
             def_.loop.evaluate = [fn = std::move(fn)](void* m, void* d) mutable -> Metrics {
                 return fn(*static_cast<M*>(m), *static_cast<D*>(d));
@@ -367,13 +355,9 @@ public:
         def_.loop.eval_at_start = true;
         return *this;
     }
-    // Writes the whole training state every n steps to <run>/checkpoints/ (and
-    // at the end); `recipe run --resume` continues from one exactly.
-    BasicRecipe& checkpoint_every(Count n) {
-        def_.loop.checkpoint_every = std::move(n);
-        return *this;
-    }
-    // How many to keep (the newest), and best.ckpt by `metric` if given.
+    // Training checkpoints (every checkpoint_every steps, .training's, and at
+    // the end, in <run>/checkpoints/; `recipe run --resume` continues from one
+    // exactly): how many to keep (the newest), and best.ckpt by `metric` if given.
     BasicRecipe& keep_checkpoints(int last, std::string metric = "", bool maximize = false) {
         def_.loop.keep_last = last;
         def_.loop.best_metric = std::move(metric);
@@ -385,36 +369,28 @@ public:
         def_.loop.early_stop = {std::move(metric), patience, maximize, min_delta};
         return *this;
     }
-    // Micro-batches per optimizer step (a number or an int parameter's name).
-    // The int parameter that is a rank's micro-batch (samples per forward):
-    // `recipe plan` varies it and --set micro_batch=auto sets it (with the
-    // loop's grad_accum, keeping the samples per step).
-    BasicRecipe& micro_batch(const std::string& param) {
-        detail::name_micro_batch(def_, param);
+    // LoRA's settings as parameters (settings.hpp: lora_r, lora_alpha, lora_targets), with these defaults.
+    BasicRecipe& lora(const LoraDefaults& defaults) {
+        detail::declare_lora(def_, defaults);
         return *this;
     }
     // Declares the bool parameter "checkpointing" (default off) that the
     // model's maker reads to recompute its blocks' activations during
     // backward (nn::checkpoint); `recipe plan` weighs both.
     BasicRecipe& activation_checkpointing() {
-        detail::add_param(def_, "checkpointing", false, "recompute each block's activations during backward: less "
-                          "memory, one more forward per block", {});
-        def_.loop.checkpointing = "checkpointing";
-        return *this;
-    }
-    BasicRecipe& grad_accum(Count k) {
-        def_.loop.grad_accum = std::move(k);
+        detail::add_param(def_, settings::checkpointing.spec());
+        def_.loop.checkpointing = settings::checkpointing.name();
         return *this;
     }
 
     // Checks the whole and freezes it; throws levers::Error naming what is wrong.
-    Plan build() const {
+    Recipe build() const {
         static_assert(std::is_void_v<M> == std::is_void_v<D>, "recipe: the framework's loop needs both .model and "
                       ".data");
         return detail::freeze(def_);
     }
-    operator Plan() const { return build(); }  // NOLINT: LEVERS_RECIPE bodies return the builder
-    // build().map(from, cells, every_cell): see Plan::map.
+    operator Recipe() const { return build(); }  // NOLINT: LEVERS_RECIPE bodies return the builder
+    // build().map(from, cells, every_cell): see Recipe::map.
     std::vector<Result> map(const RunContext& from, const std::vector<std::map<std::string, std::string>>& cells,
                             const std::map<std::string, std::string>& every_cell = {}) const {
         return build().map(from, cells, every_cell);
@@ -430,16 +406,16 @@ private:
 inline BasicRecipe<> recipe(std::string name) { return BasicRecipe<>(std::move(name)); }
 
 // Registry: LEVERS_RECIPE registers a factory at start-up; lookups build it.
-bool register_recipe(const std::string& name, Plan (*factory)());
+bool register_recipe(const std::string& name, Recipe (*factory)());
 std::vector<std::string> recipe_names();  // sorted
 bool is_registered(const std::string& name);
 // Throws levers::Error for an unknown name, suggesting the closest one.
-Plan find_recipe(const std::string& name);
+Recipe find_recipe(const std::string& name);
 
 }  // namespace levers
 
 #define LEVERS_RECIPE(id)                                                                         \
-    static ::levers::Plan levers_recipe_factory_##id();                                          \
+    static ::levers::Recipe levers_recipe_factory_##id();                                          \
     [[maybe_unused]] static const bool levers_recipe_registered_##id =                           \
         ::levers::register_recipe(#id, &levers_recipe_factory_##id);                             \
-    static ::levers::Plan levers_recipe_factory_##id()
+    static ::levers::Recipe levers_recipe_factory_##id()

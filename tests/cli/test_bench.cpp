@@ -95,7 +95,7 @@ TEST_CASE("bench refuses bad input with exit 2 before running anything") {
         {{"bench", "predict", "classify", "--gpus", "2,"}, "--gpus '2,': item 2 (empty) is not an integer >= 1"},
         {{"bench", "scaling", "pretrain", "--steps", "5", "--warmup", "5"}, "--steps (5) must exceed --warmup (5)"},
         {{"bench", "scaling", "pretrian"}, "did you mean 'pretrain'"},
-        {{"bench", "scaling", "fine_tune", "--global-batch", "8"}, "declares no global_batch parameter"},
+        {{"bench", "scaling", "lora_sweep", "--global-batch", "8"}, "declares no global_batch parameter"},
         {{"bench", "shapes", "pretrain", "--cells", "1"}, "--cells must be >= 2"},
         {{"bench", "predict", "pretrain", "--profile", "infiniband"}, "unknown interconnect profile 'infiniband'"},
         {{"bench", "predict"}, "needs a recipe name (or --seeds)"},

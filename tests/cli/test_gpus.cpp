@@ -157,10 +157,10 @@ TEST_CASE("a user's binary's help names that binary and its own recipes") {
     auto top = run_tests_bin({"--help"}, {});
     CHECK(top.code == 0);
     CHECK(top.output.find("Usage: levers_test_recipes") != std::string::npos);
-    CHECK(top.output.find("Its recipes: gpu_order, collectives, cpu_op,") != std::string::npos);
-    CHECK(top.output.find("levers_test_recipes run gpu_order --gpus 2") != std::string::npos);
+    CHECK(top.output.find("Its recipes: collectives, cpu_op, fds, gpu_order,") != std::string::npos);
+    CHECK(top.output.find("levers_test_recipes run collectives --gpus 2") != std::string::npos);
     auto run = run_tests_bin({"run", "--help"}, {});
-    CHECK(run.output.find("levers_test_recipes run gpu_order") != std::string::npos);
+    CHECK(run.output.find("levers_test_recipes run collectives") != std::string::npos);
     for (const auto& help : {top.output, run.output}) {
         CHECK(help.find("pretrain") == std::string::npos);
         CHECK(help.find("classify") == std::string::npos);

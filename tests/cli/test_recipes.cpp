@@ -146,13 +146,17 @@ Result store(const Config&) {
     return {{"ok", all_ok(ok)}, {"ranks", world}};
 }
 
+const Param<long> global_rows{"global_batch", 24, "rows per step over all ranks", at_least(1)};
+const Param<long> accumulation{"grad_accum", 1, "micro-batches per step", at_least(1)};
+const Param<long> bucket_bytes{"bucket_bytes", 256, "gradient bucket size", at_least(4)};
+
 // An MLP on synthetic data with the recipe owning its loop through dist::wrap:
 // one global batch per step, each rank training on its rows.
 Result wrapped(const Config& cfg) {
     models::Mlp model({.inputs = 8, .hidden = {16}, .classes = 3}, 5);
-    auto ddp = dist::wrap(model, static_cast<std::int64_t>(cfg.get<long>("bucket_bytes")));
+    auto ddp = dist::wrap(model, cfg[bucket_bytes]);
     train::AdamW adamw(model.params(), {.lr = 1e-2});
-    const long global = cfg.get<long>("global_batch"), accum = cfg.get<long>("grad_accum");
+    const long global = cfg[global_rows], accum = cfg[accumulation];
     const long per_rank = global / dist::world_size() / accum;
     Rng rng(9);
     std::vector<float> x(static_cast<std::size_t>(per_rank * 8));
@@ -189,13 +193,17 @@ Result wrapped(const Config& cfg) {
     return {{"loss", dist::all_reduce_mean(loss)}, {"param_norm", norm}};
 }
 
+const Param<double> seconds{"seconds", 0.2, "how long to hold the GPU", at_least(0)};
+const Param<long> returned{"value", 1, "returned, and doubled"};
+const Param<bool> fail{"fail", false, "fail instead"};
+
 // Holds its GPU for a while: for tests of the slot ledger and of sweeps.
 Result hold(const Config& cfg) {
-    LEVERS_CHECK(!cfg.get<bool>("fail"), "asked to fail (value {})", cfg.get<long>("value"));
-    fmt::print("holding for {} s\n", cfg.get<double>("seconds"));
+    LEVERS_CHECK(!cfg[fail], "asked to fail (value {})", cfg[returned]);
+    fmt::print("holding for {} s\n", cfg[seconds]);
     std::fflush(stdout);
-    std::this_thread::sleep_for(std::chrono::duration<double>(cfg.get<double>("seconds")));
-    return {{"returned", cfg.get<long>("value")}, {"double", 2 * cfg.get<long>("value")}};
+    std::this_thread::sleep_for(std::chrono::duration<double>(cfg[seconds]));
+    return {{"returned", cfg[returned]}, {"double", 2 * cfg[returned]}};
 }
 
 // Seven evaluation samples valued 1..7 over however many ranks, and a metric
@@ -284,7 +292,7 @@ LEVERS_RECIPE(cpu_op) {
 LEVERS_RECIPE(uneven) {
     return levers::recipe("uneven")
         .describe("exact metrics over 7 samples on any rank count, and early stopping on a plateau")
-        .training({.steps = 100, .lr = 0.01, .log_every = 1000})
+        .training({.steps = 100, .lr = 0.01, .log_every = 1000, .eval_every = 2})
         .model([](const Config&) {
             return std::make_unique<models::Mlp>(models::MlpConfig{.inputs = 1, .hidden = {4}, .classes = 2}, 1);
         })
@@ -294,16 +302,14 @@ LEVERS_RECIPE(uneven) {
             loss.backward();
             return MicroResult{loss.item(), 4};
         })
-        .evaluate_every(2, uneven_eval)
+        .evaluate(uneven_eval)
         .early_stop("plateau", 2);
 }
 
 LEVERS_RECIPE(hold) {
     return levers::recipe("hold")
         .describe("sleeps while holding its GPU, then returns its value doubled")
-        .param("seconds", 0.2, "how long to hold the GPU")
-        .param("value", 1, "returned, and doubled")
-        .param("fail", false, "fail instead")
+        .params(seconds, returned, fail)
         .run(hold);
 }
 
@@ -319,9 +325,7 @@ LEVERS_RECIPE(store) { return levers::recipe("store").describe("checks the share
 LEVERS_RECIPE(wrapped) {
     return levers::recipe("wrapped")
         .describe("an MLP trained through dist::wrap")
-        .param("global_batch", 24, "rows per step over all ranks")
-        .param("grad_accum", 1, "micro-batches per step")
-        .param("bucket_bytes", 256, "gradient bucket size")
+        .params(global_rows, accumulation, bucket_bytes)
         .run(wrapped);
 }
 

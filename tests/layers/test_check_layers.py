@@ -30,9 +30,9 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write_text(original)
         assert bad.returncode == 1, (path, bad.stdout)
         assert f"{path}: includes {header}, but {said}" in bad.stdout, bad.stdout
-    # Members defined in another layer than their class's header (as Plan::map once was, in the app).
+    # Members defined in another layer than their class's header (as Recipe::map once was, in the app).
     definitions = [
-        ("levers/app/sweep.cpp", "namespace levers {\nvoid Plan::extra() const {}\n}\n", "Plan::extra", "recipe"),
+        ("levers/app/sweep.cpp", "namespace levers {\nvoid Recipe::extra() const {}\n}\n", "Recipe::extra", "recipe"),
         ("levers/train/loop.cpp", "namespace levers {\nint ParamSet::extra() { return 0; }\n}\n",
          "ParamSet::extra", "core"),
     ]

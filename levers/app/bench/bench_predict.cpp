@@ -32,7 +32,7 @@ int bench_predict(const PredictFlags& f) {
     if (f.bandwidth_gb_s > 0) link.bandwidth_gb_s = f.bandwidth_gb_s;
     if (f.latency_us >= 0) link.latency_us = f.latency_us;
     for (int g : f.gpus) LEVERS_CHECK(g >= 1, "--gpus: {} is not a GPU count >= 1", g);
-    Plan r = find_recipe(f.recipe);
+    Recipe r = find_recipe(f.recipe);
     const fs::path dir = bench_dir(r.name(), f.out, "predict");
     Workload w;
     w.fixed_global_batch = f.fixed_global_batch;

@@ -28,12 +28,12 @@ double split_ms(const Result& r, const char* part) {
 }  // namespace
 
 int bench_scaling(const ScalingFlags& f) {
-    Plan r = find_recipe(f.recipe);
+    Recipe r = find_recipe(f.recipe);
     const std::vector<int> gpus = f.gpus.empty() ? default_gpus() : f.gpus;
     LEVERS_CHECK(!gpus.empty(), "--gpus needs at least one GPU count");
     for (int g : gpus) LEVERS_CHECK(g >= 1, "--gpus: {} is not a GPU count >= 1", g);
     LEVERS_CHECK(f.steps > f.warmup && f.warmup >= 0, "--steps ({}) must exceed --warmup ({})", f.steps, f.warmup);
-    LEVERS_CHECK(f.global_batch == 0 || r.defaults().has("global_batch"),
+    LEVERS_CHECK(f.global_batch == 0 || r.defaults().has(settings::global_batch.name()),
                  "--global-batch: recipe '{}' declares no global_batch parameter", r.name());
     LEVERS_CHECK(f.price >= 0, "--price must be >= 0, got {}", f.price);
     resolve_precision(f.precision, resolve_device("auto", 1));  // refused here, not once per run
@@ -68,7 +68,7 @@ int bench_scaling(const ScalingFlags& f) {
         std::fflush(stdout);
     }
 
-    const long total = f.total_steps > 0 ? f.total_steps : r.defaults().get<long>("steps");
+    const long total = f.total_steps > 0 ? f.total_steps : r.defaults()[settings::steps];
     std::vector<std::vector<std::string>> table = {{"GPUs", unit_of(rows.front().result), "speedup", "efficiency",
                                                     "step_ms", "compute_ms", "exposed_comm_ms", "waiting_ms",
                                                     "hidden_comm_ms", "peak_mb_per_rank"}};

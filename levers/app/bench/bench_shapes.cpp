@@ -15,10 +15,10 @@ namespace levers::bench {
 namespace fs = std::filesystem;
 
 int bench_shapes(const ShapesFlags& f) {
-    Plan r = find_recipe(f.recipe);
+    Recipe r = find_recipe(f.recipe);
     LEVERS_CHECK(f.cells >= 2, "--cells must be >= 2, got {}", f.cells);
     LEVERS_CHECK(f.steps >= 1, "--steps must be >= 1, got {}", f.steps);
-    LEVERS_CHECK(r.defaults().has("seed"), "recipe '{}' declares no seed: its cells could not differ", r.name());
+    LEVERS_CHECK(r.defaults().has(settings::seed.name()), "recipe '{}' declares no seed: its cells could not differ", r.name());
     const fs::path dir = bench_dir(r.name(), f.out, "shapes");
     fmt::print("bench shapes {}: {} one-GPU cells as a sweep against one {}-GPU run of the same total work, "
                "{} steps; results in {}\n", r.name(), f.cells, f.cells, f.steps, dir.string());
@@ -34,7 +34,7 @@ int bench_shapes(const ShapesFlags& f) {
 
     SweepOptions o;
     o.recipe = r.name();
-    for (int c = 0; c < f.cells; ++c) o.cells.push_back({{"seed", std::to_string(c + 1)}});
+    for (int c = 0; c < f.cells; ++c) o.cells.push_back({{settings::seed.name(), std::to_string(c + 1)}});
     o.sets = common;
     o.program = fs::read_symlink("/proc/self/exe").string();
     o.device = resolve_device("auto", 1);  // where `recipe run` puts the single cell

@@ -61,10 +61,11 @@ double steady_throughput(const fs::path& run_dir, long warmup) {
     return (items1 - items0) / (wall1 - wall0);
 }
 
-std::vector<std::string> quiet_sets(const Plan& recipe) {
+std::vector<std::string> quiet_sets(const Recipe& recipe) {
     std::vector<std::string> sets;
     for (const auto& p : recipe.params())
-        if (p.name == "checkpoint_every" || p.name == "eval_every" || p.name == "sample_tokens")
+        if (p.name == settings::checkpoint_every.name() || p.name == settings::eval_every.name() ||
+            p.name == "sample_tokens")  // the language-model recipes' own (recipes/lm_params.hpp)
             sets.push_back(p.name + "=0");
     return sets;
 }

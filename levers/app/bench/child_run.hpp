@@ -29,7 +29,7 @@ double items_per_step(const std::filesystem::path& run_dir);
 
 // "name=0" for each of these the recipe declares, to pass with --set: the
 // benchmark measures training, not evaluation, checkpoints or samples.
-std::vector<std::string> quiet_sets(const Plan& recipe);
+std::vector<std::string> quiet_sets(const Recipe& recipe);
 
 // {"--set", s} for each s: the arguments of `recipe run`.
 std::vector<std::string> as_set_flags(const std::vector<std::string>& sets);

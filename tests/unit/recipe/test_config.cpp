@@ -7,16 +7,18 @@
 using namespace levers;
 
 namespace {
-Plan sample() {
+const Param<long> steps{"steps", 10, "steps"};
+const Param<double> lr{"lr", 3e-4, "learning rate"};
+const Param<std::string> name{"name", "x", "a string"};
+const Param<bool> fast{"fast", false, "a bool"};
+const Param<std::vector<long>> widths{"widths", {64, 32}, "a list"};
+const Param<std::vector<double>> rates{"rates", {1e-3, 3e-3}, "a float list"};
+
+Recipe sample() {
     return recipe("sample")
         .describe("for tests")
-        .param("steps", 10, "steps")
-        .param("lr", 3e-4, "learning rate")
-        .param("name", "x", "a string")
-        .param("fast", false, "a bool")
-        .param("widths", {64, 32}, "a list")
-        .param("rates", {1e-3, 3e-3}, "a float list")
-        .run([](const Config& c) { return Result{{"steps", c.get<long>("steps")}}; });
+        .params(steps, lr, name, fast, widths, rates)
+        .run([](const Config& c) { return Result{{"steps", c[steps]}}; });
 }
 }  // namespace
 
@@ -28,13 +30,15 @@ TEST_CASE("parameters keep their declared types through the command line's text"
     c.set("fast", "true");
     c.set("widths", "8,4,2");
     c.set("rates", "0.5,2e-4");
-    CHECK(c.get<long>("steps") == 25);
-    CHECK(c.get<int>("steps") == 25);
-    CHECK(c.get<double>("lr") == 1e-3);
-    CHECK(c.get<std::string>("name") == "hello world");
-    CHECK(c.get<bool>("fast"));
-    CHECK(c.get<std::vector<long>>("widths") == std::vector<long>{8, 4, 2});
-    CHECK(c.get<std::vector<double>>("rates") == std::vector<double>{0.5, 2e-4});
+    CHECK(c[steps] == 25);
+    const Param<int> steps_as_int{"steps", 0, "the same parameter read as int"};
+    CHECK(c[steps_as_int] == 25);
+    CHECK(c[lr] == 1e-3);
+    CHECK(c[name] == "hello world");
+    CHECK(c[fast]);
+    CHECK(c[widths] == std::vector<long>{8, 4, 2});
+    CHECK(c[rates] == std::vector<double>{0.5, 2e-4});
+    CHECK(std::get<long>(c.value("steps")) == 25);
     CHECK(c.to_json()["rates"][1] == 2e-4);
 }
 
@@ -59,23 +63,26 @@ TEST_CASE("bad parameter names and values are refused with what would be valid")
         CHECK_THROWS_WITH_AS(cfg.set(c.name, c.value), doctest::Contains(c.message), Error);
     }
     Config cfg = sample().defaults();
-    CHECK_THROWS_WITH_AS(cfg.get<double>("steps"), doctest::Contains("parameter 'steps' is int"), Error);
+    const Param<double> steps_as_float{"steps", 0, "read as another type"};
+    CHECK_THROWS_WITH_AS(cfg[steps_as_float], doctest::Contains("parameter 'steps' is declared as int"), Error);
 }
 
 TEST_CASE("the builder refuses duplicate parameters, bad names and a missing body") {
-    CHECK_THROWS_WITH_AS(recipe("r").param("a", 1, "").param("a", 2, ""), doctest::Contains("'a' declared twice"), Error);
-    CHECK_THROWS_WITH_AS(recipe("r").param("Bad Name", 1, ""), doctest::Contains("parameter name 'Bad Name'"), Error);
+    const Param<int> a{"a", 1, ""}, b{"a", 2, ""};
+    CHECK_THROWS_WITH_AS(recipe("r").params(a, b), doctest::Contains("'a' declared twice"), Error);
+    CHECK_THROWS_WITH_AS(recipe("r").params(Param<int>{"Bad Name", 1, ""}), doctest::Contains("parameter name 'Bad Name'"),
+                         Error);
     CHECK_THROWS_WITH_AS(recipe("r").build(), doctest::Contains("has no body"), Error);
     CHECK_THROWS_WITH_AS(recipe("r").gpus(0), doctest::Contains("gpus(0) must be >= 1"), Error);
-    CHECK(sample().defaults().get<long>("steps") == 10);
+    CHECK(sample().defaults()[steps] == 10);
     CHECK(sample().run(sample().defaults())["steps"] == 10);
 }
 
 TEST_CASE("bounds refuse values out of range when set, and defaults out of range when declared") {
-    Plan r = recipe("bounded")
-                 .param("steps", 10, "optimizer steps", at_least(1))
-                 .param("dropout", 0.1, "drop rate", between(0, 1))
-                 .param("widths", {64, 32}, "widths", at_least(1))
+    const Param<long> bounded_steps{"steps", 10, "optimizer steps", at_least(1)};
+    const Param<double> dropout{"dropout", 0.1, "drop rate", between(0, 1)};
+    Recipe r = recipe("bounded")
+                 .params(bounded_steps, dropout, Param<std::vector<int>>{"widths", {64, 32}, "widths", at_least(1)})
                  .run([](const Config&) { return Result{}; });
     Config c = r.defaults();
     CHECK_THROWS_WITH_AS(c.set("steps", "-5"),
@@ -83,21 +90,21 @@ TEST_CASE("bounds refuse values out of range when set, and defaults out of range
                          Error);
     CHECK_THROWS_WITH_AS(c.set("dropout", "1.5"), doctest::Contains("it must be in [0, 1]"), Error);
     CHECK_THROWS_WITH_AS(c.set("widths", "8,0"), doctest::Contains("'widths': 8,0 is out of range"), Error);
-    CHECK(c.get<long>("steps") == 10);  // a refused value leaves the old one
+    CHECK(c[bounded_steps] == 10);  // a refused value leaves the old one
     c.set("steps", "1");
     c.set("dropout", "1");
-    CHECK(c.get<long>("steps") == 1);
-    CHECK(c.get<double>("dropout") == 1.0);
-    CHECK_THROWS_WITH_AS(recipe("r").param("n", 0, "count", at_least(1)),
+    CHECK(c[bounded_steps] == 1);
+    CHECK(c[dropout] == 1.0);
+    CHECK_THROWS_WITH_AS(recipe("r").params(Param<int>{"n", 0, "count", at_least(1)}),
                          doctest::Contains("the default of parameter 'n': 0 is out of range"), Error);
-    CHECK_THROWS_WITH_AS(recipe("r").param("name", "x", "a name", at_least(1)),
+    CHECK_THROWS_WITH_AS(recipe("r").params(Param<std::string>{"name", "x", "a name", at_least(1)}),
                          doctest::Contains("parameter 'name' is a string; bounds (>= 1) limit numbers only"), Error);
 }
 
 TEST_CASE("check_cells checks each cell on top of the base config and names the first that fails") {
-    Plan r = recipe("cells")
-                 .param("steps", 10, "optimizer steps", at_least(1))
-                 .param("lr", 0.1, "learning rate", at_least(0))
+    Recipe r = recipe("cells")
+                 .params(Param<long>{"steps", 10, "optimizer steps", at_least(1)},
+                         Param<double>{"lr", 0.1, "learning rate", at_least(0)})
                  .run([](const Config&) { return Result{}; });
     Config base = r.defaults();
     base.set("lr", "0.5");
@@ -110,32 +117,45 @@ TEST_CASE("check_cells checks each cell on top of the base config and names the 
 
 TEST_CASE("a parameter's default keeps its kind: integers, floating point, text, bool, lists") {
     const std::string text = "words";
-    Plan r = recipe("kinds")
-                 .param("small", short{3}, "an integer of another width")
-                 .param("count", std::size_t{7}, "an unsigned count")
-                 .param("rate", 0.5f, "a float")
-                 .param("label", text, "a std::string")
-                 .param("path", "a.txt", "a literal")
-                 .param("on", true, "a flag")
-                 .param("sizes", {1, 2}, "ints")
-                 .param("rates", {0.1, 0.2}, "floats")
-                 .run([](const Config&) { return Result{}; });
+    const Param<short> small{"small", 3, "an integer of another width"};
+    const Param<std::size_t> count{"count", 7, "an unsigned count"};
+    const Param<float> rate{"rate", 0.5f, "a float"};
+    const Param<std::string> label{"label", text, "a std::string"};
+    const Param path{"path", "a.txt", "a literal"};
+    const Param<bool> on{"on", true, "a flag"};
+    const Param<std::vector<int>> sizes{"sizes", {1, 2}, "ints"};
+    const Param<std::vector<float>> fractions{"fractions", {0.5f, 0.25f}, "floats"};
+    Recipe r = recipe("kinds").params(small, count, rate, label, path, on, sizes, fractions).run([](const Config&) {
+        return Result{};
+    });
     const Config c = r.defaults();
-    CHECK(c.get<long>("small") == 3);
-    CHECK(c.get<long>("count") == 7);
-    CHECK(c.get<double>("rate") == 0.5);
-    CHECK(c.get<std::string>("label") == "words");
-    CHECK(c.get<std::string>("path") == "a.txt");
-    CHECK(c.get<bool>("on"));
-    CHECK(c.get<std::vector<long>>("sizes") == std::vector<long>{1, 2});
-    CHECK(c.get<std::vector<double>>("rates") == std::vector<double>{0.1, 0.2});
+    CHECK(c[small] == 3);
+    CHECK(c[count] == 7);
+    CHECK(c[rate] == 0.5f);
+    CHECK(c[label] == "words");
+    CHECK(c[path] == "a.txt");
+    CHECK(c[on]);
+    CHECK(c[sizes] == std::vector<int>{1, 2});
+    CHECK(c[fractions] == std::vector<float>{0.5f, 0.25f});
+    // As the command line and config.json see them: integers, floating point, text, bool, lists.
+    CHECK(type_name(c.value("small")) == "int");
+    CHECK(type_name(c.value("count")) == "int");
+    CHECK(type_name(c.value("rate")) == "float");
+    CHECK(type_name(c.value("path")) == "string");
+    CHECK(type_name(c.value("sizes")) == "int list");
+    CHECK(type_name(c.value("fractions")) == "float list");
+    // An unsigned count refuses a negative value where it is read.
+    Config negative = c;
+    negative.set("count", "-1");
+    CHECK_THROWS_WITH_AS(negative[count], doctest::Contains("parameter 'count': -1 does not fit"), Error);
 }
 
 TEST_CASE("a recipe's check and the framework loop's settings are applied before a run") {
     bool ran = false;
-    Plan r = recipe("checked")
-                 .param("path", "", "a file")
-                 .check([](const Config& c) { LEVERS_CHECK(!c.get<std::string>("path").empty(), "give --set path="); })
+    static const Param<std::string> path{"path", "", "a file"};
+    Recipe r = recipe("checked")
+                 .params(path)
+                 .check([](const Config& c) { LEVERS_CHECK(!c[path].empty(), "give --set path="); })
                  .run([&](const Config&) {
                      ran = true;
                      return Result{};

@@ -1,5 +1,6 @@
-// The framework-owned loop of the DSL: .model/.data/.step/.evaluate_every/
-// .early_stop/.finish, and what build() refuses.
+// The framework-owned loop of the DSL: .model/.data/.step/.evaluate/
+// .early_stop/.finish, parameters read through their handles, and what
+// build() refuses.
 #include "levers/core/error.hpp"
 #include "levers/distributed/context.hpp"
 #include "levers/recipe/recipe.hpp"
@@ -32,8 +33,7 @@ struct Blobs {
 using Mlp = models::Mlp;
 
 std::unique_ptr<Mlp> make_model(const Config& c) {
-    return std::make_unique<Mlp>(models::MlpConfig{.inputs = 1, .hidden = {8}, .classes = 2},
-                                 static_cast<std::uint64_t>(c.get<long>("seed")));
+    return std::make_unique<Mlp>(models::MlpConfig{.inputs = 1, .hidden = {8}, .classes = 2}, c[settings::seed]);
 }
 Blobs make_data(const Config&) { return Blobs(64); }
 Tensor inputs(const Blobs& d) { return Tensor::from(d.x, {static_cast<std::int64_t>(d.x.size()), 1}); }
@@ -47,19 +47,17 @@ Metrics validate(Mlp& m, Blobs& d) { return {{"val_loss", m.loss(inputs(d), labe
 
 auto blobs(long steps) {
     return recipe("blobs")
-        .training({.steps = steps, .lr = 0.05, .log_every = 1000})
-        .param("seed", 3, "seed")
-        .param("eval_every", 10, "steps between evaluations")
+        .training({.steps = steps, .lr = 0.05, .log_every = 1000, .seed = 3, .eval_every = 10})
         .model(make_model)
         .data(make_data)
         .step(train_step)
-        .evaluate_every("eval_every", validate);
+        .evaluate(validate);
 }
 
 }  // namespace
 
 TEST_CASE("the framework's loop trains the model the recipe declares and reports its metrics") {
-    Plan p = blobs(60).finish([](Mlp&, Blobs& d, const LoopResult& r) {
+    Recipe p = blobs(60).finish([](Mlp&, Blobs& d, const LoopResult& r) {
         return Result{{"examples", d.y.size()}, {"evaluated_steps", r.steps}};
     });
     CHECK(p.framework_loop());
@@ -73,16 +71,14 @@ TEST_CASE("the framework's loop trains the model the recipe declares and reports
 TEST_CASE("the run's context reaches every function of the recipe with its config, and writes where it says") {
     testing::TempDir tmp;
     std::vector<std::filesystem::path> seen;
-    Plan p = recipe("ctx")
-                 .training({.steps = 2L, .lr = 0.05, .log_every = 1000})
-                 .param("seed", 3, "seed")
+    Recipe p = recipe("ctx")
+                 .training({.steps = 2L, .lr = 0.05, .log_every = 1000, .checkpoint_every = 1, .seed = 3})
                  .model([&](const Config& c) {
                      seen.push_back(c.run().dir);
                      return make_model(c);
                  })
                  .data(make_data)
                  .step(train_step)
-                 .checkpoint_every(1)
                  .finish([&](Mlp&, Blobs&, const LoopResult&, const Config& c) {
                      seen.push_back(c.run().dir);
                      return Result{};
@@ -96,7 +92,7 @@ TEST_CASE("the run's context reaches every function of the recipe with its confi
     CHECK(std::filesystem::exists(tmp.path() / "metrics.csv"));
     CHECK(std::filesystem::exists(tmp.path() / "checkpoints" / "step-00000002.ckpt"));
     // .finish adds an object's fields (nothing for Result{}); anything else is refused by name.
-    Plan bad = blobs(1).finish([](Mlp&, Blobs&, const LoopResult&) { return Result(3); });
+    Recipe bad = blobs(1).finish([](Mlp&, Blobs&, const LoopResult&) { return Result(3); });
     CHECK_THROWS_WITH_AS(bad.run(bad.defaults()), doctest::Contains(".finish returned number JSON"), Error);
     // A copy carries its context; the ranks a launcher starts get it through the two exported variables.
     const Config copy = cfg;
@@ -117,13 +113,12 @@ TEST_CASE("the run's context reaches every function of the recipe with its confi
 
 TEST_CASE("early stopping ends training once the metric stops improving") {
     // A metric that never improves after the first evaluation: patience 2 stops at the third.
-    Plan p = recipe("flat")
-                 .training({.steps = 100L, .lr = 0.01, .log_every = 1000})
-                 .param("seed", 1, "seed")
+    Recipe p = recipe("flat")
+                 .training({.steps = 100L, .lr = 0.01, .log_every = 1000, .seed = 1, .eval_every = 5})
                  .model(make_model)
                  .data(make_data)
                  .step(train_step)
-                 .evaluate_every(5, [](Mlp&, Blobs&) { return Metrics{{"score", 1.0}}; })
+                 .evaluate([](Mlp&, Blobs&) { return Metrics{{"score", 1.0}}; })
                  .early_stop("score", 2, /*maximize=*/true);
     Result r = p.run(p.defaults());
     CHECK(r["stopped_early"] == true);
@@ -134,22 +129,29 @@ TEST_CASE("early stopping ends training once the metric stops improving") {
 TEST_CASE("build() refuses an incomplete or inconsistent loop, naming what is wrong") {
     // A .step of other types, or a loop without .data, does not compile
     // (tests/compile_fail); the rest is refused by build().
-    auto untrained = recipe("n").param("seed", 1, "").model(make_model).data(make_data).step(train_step);
+    auto untrained = recipe("n").params(settings::seed).model(make_model).data(make_data).step(train_step);
     CHECK_THROWS_WITH_AS(untrained.build(), doctest::Contains("declare the framework loop's settings with .training("),
                          Error);
-    CHECK_THROWS_WITH_AS(recipe("d").training({}).param("steps", 3, ""), doctest::Contains("'steps' declared twice"),
+    CHECK_THROWS_WITH_AS(recipe("d").training({}).params(settings::steps.with_default(3)),
+                         doctest::Contains("'steps' declared twice"), Error);
+    CHECK_THROWS_WITH_AS(recipe("b").params(Param<std::string>{"name", "x", "text", at_least(1)}),
+                         doctest::Contains("parameter 'name' is a string; bounds (>= 1) limit numbers only"), Error);
+    CHECK_THROWS_WITH_AS(recipe("b").params(Param<int>{"width", 0, "hidden width", at_least(1)}),
+                         doctest::Contains("the default of parameter 'width': 0 is out of range; it must be >= 1"),
                          Error);
 
     CHECK_THROWS_WITH_AS(blobs(5).early_stop("val_loss", 0).build(), doctest::Contains("patience >= 1"), Error);
-    auto no_eval = recipe("e").training({.steps = 1, .lr = 0.1}).param("seed", 1, "").model(make_model)
+    auto no_eval = recipe("e").training({.steps = 1, .lr = 0.1, .seed = 1}).model(make_model)
                        .data(make_data).step(train_step).early_stop("val_loss", 2);
-    CHECK_THROWS_WITH_AS(no_eval.build(), doctest::Contains("needs .evaluate_every"), Error);
-    CHECK_THROWS_WITH_AS(blobs(5).grad_accum("nope").build(), doctest::Contains("grad_accum(\"nope\") names no"),
+    CHECK_THROWS_WITH_AS(no_eval.build(), doctest::Contains("needs .evaluate"), Error);
+    auto no_interval = recipe("i").training({.steps = 1, .lr = 0.1, .seed = 1}).model(make_model).data(make_data)
+                           .step(train_step).evaluate(validate);
+    CHECK_THROWS_WITH_AS(no_interval.build(), doctest::Contains("give its default in .training({.eval_every = N})"),
                          Error);
     CHECK_THROWS_WITH_AS(blobs(5).run([](const Config&) { return Result{}; }).build(),
                          doctest::Contains("exclude each other"), Error);
     // The early-stop metric must be one the evaluation reports.
-    Plan bad_metric = blobs(20).early_stop("accuracy", 2);
+    Recipe bad_metric = blobs(20).early_stop("accuracy", 2);
     CHECK_THROWS_WITH_AS(bad_metric.run(bad_metric.defaults()), doctest::Contains("reports only: val_loss"), Error);
 }
 
@@ -162,7 +164,7 @@ TEST_CASE("on a GPU, a model type without to_device is refused by name before tr
         }
         ParamSet& params() { return p; }
     };
-    Plan plan = recipe("cpu_only")
+    Recipe plan = recipe("cpu_only")
                     .training({.steps = 3L, .lr = 0.01})
                     .model([](const Config&) { return std::make_unique<CpuOnly>(); })
                     .data([](const Config&) { return 0; })
@@ -196,18 +198,18 @@ TEST_CASE("--precision reaches the model's to_device, and a model that takes no 
         void to_device(Device) {}
     };
     static DType seen = DType::f32;
-    Plan takes_dtype = recipe("takes_dtype")
+    Recipe takes_dtype = recipe("takes_dtype")
                            .training({.steps = 1L, .lr = 0.01})
                            .model([](const Config&) { return std::make_unique<Moves>(&seen); })
                            .data([](const Config&) { return 0; })
                            .step([](Moves&, int&, const StepInfo&) { return MicroResult{}; });
-    Plan f32_only = recipe("f32_only")
+    Recipe f32_only = recipe("f32_only")
                         .training({.steps = 1L, .lr = 0.01})
                         .model([](const Config&) { return std::make_unique<F32Only>(); })
                         .data([](const Config&) { return 0; })
                         .step([](F32Only&, int&, const StepInfo&) { return MicroResult{}; });
     dist::join({.device = Device::cuda(0)}, nullptr);
-    const auto in_bf16 = [](const Plan& p) {
+    const auto in_bf16 = [](const Recipe& p) {
         Config c = p.defaults();
         c.set_run({.compute = DType::bf16});
         return c;
@@ -219,4 +221,52 @@ TEST_CASE("--precision reaches the model's to_device, and a model that takes no 
                                            "to_device(Device) takes no dtype"),
                          Error);
     dist::leave();
+}
+
+TEST_CASE("a parameter is read through its handle with its own type, and .training declares the shared settings") {
+    const Param<int> width{"width", 16, "hidden width", at_least(1)};
+    const Param<std::vector<int>> widths{"widths", {8, 4}, "hidden widths", at_least(1)};
+    const Param<double> scale{"scale", 0.5, "a factor"};
+    const Param corpus{"corpus", "", "a text file"};  // text defaults are std::string parameters
+    const Param<bool> fast{"fast", false, "a switch"};
+    Recipe r = recipe("typed")
+                   .training({.steps = 4, .lr = 0.1, .batch_size = 32, .seed = 9})
+                   .params(width, widths, scale, corpus, fast)
+                   .model(make_model)
+                   .data(make_data)
+                   .step(train_step);
+    Config cfg = r.defaults();
+    CHECK(cfg[width] == 16);
+    CHECK(cfg[widths] == std::vector<int>{8, 4});
+    CHECK(cfg[scale] == 0.5);
+    CHECK(cfg[corpus].empty());
+    CHECK(cfg[fast] == false);
+    CHECK(cfg[settings::steps] == 4);
+    CHECK(cfg[settings::batch_size] == 32);
+    CHECK(cfg[settings::global_batch] == 0);
+    CHECK(cfg[settings::seed] == 9u);
+    CHECK(cfg[settings::grad_accum] == 1);
+    CHECK(cfg[settings::checkpoint_every] == 0);
+    CHECK(rank_batch(cfg) == 32);
+    cfg.set("width", "64");
+    cfg.set("widths", "3,2,1");
+    cfg.set("corpus", "books.txt");
+    CHECK(cfg[width] == 64);
+    CHECK(cfg[widths] == std::vector<int>{3, 2, 1});
+    CHECK(cfg[corpus] == "books.txt");
+    // The batch size is the micro-batch `recipe plan` varies; eval_every is declared only where given.
+    CHECK(r.loop_spec()->micro_batch == "batch_size");
+    CHECK_FALSE(cfg.has("eval_every"));
+    // A handle the recipe does not declare, or one of the same name and another type, is refused by name.
+    const Param<int> other{"other", 1, "not declared"};
+    CHECK_THROWS_WITH_AS(cfg[other], doctest::Contains("unknown parameter 'other'"), Error);
+    const Param<std::string> width_as_text{"width", "", "the same name, another type"};
+    CHECK_THROWS_WITH_AS(cfg[width_as_text], doctest::Contains("parameter 'width' is declared as int"), Error);
+    // An integer that does not fit the handle's type.
+    const Param<std::int8_t> small{"width", 1, "a narrow read"};
+    cfg.set("width", "300");
+    CHECK_THROWS_WITH_AS(cfg[small], doctest::Contains("parameter 'width': 300 does not fit"), Error);
+    // A framework setting with a recipe's own default.
+    Recipe seeded = recipe("seeded").params(settings::seed.with_default(42)).run([](const Config&) { return Result{}; });
+    CHECK(seeded.defaults()[settings::seed] == 42u);
 }

@@ -7,9 +7,12 @@
 namespace levers::models {
 
 std::int32_t sample_token(const float* logits, int vocab, const SampleOptions& options, Rng& rng) {
-    LEVERS_CHECK(options.temperature > 0, "temperature must be > 0, got {}", options.temperature);
+    LEVERS_CHECK(options.temperature >= 0 && std::isfinite(options.temperature),
+                 "temperature must be >= 0 (0: greedy), got {}", options.temperature);
     LEVERS_CHECK(options.top_k >= 0, "top_k must be >= 0, got {}", options.top_k);
     LEVERS_CHECK(options.top_p > 0 && options.top_p <= 1, "top_p must be in (0, 1], got {}", options.top_p);
+    if (options.temperature == 0)  // greedy, as transformers' do_sample=False and llama.cpp's --temp 0: no draw
+        return static_cast<std::int32_t>(std::max_element(logits, logits + vocab) - logits);
     std::vector<int> order(static_cast<std::size_t>(vocab));
     std::iota(order.begin(), order.end(), 0);
     std::size_t keep = options.top_k == 0 ? order.size() : std::min<std::size_t>(order.size(), static_cast<std::size_t>(options.top_k));

@@ -14,7 +14,7 @@ namespace levers::models {
 
 struct SampleOptions {
     int max_new_tokens = 200;
-    double temperature = 1.0;  // > 0; lower is more conservative
+    double temperature = 1.0;  // >= 0; lower is more conservative, 0 greedy (the likeliest token, no draw)
     int top_k = 0;             // 0 keeps the whole vocabulary
     double top_p = 1.0;        // in (0, 1]: the likeliest tokens whose probabilities reach it (nucleus sampling)
     std::vector<std::int32_t> stop;  // tokens that end generation (kept in the output)

@@ -39,8 +39,22 @@ TEST_CASE("generate appends the requested tokens, deterministically for a seed")
     CHECK(first == second);
     for (auto t : first) CHECK((t >= 0 && t < 11));
     CHECK_THROWS_WITH_AS(models::generate(gpt, {}, opts, a), doctest::Contains("needs a prompt"), Error);
-    opts.temperature = 0;
-    CHECK_THROWS_WITH_AS(models::generate(gpt, {1}, opts, a), doctest::Contains("temperature must be > 0"), Error);
+    opts.temperature = -0.5;
+    CHECK_THROWS_WITH_AS(models::generate(gpt, {1}, opts, a), doctest::Contains("temperature must be >= 0 (0: greedy)"),
+                         Error);
+}
+
+TEST_CASE("temperature 0 is greedy decoding: the likeliest token each time, the first of ties, no draw") {
+    const float logits[] = {0.5f, 2.0f, -1.0f, 2.0f};
+    Rng rng(3), untouched(3);
+    for (int i = 0; i < 10; ++i) CHECK(models::sample_token(logits, 4, {.temperature = 0}, rng) == 1);
+    CHECK(rng.uniform() == untouched.uniform());  // nothing drawn
+    // Through a model: the same tokens as top_k = 1 (the likeliest kept), whatever the seed.
+    models::Gpt gpt({.vocab_size = 11, .block_size = 8, .n_layer = 1, .n_head = 1, .n_embd = 8}, 5);
+    Rng a(1), b(2);
+    const auto greedy = models::generate(gpt, {3, 4}, {.max_new_tokens = 6, .temperature = 0}, a);
+    const auto top1 = models::generate(gpt, {3, 4}, {.max_new_tokens = 6, .temperature = 1.0, .top_k = 1}, b);
+    CHECK(greedy == top1);
 }
 
 TEST_CASE("sampling: top-p keeps the fewest likeliest tokens whose probability reaches it") {

@@ -1,15 +1,7 @@
 #include "levers/app/cli.hpp"
 
-#include "levers/app/bench/bench_cli.hpp"
-#include "levers/app/cli_parts.hpp"
-#include "levers/app/plan_command.hpp"
-#include "levers/app/plot.hpp"
-#include "levers/app/run_command.hpp"
-#include "levers/app/status_command.hpp"
-#include "levers/app/tokenize_command.hpp"
-#include "levers/app/submit.hpp"
+#include "levers/app/command.hpp"
 #include "levers/app/sweep.hpp"
-#include "levers/app/sweep_command.hpp"
 #include "levers/core/environment.hpp"
 #include "levers/core/error.hpp"
 #include "levers/recipe/recipe.hpp"
@@ -53,39 +45,33 @@ std::string user_binary_footer(const std::string& program, const std::vector<std
                        program, fmt::join(names, ", "), names.front());
 }
 
-int list_recipes() {
-    for (const auto& name : recipe_names()) {
-        Recipe r = find_recipe(name);
-        fmt::print("{:<12} {}\n", name, r.description());
-        std::string params;
-        for (const auto& p : r.params()) params += fmt::format(" {}={}", p.name, to_text(p.default_value));
-        fmt::print("{:<12} params:{}\n", "", params);
+// `recipe help [env]`: the top help (made before parsing, after which CLI11's is the parsed command's), or a topic's.
+class HelpCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override {
+        command_ = app.add_subcommand("help", "Show this help, or a topic's: env (every environment variable levers "
+                                              "reads)");
+        command_->add_option("topic", topic_, "env")->check(CLI::IsMember({"env"}));
+        command_->footer(ex("\nExample:\n  {recipe} help env"));
     }
-    return 0;
-}
+    void keep_top_help(std::string text) { top_help_ = std::move(text); }
+    int run(int, char**) override {
+        fmt::print("{}", topic_ == "env" ? env::manual() : top_help_);
+        return 0;
+    }
 
-int show_recipe(const std::string& name) {
-    Recipe r = find_recipe(name);
-    fmt::print("{}: {}\ndefault GPUs: {}\nparameters (set with --set name=value):\n", r.name(), r.description(),
-               r.default_gpus());
-    for (const auto& p : r.params())
-        fmt::print("  {:<16} {:<10} {:<14} {}{}\n", p.name, type_name(p.default_value), to_text(p.default_value), p.help,
-                   p.bounds.empty() ? "" : " [" + p.bounds.str() + "]");
-    if (!r.framework_loop()) return 0;
-    // The model the defaults build, by the names its checkpoints use.
-    try {
-        const auto params = r.model_parameters(r.defaults());
-        std::int64_t total = 0, trained = 0;
-        for (const auto& p : params) (p.trainable ? trained : total) += p.shape.numel();
-        total += trained;
-        fmt::print("model parameters ({} tensors, {} values, {} of them trained):\n", params.size(), total, trained);
-        for (const auto& p : params)
-            fmt::print("  {:<40} {:<16} {}{}\n", p.name, p.shape.str(), p.trainable ? "trained" : "frozen",
-                       p.trainable && p.decay ? ", weight decay" : "");
-    } catch (const Error& e) {
-        fmt::print("model parameters: not built with the defaults ({})\n", e.message());
-    }
-    return 0;
+private:
+    std::string topic_, top_help_;
+};
+
+// CLI11 reports an unknown command only as "a subcommand is required": named here, with the valid ones.
+bool unknown_command(CLI::App& app, int argc, char** argv, const std::string& program) {
+    std::vector<std::string> names;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(c->get_name());
+    if (argc < 2 || argv[1][0] == '-' || std::find(names.begin(), names.end(), argv[1]) != names.end()) return false;
+    fmt::print(stderr, "error: unknown command '{}'; valid commands: {} (see {} --help)\n", argv[1],
+               fmt::join(names, ", "), program);
+    return true;
 }
 
 }  // namespace
@@ -107,175 +93,24 @@ int main(int argc, char** argv) {
     const bool users_binary = !is_registered("pretrain") && !names.empty();
     app.footer(users_binary ? user_binary_footer(program, names) : ex(kExamples));
 
-    auto* list = app.add_subcommand("list", "Show every registered recipe with its description and parameters");
-    list->footer(ex("\nExample:\n  {recipe} list"));
-    std::string show_name;
-    auto* show = app.add_subcommand("show", "Show one recipe's parameters, types, defaults and help");
-    show->add_option("name", show_name, "recipe name")->required();
-    show->footer(ex("\nExample:\n  {recipe} show {pretrain}"));
-
-    RunFlags flags;
-    auto* run = app.add_subcommand("run", "Run a recipe and print its result as JSON on the last line");
-    run->add_option("name", flags.name, "recipe name")->required();
-    run->add_option("--set", flags.sets, "set a parameter: --set name=value (repeatable)");
-    run->add_option("--gpus", flags.gpus, "GPUs, one rank each (default: the recipe's); CPU ranks without CUDA");
-    add_device_option(*run, flags.device, "where the ranks compute");
-    add_precision_option(*run, flags.precision, "what they compute in");
-    run->add_option("--out", flags.out, "run directory (default: runs/NAME/<date-time>)");
-    run->add_option("--threads", flags.threads, "CPU threads per rank (default 0: the job's core slots shared)");
-    run->add_option("--output", flags.output, "whose output to show: all ranks or rank0")
-        ->check(CLI::IsMember({"all", "rank0"}));
-    run->add_option("--timeout", flags.timeout_s, "seconds a rank may wait in a collective (default 120)");
-    std::string resume_what;
-    run->add_option("--resume", resume_what,
-                    "continue from a checkpoint: a file, a run directory, or latest (the newest run's)")
-        ->expected(0, 1);
-    run->add_option("--restarts", flags.restarts,
-                    "when a rank fails, start the job again from its latest checkpoint, this many times at most "
-                    "(default 0)");
-    run->add_option("--memory", flags.memory, "each rank's memory for --set micro_batch=auto, e.g. 80GB (default: "
-                                              "the GPU's, or the CPU's available memory shared by the ranks)");
-    bool run_no_wait = false;
-    run->add_flag("--no-wait", run_no_wait, "fail at once if the GPUs are busy instead of queueing");
-    run->footer(ex("\nExamples:\n  {recipe} run {pretrain} --set steps=300 --set batch_size=8\n"
-                   "  {recipe} run {fine_tune} --gpus 8 --out runs/ft8\n"
-                   "  {recipe} run {pretrain} --resume latest --set steps=8000\n"
-                   "  {recipe} run {pretrain} --gpus 2 --restarts 3 --set checkpoint_every=100"));
-
-    PlanFlags plan_flags;
-    auto* plan = app.add_subcommand("plan", "A run's memory per rank before it starts: weights, gradients, optimizer "
-                                            "state, activations, and the largest micro-batch that fits");
-    plan->add_option("name", plan_flags.name, "recipe name")->required();
-    plan->add_option("--set", plan_flags.sets, "set a parameter: --set name=value (repeatable)");
-    plan->add_option("--gpus", plan_flags.gpus, "ranks, one per GPU (default: the recipe's)");
-    plan->add_option("--device", plan_flags.device, "where the ranks would compute: auto, cpu or cuda (cuda needs "
-                                                    "no GPU here, only its memory: from a GPU, or --memory)")
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    add_precision_option(*plan, plan_flags.precision, "what they would compute in");
-    plan->add_option("--memory", plan_flags.memory, "each rank's memory, e.g. 80GB (default: the GPU's, or the "
-                                                    "CPU's available memory shared by the ranks)");
-    plan->footer(ex("\nExamples:\n  {recipe} plan {pretrain} --gpus 4\n"
-                    "  {recipe} plan {pretrain} --gpus 8 --device cuda --memory 80GB --precision bf16 --set zero=2\n"
-                    "  {recipe} run {pretrain} --gpus 4 --set micro_batch=auto"));
-
-    SubmitFlags submit_flags;
-    auto* submit = app.add_subcommand("submit", "Hand a job to Slurm: an sbatch script in a new run directory");
-    submit->add_option("name", submit_flags.name, "recipe name")->required();
-    submit->add_option("--nodes", submit_flags.nodes, "nodes (default 1)");
-    submit->add_option("--gpus", submit_flags.gpus, "GPUs per node, one rank each (default: the recipe's); CPU "
-                                                    "ranks per node without GPUs");
-    submit->add_option("--time", submit_flags.time, "the job's time limit, as sbatch reads it (e.g. 2:00:00)");
-    submit->add_option("--partition", submit_flags.partition, "the Slurm partition (default: the default one)");
-    submit->add_option("--set", submit_flags.sets, "set a parameter: --set name=value (repeatable)");
-    add_device_option(*submit, submit_flags.device, "where the ranks compute");
-    submit->add_option("--threads", submit_flags.threads, "CPU threads per rank (default 0: the cores shared)");
-    submit->add_option("--out", submit_flags.out, "run directory (default: runs/NAME/<date-time>)");
-    submit->add_option("--restarts", submit_flags.restarts,
-                       "when a rank fails, start again from the run's newest checkpoint, this many times at most");
-    submit->footer(ex("\nExamples:\n  {recipe} submit {pretrain} --nodes 2 --gpus 8 --time 4:00:00\n"
-                      "  {recipe} submit {classify} --gpus 2 --partition cpu --restarts 2"));
-
-    SweepFlags sweep_flags;
-    auto* sweep = app.add_subcommand("sweep", "Run many one-GPU trainings of a recipe side by side");
-    sweep->add_option("name", sweep_flags.name, "recipe name")->required();
-    sweep->add_option("--grid", sweep_flags.grids, "name=v1,v2,...: one cell per value (grids are crossed)");
-    sweep->add_option("--cells", sweep_flags.cells_file, "JSON file: an array of objects, one per cell");
-    sweep->add_option("--set", sweep_flags.sets, "set a parameter of every cell: --set name=value");
-    sweep->add_option("--gpus-per-cell", sweep_flags.gpus_per_cell, "GPUs per cell (default 1)");
-    sweep->add_option("--max-parallel", sweep_flags.max_parallel, "cells at once at most (default 0: as GPUs allow)");
-    sweep->add_option("--out", sweep_flags.out, "sweep directory (default: runs/NAME/sweep-<date-time>)");
-    sweep->add_option("--timeout", sweep_flags.timeout_s, "each cell's collective timeout in seconds");
-    add_device_option(*sweep, sweep_flags.device, "where every cell computes");
-    add_precision_option(*sweep, sweep_flags.precision, "what every cell computes in");
-    sweep->add_flag("--no-wait", sweep_flags.no_wait, "fail if no GPU is free instead of queueing");
-    sweep->footer(ex("\nExamples:\n  {recipe} sweep {classify} --grid lr=1e-3,3e-3 --grid seed=1,2,3\n"
-                     "  {recipe} sweep {fine_tune} --cells cells.json --max-parallel 2"));
-
-    std::vector<std::string> plot_dirs;
-    std::string plot_out;
-    auto* plot = app.add_subcommand("plot", "Draw loss and evaluation curves of runs (or a sweep's cells) to a PNG");
-    plot->add_option("runs", plot_dirs, "run directories, or a sweep's directory")->required();
-    plot->add_option("--out", plot_out, "the PNG (default: plot.png in the first directory)");
-    plot->footer(ex("\nExamples:\n  {recipe} plot runs/{pretrain}/latest\n"
-                    "  {recipe} plot runs/{classify}/sweep-latest --out sweep.png"));
-
-    bench::BenchCli bench_cli(app, ex);
-
-    auto* status = app.add_subcommand("status", "Show the node's GPUs (CPU slots), their holders and waiting jobs");
-    status->footer(ex("\nExamples:\n  {recipe} status\n  LEVERS_LEDGER_DIR=/run/lock/levers-gpus {recipe} status"));
-    std::vector<std::string> ws_words;
-    auto* workspace = app.add_subcommand("workspace", "Show or change what jobs may ask for");
-    workspace->add_option("setting", ws_words, "multi-gpu on|off, or max-gpus N");
-    workspace->footer(ex("\nExamples:\n  {recipe} workspace multi-gpu off\n  {recipe} workspace max-gpus 4"));
-
-    TokenizeFlags tokenize_flags;
-    auto* tokenize = app.add_subcommand("tokenize", "Text to token ids with a model's tokenizer, ids to text, or a "
-                                                    "conversation through its chat template");
-    tokenize->add_option("--tokenizer", tokenize_flags.tokenizer,
-                         "a model's directory (tokenizer.json, or GPT-2's vocab.json and merges.txt) or a tokenizer.json")
-        ->required();
-    tokenize->add_option("input", tokenize_flags.input, "a file (default: stdin)");
-    tokenize->add_flag("--decode", tokenize_flags.decode, "the input is a JSON array of ids: print their text");
-    tokenize->add_flag("--chat", tokenize_flags.chat,
-                       "the input is a conversation (a JSON list of {role, content}, or {\"messages\": [...]}): "
-                       "render it through the directory's chat template, then tokenize");
-    tokenize->add_flag("--generation-prompt", tokenize_flags.generation_prompt,
-                       "with --chat: end with the assistant's turn opened");
-    tokenize->add_flag("--render", tokenize_flags.render_only, "with --chat: print the rendered text, not its ids");
-    tokenize->add_flag("--add-special", tokenize_flags.add_special,
-                       "add the tokenizer's own tokens around plain text (its BOS)");
-    tokenize->add_flag("--skip-special", tokenize_flags.skip_special, "with --decode: leave special tokens out");
-    tokenize->footer(ex("\nExamples:\n  {recipe} tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct notes.txt\n"
-                        "  echo '[9906, 1917]' | {recipe} tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct "
-                        "--decode\n"
-                        "  {recipe} tokenize --tokenizer ~/models/Qwen3-0.6B --chat --render conversation.json"));
-
-    std::string help_topic;
-    auto* help = app.add_subcommand("help", "Show this help, or a topic's: env (every environment variable levers reads)");
-    help->add_option("topic", help_topic, "env")->check(CLI::IsMember({"env"}));
-    help->footer(ex("\nExample:\n  {recipe} help env"));
-
-    // CLI11 reports an unknown command only as "a subcommand is required".
-    std::vector<std::string> commands;
-    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) commands.push_back(c->get_name());
-    if (argc > 1 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
-        fmt::print(stderr, "error: unknown command '{}'; valid commands: {} (see {} --help)\n", argv[1],
-                   fmt::join(commands, ", "), program);
-        return 2;
-    }
-    const std::string top_help = app.help();  // after parsing, help() is the parsed subcommand's
+    auto help = std::make_unique<HelpCommand>();
+    HelpCommand& help_command = *help;
+    std::vector<std::unique_ptr<Command>> commands;
+    for (auto make : {list_command, show_command, run_command, plan_command, submit_command, sweep_command,
+                      plot_command, bench_command, status_command, workspace_command, tokenize_command})
+        commands.push_back(make());
+    commands.push_back(std::move(help));
+    for (auto& c : commands) c->add_to(app, ex);
+    if (unknown_command(app, argc, argv, program)) return 2;
+    help_command.keep_top_help(app.help());
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        int code = app.exit(e);
-        return code == 0 ? 0 : 2;
+        return app.exit(e) == 0 ? 0 : 2;
     }
     try {
-        if (help->parsed()) {
-            fmt::print("{}", help_topic == "env" ? env::manual() : top_help);
-            return 0;
-        }
-        if (list->parsed()) return list_recipes();
-        if (show->parsed()) return show_recipe(show_name);
-        if (run->parsed()) {
-            flags.wait = !run_no_wait;
-            if (run->count("--resume") > 0) flags.resume = resume_what;
-            return run_recipe(flags, argc, argv);
-        }
-        if (plan->parsed()) return plan_command(plan_flags);
-        if (sweep->parsed()) return sweep_recipe(sweep_flags);
-        if (submit->parsed()) return submit_recipe(submit_flags);
-        if (status->parsed()) return show_status();
-        if (bench_cli.parsed()) return bench_cli.run();
-        if (plot->parsed()) {
-            std::vector<std::filesystem::path> dirs(plot_dirs.begin(), plot_dirs.end());
-            const std::filesystem::path out = plot_out.empty() ? dirs.front() / "plot.png" : std::filesystem::path(plot_out);
-            plot_runs(dirs, out);
-            fmt::print("wrote {}\n", out.string());
-            return 0;
-        }
-        if (workspace->parsed()) return workspace_command(ws_words);
-        if (tokenize->parsed()) return tokenize_command(tokenize_flags);
+        for (auto& c : commands)
+            if (c->parsed()) return c->run(argc, argv);
     } catch (const Error& e) {
         fmt::print(stderr, "error: {}\n", e.message());
         return 2;

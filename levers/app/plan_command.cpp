@@ -1,5 +1,6 @@
 #include "levers/app/plan_command.hpp"
 
+#include "levers/app/command.hpp"
 #include "levers/app/run_config.hpp"
 #include "levers/core/error.hpp"
 #include "levers/core/gpu.hpp"
@@ -32,7 +33,7 @@ PlanTarget plan_target(const PlanFlags& flags, const Recipe& r) {
 
 }  // namespace
 
-int plan_command(const PlanFlags& flags) {
+int print_plan(const PlanFlags& flags) {
     const Recipe r = find_recipe(flags.name);
     Config cfg = resolve_config(r, flags.sets);
     r.check(cfg);
@@ -63,5 +64,36 @@ long choose_micro_batch(const Recipe& recipe, Config& cfg, const PlanTarget& tar
                memory_text(double(plan.usable)));
     return f.grad_accum;
 }
+
+namespace {
+
+class PlanCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override {
+        auto* plan = command_ = app.add_subcommand("plan", "A run's memory per rank before it starts: weights, "
+                                                           "gradients, optimizer state, activations, and the largest "
+                                                           "micro-batch that fits");
+        plan->add_option("name", flags_.name, "recipe name")->required();
+        plan->add_option("--set", flags_.sets, "set a parameter: --set name=value (repeatable)");
+        plan->add_option("--gpus", flags_.gpus, "ranks, one GPU each (default: the recipe's)");
+        plan->add_option("--device", flags_.device, "where the ranks would compute: auto, cpu or cuda (cuda needs "
+                                                    "no GPU here, only its memory: from a GPU, or --memory)")
+            ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+        add_precision_option(*plan, flags_.precision, "what they would compute in");
+        plan->add_option("--memory", flags_.memory, "each rank's memory, e.g. 80GB (default: the GPU's, or the "
+                                                    "CPU's available memory shared by the ranks)");
+        plan->footer(ex("\nExamples:\n  {recipe} plan {pretrain} --gpus 4\n"
+                        "  {recipe} plan {pretrain} --gpus 8 --device cuda --memory 80GB --precision bf16 --set zero=2\n"
+                        "  {recipe} run {pretrain} --gpus 4 --set micro_batch=auto"));
+    }
+    int run(int, char**) override { return print_plan(flags_); }
+
+private:
+    PlanFlags flags_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> plan_command() { return std::make_unique<PlanCommand>(); }
 
 }  // namespace levers

@@ -19,7 +19,7 @@ struct PlanFlags {
 };
 
 // Prints the plan; exit code 0 (errors are thrown, naming what is wrong).
-int plan_command(const PlanFlags& flags);
+int print_plan(const PlanFlags& flags);
 
 // Whether --set micro_batch=auto is among `sets` (which then no longer holds it).
 bool take_auto_micro_batch(std::vector<std::string>& sets);

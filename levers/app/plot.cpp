@@ -1,5 +1,6 @@
 #include "levers/app/plot.hpp"
 
+#include "levers/app/command.hpp"
 #include "levers/core/error.hpp"
 #include "levers/core/read_file.hpp"
 
@@ -109,5 +110,34 @@ std::string gnuplot_quoted(const std::string& s) {
     for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
     return out + "'";
 }
+
+namespace {
+
+class PlotCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override {
+        auto* plot = command_ = app.add_subcommand("plot", "Draw loss and evaluation curves of runs (or a sweep's "
+                                                           "cells) to a PNG");
+        plot->add_option("runs", dirs_, "run directories, or a sweep's directory")->required();
+        plot->add_option("--out", out_, "the PNG (default: plot.png in the first directory)");
+        plot->footer(ex("\nExamples:\n  {recipe} plot runs/{pretrain}/latest\n"
+                        "  {recipe} plot runs/{classify}/sweep-latest --out sweep.png"));
+    }
+    int run(int, char**) override {
+        const std::vector<fs::path> dirs(dirs_.begin(), dirs_.end());
+        const fs::path out = out_.empty() ? dirs.front() / "plot.png" : fs::path(out_);
+        plot_runs(dirs, out);
+        fmt::print("wrote {}\n", out.string());
+        return 0;
+    }
+
+private:
+    std::vector<std::string> dirs_;
+    std::string out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> plot_command() { return std::make_unique<PlotCommand>(); }
 
 }  // namespace levers

@@ -1,5 +1,6 @@
 #include "levers/app/run_command.hpp"
 
+#include "levers/app/command.hpp"
 #include "levers/app/job_slots.hpp"
 #include "levers/app/plan_command.hpp"
 #include "levers/app/rank_join.hpp"
@@ -136,5 +137,52 @@ int run_recipe(const RunFlags& flags, int argc, char** argv) {
     const Device in_place = cuda ? Device::cuda(runtime_index(slots[0])) : Device::cpu();
     return run_in_place(r, cfg, env, in_place, threads, [&](const Result& result) { publish_to(dir, result); });
 }
+
+namespace {
+
+class RunCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override {
+        auto* run = command_ = app.add_subcommand("run", "Run a recipe and print its result as JSON on the last line");
+        run->add_option("name", flags_.name, "recipe name")->required();
+        run->add_option("--set", flags_.sets, "set a parameter: --set name=value (repeatable)");
+        run->add_option("--gpus", flags_.gpus, "ranks, one GPU each where there are GPUs, else CPU ranks sharing the "
+                                               "cores (default: the recipe's)");
+        add_device_option(*run, flags_.device, "where the ranks compute");
+        add_precision_option(*run, flags_.precision, "what they compute in");
+        run->add_option("--out", flags_.out, "run directory (default: runs/NAME/<date-time>)");
+        run->add_option("--threads", flags_.threads, "CPU threads per rank (default 0: the job's core slots shared)");
+        run->add_option("--output", flags_.output, "whose output to show: all ranks or rank0")
+            ->check(CLI::IsMember({"all", "rank0"}));
+        run->add_option("--timeout", flags_.timeout_s, "seconds a rank may wait in a collective (default 120)");
+        run->add_option("--resume", resume_, "continue from a checkpoint: a file, a run directory, or latest (the "
+                                             "newest run's)")
+            ->expected(0, 1);
+        run->add_option("--restarts", flags_.restarts, "when a rank fails, start the job again from its latest "
+                                                       "checkpoint, this many times at most (default 0)");
+        run->add_option("--memory", flags_.memory, "each rank's memory for --set micro_batch=auto, e.g. 80GB "
+                                                   "(default: the GPU's, or the CPU's available memory shared by the "
+                                                   "ranks)");
+        run->add_flag("--no-wait", no_wait_, "fail at once if the GPUs are busy instead of queueing");
+        run->footer(ex("\nExamples:\n  {recipe} run {pretrain} --set steps=300 --set batch_size=8\n"
+                       "  {recipe} run {fine_tune} --gpus 8 --out runs/ft8\n"
+                       "  {recipe} run {pretrain} --resume latest --set steps=8000\n"
+                       "  {recipe} run {pretrain} --gpus 2 --restarts 3 --set checkpoint_every=100"));
+    }
+    int run(int argc, char** argv) override {
+        flags_.wait = !no_wait_;
+        if (command_->count("--resume") > 0) flags_.resume = resume_;
+        return run_recipe(flags_, argc, argv);
+    }
+
+private:
+    RunFlags flags_;
+    std::string resume_;
+    bool no_wait_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> run_command() { return std::make_unique<RunCommand>(); }
 
 }  // namespace levers

@@ -1,5 +1,6 @@
 #include "levers/app/status_command.hpp"
 
+#include "levers/app/command.hpp"
 #include "levers/app/submit.hpp"
 #include "levers/app/workspace.hpp"
 #include "levers/core/error.hpp"
@@ -46,7 +47,7 @@ int show_status() {
     return 0;
 }
 
-int workspace_command(const std::vector<std::string>& words) {
+int change_workspace(const std::vector<std::string>& words) {
     if (words.size() == 2) {
         set_workspace(words[0], words[1]);
         fmt::print("workspace: {} set to {} in {}\n", words[0], words[1], workspace_file().string());
@@ -58,5 +59,35 @@ int workspace_command(const std::vector<std::string>& words) {
                ws.max_gpus_from);
     return 0;
 }
+
+namespace {
+
+class StatusCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override {
+        command_ = app.add_subcommand("status", "Show the node's GPUs (CPU slots), their holders and waiting jobs");
+        command_->footer(ex("\nExamples:\n  {recipe} status\n  LEVERS_LEDGER_DIR=/run/lock/levers-gpus {recipe} "
+                            "status"));
+    }
+    int run(int, char**) override { return show_status(); }
+};
+
+class WorkspaceCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override {
+        command_ = app.add_subcommand("workspace", "Show or change what jobs may ask for");
+        command_->add_option("setting", words_, "multi-gpu on|off, or max-gpus N");
+        command_->footer(ex("\nExamples:\n  {recipe} workspace multi-gpu off\n  {recipe} workspace max-gpus 4"));
+    }
+    int run(int, char**) override { return change_workspace(words_); }
+
+private:
+    std::vector<std::string> words_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> status_command() { return std::make_unique<StatusCommand>(); }
+std::unique_ptr<Command> workspace_command() { return std::make_unique<WorkspaceCommand>(); }
 
 }  // namespace levers

@@ -10,6 +10,6 @@ namespace levers {
 
 int show_status();
 // `words`: empty to show, or a setting and its value. Throws levers::Error naming a bad one.
-int workspace_command(const std::vector<std::string>& words);
+int change_workspace(const std::vector<std::string>& words);
 
 }  // namespace levers

@@ -1,5 +1,6 @@
 #include "levers/app/submit.hpp"
 
+#include "levers/app/command.hpp"
 #include "levers/app/run_config.hpp"
 #include "levers/core/error.hpp"
 #include "levers/recipe/recipe.hpp"
@@ -125,5 +126,37 @@ std::string slurm_jobs() {
         if (line.find(" levers-") != std::string::npos) mine += "  " + line + "\n";
     return mine.empty() ? "  none\n" : mine;
 }
+
+namespace {
+
+class SubmitCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override {
+        auto* submit = command_ = app.add_subcommand("submit", "Hand a job to Slurm: an sbatch script in a new run "
+                                                               "directory");
+        submit->add_option("name", flags_.name, "recipe name")->required();
+        submit->add_option("--nodes", flags_.nodes, "nodes (default 1)");
+        submit->add_option("--gpus", flags_.gpus, "ranks per node, one GPU each (default: the recipe's); CPU ranks "
+                                                  "per node without GPUs");
+        submit->add_option("--time", flags_.time, "the job's time limit, as sbatch reads it (e.g. 2:00:00)");
+        submit->add_option("--partition", flags_.partition, "the Slurm partition (default: the default one)");
+        submit->add_option("--set", flags_.sets, "set a parameter: --set name=value (repeatable)");
+        add_device_option(*submit, flags_.device, "where the ranks compute");
+        submit->add_option("--threads", flags_.threads, "CPU threads per rank (default 0: the cores shared)");
+        submit->add_option("--out", flags_.out, "run directory (default: runs/NAME/<date-time>)");
+        submit->add_option("--restarts", flags_.restarts,
+                           "when a rank fails, start again from the run's newest checkpoint, this many times at most");
+        submit->footer(ex("\nExamples:\n  {recipe} submit {pretrain} --nodes 2 --gpus 8 --time 4:00:00\n"
+                          "  {recipe} submit {classify} --gpus 2 --partition cpu --restarts 2"));
+    }
+    int run(int, char**) override { return submit_recipe(flags_); }
+
+private:
+    SubmitFlags flags_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> submit_command() { return std::make_unique<SubmitCommand>(); }
 
 }  // namespace levers

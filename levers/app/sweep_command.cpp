@@ -1,5 +1,6 @@
 #include "levers/app/sweep_command.hpp"
 
+#include "levers/app/command.hpp"
 #include "levers/app/run_config.hpp"
 #include "levers/app/sweep.hpp"
 #include "levers/app/workspace.hpp"
@@ -58,5 +59,35 @@ int sweep_recipe(const SweepFlags& f) {
                outcomes.size(), o.dir.string());
     return failed == 0 ? 0 : 1;
 }
+
+namespace {
+
+class SweepCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override {
+        auto* sweep = command_ = app.add_subcommand("sweep", "Run many one-GPU trainings of a recipe side by side");
+        sweep->add_option("name", flags_.name, "recipe name")->required();
+        sweep->add_option("--grid", flags_.grids, "name=v1,v2,...: one cell per value (grids are crossed)");
+        sweep->add_option("--cells", flags_.cells_file, "JSON file: an array of objects, one per cell");
+        sweep->add_option("--set", flags_.sets, "set a parameter of every cell: --set name=value");
+        sweep->add_option("--gpus-per-cell", flags_.gpus_per_cell, "GPUs per cell (default 1)");
+        sweep->add_option("--max-parallel", flags_.max_parallel, "cells at once at most (default 0: as GPUs allow)");
+        sweep->add_option("--out", flags_.out, "sweep directory (default: runs/NAME/sweep-<date-time>)");
+        sweep->add_option("--timeout", flags_.timeout_s, "each cell's collective timeout in seconds");
+        add_device_option(*sweep, flags_.device, "where every cell computes");
+        add_precision_option(*sweep, flags_.precision, "what every cell computes in");
+        sweep->add_flag("--no-wait", flags_.no_wait, "fail if no GPU is free instead of queueing");
+        sweep->footer(ex("\nExamples:\n  {recipe} sweep {classify} --grid lr=1e-3,3e-3 --grid seed=1,2,3\n"
+                         "  {recipe} sweep {fine_tune} --cells cells.json --max-parallel 2"));
+    }
+    int run(int, char**) override { return sweep_recipe(flags_); }
+
+private:
+    SweepFlags flags_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> sweep_command() { return std::make_unique<SweepCommand>(); }
 
 }  // namespace levers

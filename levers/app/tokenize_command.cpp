@@ -1,5 +1,6 @@
 #include "levers/app/tokenize_command.hpp"
 
+#include "levers/app/command.hpp"
 #include "levers/core/error.hpp"
 #include "levers/core/read_file.hpp"
 #include "levers/data/bpe_tokenizer.hpp"
@@ -45,7 +46,7 @@ Json parse(const std::string& text, const std::string& what) {
 }
 }  // namespace
 
-int tokenize_command(const TokenizeFlags& f) {
+int tokenize(const TokenizeFlags& f) {
     LEVERS_CHECK(!(f.decode && f.chat), "--decode and --chat do not go together: --chat renders a conversation to ids");
     LEVERS_CHECK(f.chat || (!f.generation_prompt && !f.render_only),
                  "--generation-prompt and --render go with --chat");
@@ -79,5 +80,40 @@ int tokenize_command(const TokenizeFlags& f) {
     fmt::print("{}\n", Json(tokenizer.encode(input, f.add_special)).dump());
     return 0;
 }
+
+namespace {
+
+class TokenizeCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override {
+        auto* tok = command_ = app.add_subcommand("tokenize", "Text to token ids with a model's tokenizer, ids to "
+                                                              "text, or a conversation through its chat template");
+        tok->add_option("--tokenizer", flags_.tokenizer, "a model's directory (tokenizer.json, or GPT-2's vocab.json "
+                                                         "and merges.txt) or a tokenizer.json")
+            ->required();
+        tok->add_option("input", flags_.input, "a file (default: stdin)");
+        tok->add_flag("--decode", flags_.decode, "the input is a JSON array of ids: print their text");
+        tok->add_flag("--chat", flags_.chat, "the input is a conversation (a JSON list of {role, content}, or "
+                                             "{\"messages\": [...]}): render it through the directory's chat "
+                                             "template, then tokenize");
+        tok->add_flag("--generation-prompt", flags_.generation_prompt,
+                      "with --chat: end with the assistant's turn opened");
+        tok->add_flag("--render", flags_.render_only, "with --chat: print the rendered text, not its ids");
+        tok->add_flag("--add-special", flags_.add_special, "add the tokenizer's own tokens around plain text (its BOS)");
+        tok->add_flag("--skip-special", flags_.skip_special, "with --decode: leave special tokens out");
+        tok->footer(ex("\nExamples:\n  {recipe} tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct notes.txt\n"
+                       "  echo '[9906, 1917]' | {recipe} tokenize --tokenizer ~/models/Llama-3.2-1B-Instruct "
+                       "--decode\n"
+                       "  {recipe} tokenize --tokenizer ~/models/Qwen3-0.6B --chat --render conversation.json"));
+    }
+    int run(int, char**) override { return tokenize(flags_); }
+
+private:
+    TokenizeFlags flags_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> tokenize_command() { return std::make_unique<TokenizeCommand>(); }
 
 }  // namespace levers

@@ -20,6 +20,6 @@ struct TokenizeFlags {
 };
 
 // Prints the result on stdout; throws levers::Error naming a bad file or input.
-int tokenize_command(const TokenizeFlags& flags);
+int tokenize(const TokenizeFlags& flags);
 
 }  // namespace levers

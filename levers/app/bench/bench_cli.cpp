@@ -1,13 +1,29 @@
-#include "levers/app/bench/bench_cli.hpp"
-
-#include "levers/app/cli_parts.hpp"
+// `recipe bench scaling|shapes|predict` on the command line.
+#include "levers/app/bench/bench_commands.hpp"
+#include "levers/app/command.hpp"
 #include "levers/core/error.hpp"
 #include "levers/recipe/config.hpp"
 
-namespace levers::bench {
+namespace levers {
 
-BenchCli::BenchCli(CLI::App& app, const Examples& ex) {
-    bench_ = app.add_subcommand("bench", "Measure how a recipe scales over GPUs, compare sweeps with multi-GPU "
+namespace {
+
+class BenchCommand final : public Command {
+public:
+    void add_to(CLI::App& app, const Examples& ex) override;
+    int run(int argc, char** argv) override;
+
+private:
+    CLI::App *scaling_ = nullptr, *shapes_ = nullptr, *predict_ = nullptr;
+    bench::ScalingFlags scaling_flags_;
+    bench::ShapesFlags shapes_flags_;
+    bench::PredictFlags predict_flags_;
+    std::string scaling_gpus_, predict_gpus_;  // "1,2,4" as given
+    bool seeds_ = false;
+};
+
+void BenchCommand::add_to(CLI::App& app, const Examples& ex) {
+    auto* bench_ = command_ = app.add_subcommand("bench", "Measure how a recipe scales over GPUs, compare sweeps with multi-GPU "
                                          "runs, predict real nodes");
     bench_->require_subcommand(1);
 
@@ -60,20 +76,22 @@ BenchCli::BenchCli(CLI::App& app, const Examples& ex) {
                         "  {recipe} bench predict --seeds"));
 }
 
-bool BenchCli::parsed() const { return bench_->parsed(); }
-
-int BenchCli::run() const {
+int BenchCommand::run(int, char**) {
     if (scaling_->parsed()) {
-        ScalingFlags s = scaling_flags_;
+        bench::ScalingFlags s = scaling_flags_;
         if (scaling_->count("--gpus") > 0) s.gpus = parse_int_list("--gpus", scaling_gpus_, 1);
-        return bench_scaling(s);
+        return bench::bench_scaling(s);
     }
-    if (shapes_->parsed()) return bench_shapes(shapes_flags_);
-    if (seeds_) return bench_predict_seeds();
+    if (shapes_->parsed()) return bench::bench_shapes(shapes_flags_);
+    if (seeds_) return bench::bench_predict_seeds();
     LEVERS_CHECK(!predict_flags_.recipe.empty(), "recipe bench predict needs a recipe name (or --seeds)");
-    PredictFlags p = predict_flags_;
+    bench::PredictFlags p = predict_flags_;
     if (predict_->count("--gpus") > 0) p.gpus = parse_int_list("--gpus", predict_gpus_, 1);
-    return bench_predict(p);
+    return bench::bench_predict(p);
 }
 
-}  // namespace levers::bench
+}  // namespace
+
+std::unique_ptr<Command> bench_command() { return std::make_unique<BenchCommand>(); }
+
+}  // namespace levers

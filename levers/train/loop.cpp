@@ -5,14 +5,10 @@
 #include "levers/distributed/context.hpp"
 #include "levers/distributed/data_parallel.hpp"
 #include "levers/distributed/zero.hpp"
-#include "levers/train/metrics_log.hpp"
+#include "levers/train/loop_report.hpp"
 #include "levers/train/param_kernels.hpp"
-#include "levers/train/progress_console.hpp"
 #include "levers/train/time_split.hpp"
 
-#include <fmt/format.h>
-
-#include <chrono>
 #include <cmath>
 #include <memory>
 
@@ -34,6 +30,26 @@ void LoopOptions::validate() const {
                  steps);
 }
 
+namespace {
+
+// The loop's end in the result: what it held and where its time went.
+void fill_result(LoopResult& result, const AdamW& optimizer, const dist::ParamSync& ddp, const ParamSet& params,
+                 const TimeSplit& split, double train_seconds) {
+    const LoopState& st = result.end;
+    result.steps = st.step;
+    result.optimizer_state_elements = optimizer.first_moment().numel() + optimizer.second_moment().numel();
+    result.averaged_gradient_elements = ddp.zero() == 2 ? ddp.shard().size() : params.size();
+    result.best_step = st.best_step;
+    result.best_metric = st.best_metric;
+    const Split spent = split.at(train_seconds);
+    result.compute_seconds = spent.compute;
+    result.communication_seconds = spent.communication;
+    result.waiting_seconds = spent.waiting;
+    result.hidden_communication_seconds = spent.hidden_communication;
+}
+
+}  // namespace
+
 LoopResult train_loop(ParamSet& params, const LoopOptions& options,
                       const std::function<MicroResult(long step, long micro)>& micro_step,
                       const std::function<Metrics(long step)>& evaluate) {
@@ -43,113 +59,55 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
     AdamW& optimizer = *adamw;
     if (options.restore_optimizer) options.restore_optimizer(optimizer);
     TimeSplit split(dist::backend(), ddp.buckets());
-    MetricsLog* metrics = dist::is_main() ? options.metrics : nullptr;
-    ProgressConsole console(options.live_progress);
-
+    LoopReport report(options, dist::is_main());
     LoopResult result;
     LoopState& st = result.end;
     st = options.start;
-    const auto start = Clock::now();
-    auto window_start = start;
-    double eval_seconds = 0;
-    std::int64_t window_items = 0, items_here = 0;
-    double lr = 0, norm = 0;
-    // The progress line of the window ending at this step; its mean is the result's loss.
-    auto log_window = [&] {
-        const double mean = st.window_loss / static_cast<double>(st.window_steps);
-        console.line(fmt::format("step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} {}/s", st.step,
-                                 options.steps, mean, lr, norm,
-                                 static_cast<double>(window_items) / seconds_since(window_start), options.unit));
-        result.loss = mean;
-        result.loss_curve.emplace_back(st.step, mean);
-        window_start = Clock::now();
-        st.window_loss = 0;
-        st.window_steps = 0;
-        window_items = 0;
-    };
-    // Training time, evaluation excluded, earlier processes of a resumed run included.
-    auto wall = [&, before_now = st.train_seconds] { return before_now + seconds_since(start) - eval_seconds; };
 
     // ZeRO's gathered parameters arrive while the next forward runs (on the group's communication thread under
     // shared memory): the loop's own collectives (evaluation's means, checkpoints) wait for them first.
     auto settle = [&] { params.await(params.size()); };
-    auto run_evaluation = [&](long step) {
+    auto evaluation = [&](long step) {
         settle();
-        const auto eval_start = Clock::now();
+        const auto began = Clock::now();
         split.begin_excluded();
         Metrics m = evaluate(step);
         split.end_excluded();
-        eval_seconds += seconds_since(eval_start);
-        console.line(eval_line(step, m));
-        if (metrics) metrics->eval(step, m, wall());
-        window_start = Clock::now();  // keep evaluation out of the throughput figures
+        report.evaluated(step, m, seconds_since(began));
         return m;
     };
 
-    if (evaluate && options.eval_at_start && st.step == 0) result.first_eval = run_evaluation(0);
+    if (evaluate && options.eval_at_start && st.step == 0) result.first_eval = evaluation(0);
     for (long step = st.step; step < options.steps; ++step) {
-        const auto step_start = Clock::now();
+        const auto began = Clock::now();
         const StepGradients grads = accumulate_gradients(params, ddp, options.grad_accum, step, micro_step);
-        norm = clip_grad_norm(params, ddp.shard(), options.grad_clip);
-        lr = options.lr.at(step);
+        const double norm = clip_grad_norm(params, ddp.shard(), options.grad_clip);
+        const double lr = options.lr.at(step);
         optimizer.step(lr);
         ddp.gather_params();  // under ZeRO: every rank's updated shard to all
         if (step == options.start.step) result.peak_tensor_bytes = tensor_memory(params.device().kind).peak();
-        st.step = step + 1;
-        st.items += grads.items;
-        st.window_loss += grads.loss;
-        ++st.window_steps;
-        window_items += grads.items;
-        items_here += grads.items;
-        if (metrics)
-            metrics->train(st.step, grads.loss, lr, norm, st.items,
-                           static_cast<double>(grads.items) / seconds_since(step_start), wall());
-
-        const bool last = st.step == options.steps;
-        if (st.step % options.log_every == 0 || last) {
-            log_window();
-        } else if (console.due()) {  // formatting only when something is drawn: this is every step
-            const double trained = seconds_since(start) - eval_seconds;
-            const double left =
-                static_cast<double>(options.steps - st.step) * trained / static_cast<double>(st.step - options.start.step);
-            console.redraw(fmt::format("step {:>5}/{} | loss {:.4f} | {:.0f} {}/s | {} left", st.step, options.steps,
-                                       grads.loss, static_cast<double>(items_here) / trained, options.unit,
-                                       duration_text(left)));
-        }
+        report.stepped(st, grads, lr, norm, began, result);
 
         Metrics eval;
-        const bool eval_now = options.eval_every > 0 && st.step % options.eval_every == 0;
-        if (evaluate && (eval_now || last)) {
-            eval = run_evaluation(st.step);
-            result.last_eval = eval;
+        const bool last = st.step == options.steps;
+        if (evaluate && ((options.eval_every > 0 && st.step % options.eval_every == 0) || last)) {
+            eval = result.last_eval = evaluation(st.step);
             if (!options.early_stop.metric.empty() && should_stop(options.early_stop, st, eval, last)) {
-                console.line(stop_line(options.early_stop, st));
+                report.stopping_early(st);
                 result.stopped_early = true;
             }
         }
-        st.train_seconds = wall();
+        st.train_seconds = report.train_seconds();
         if (options.after_step) {
             settle();
             options.after_step(st, optimizer, eval.empty() ? nullptr : &eval);
         }
         if (result.stopped_early) {
-            if (st.window_steps > 0) log_window();
+            report.close_window(st, result);
             break;
         }
     }
-    result.steps = st.step;
-    result.optimizer_state_elements = optimizer.first_moment().numel() + optimizer.second_moment().numel();
-    result.averaged_gradient_elements = ddp.zero() == 2 ? ddp.shard().size() : params.size();
-    result.best_step = st.best_step;
-    result.best_metric = st.best_metric;
-    result.seconds = seconds_since(start);
-    const double train_seconds = result.seconds - eval_seconds;
-    result.items_per_second = static_cast<double>(items_here) / train_seconds;
-    const Split spent = split.at(train_seconds);
-    result.compute_seconds = spent.compute;
-    result.communication_seconds = spent.communication;
-    result.waiting_seconds = spent.waiting;
-    result.hidden_communication_seconds = spent.hidden_communication;
+    fill_result(result, optimizer, ddp, params, split, report.finish(result));
     // AdamW's state goes before ZeRO gathers the whole master values back (they are more than it at 3+ ranks).
     adamw.reset();
     ddp.end();

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -227,108 +228,154 @@ MemoryPlan plan_memory(const Recipe& recipe, const Config& cfg, const PlanTarget
     return plan_memory(recipe.name(), *spec, cfg, target, only_configured);
 }
 
-MemoryPlan plan_memory(const std::string& name, const LoopSpec& loop, const Config& cfg, const PlanTarget& target,
-                       bool only_configured) {
-    const LoopSpec* spec = &loop;
-    LEVERS_CHECK(!spec->micro_batch.empty(), "recipe '{}' names no micro-batch parameter (.micro_batch(\"...\") in "
-                 "its declaration), so there is nothing to plan", name);
-    LEVERS_CHECK(target.ranks >= 1, "--gpus must be >= 1, got {}", target.ranks);
+namespace {
+
+// The traces a plan takes, each once, by micro-batch, checkpointing and
+// whether ZeRO-2 shards the gradients (its step holds other memory), and the
+// peaks a run would reach from them.
+class Planner {
+public:
+    Planner(const LoopSpec& spec, const Config& cfg, const PlanTarget& target, std::int64_t bucket_bytes)
+        : spec_(spec), cfg_(cfg), target_(target), bucket_bytes_(bucket_bytes) {}
+
+    const Traced& at(long micro, bool ckpt, bool zero2 = false) {
+        zero2 = zero2 && target_.ranks > 1;
+        auto it = traced_.find({micro, ckpt, zero2});
+        if (it == traced_.end())  // the first trace also weighs AdamW's state per stage
+            it = traced_.emplace(std::tuple{micro, ckpt, zero2},
+                                 trace_step(spec_, cfg_, target_, micro, ckpt, zero2, traced_.empty(), bucket_bytes_))
+                     .first;
+        return it->second;
+    }
+
+    // The stages' figures from the configured trace: what is held before a step.
+    void stages(MemoryPlan& plan) {
+        const Traced& t = at(plan.micro_batch, plan.checkpointing);
+        masters_dropped_ = t.masters_dropped;
+        masters_kept_ = t.masters_kept;
+        for (int zero = 0; zero <= 2; ++zero) {
+            MemoryPlan::Stage& s = plan.stages[zero];
+            s.weights = t.built - t.gradients - (zero > 0 ? t.masters_dropped : 0);  // ZeRO: the shard's masters
+            s.gradients = zero == 2 && target_.ranks > 1 ? t.shard_gradients : t.gradients;
+            s.optimizer = t.optimizer[zero];
+            optimizer_[zero] = s.optimizer;
+        }
+        if (target_.ranks > 1) {  // what ZeRO-2's step adds beyond DDP's activations and its shard: the buckets
+            const Traced& z2 = at(plan.micro_batch, plan.checkpointing, true);
+            const double more = (double(z2.step_peak) - double(z2.step_start)) -
+                                (double(t.step_peak) - double(t.built)) - double(plan.stages[2].gradients);
+            plan.stages[2].grad_buckets = static_cast<std::size_t>(std::max(0.0, more));
+        }
+    }
+
+    // A run's peak at `micro` under `zero` (after stages()): the most of building it and of its step with the
+    // optimizer's state beside; where ZeRO shards the master values, also of sharding them (the whole and the
+    // shard, at the start) and of gathering them whole again once the loop ends (the shard and the whole, the
+    // optimizer's state and gradients gone). A ZeRO-2 trace holds the sharded masters already; ZeRO-1's takes
+    // DDP's trace, less the masters it drops.
+    std::size_t run_peak(long micro, bool ckpt, int zero) {
+        const Traced& t = at(micro, ckpt, zero == 2);
+        std::size_t peak = std::max(t.build_peak, t.sync_peak);
+        if (zero == 1 && masters_dropped_ > 0) peak = std::max(peak, t.built - t.gradients + masters_kept_);
+        const std::size_t step = zero == 1 ? t.step_peak - masters_dropped_ : t.step_peak;
+        return std::max(peak, step + optimizer_[zero]);
+    }
+    // The same while searching: a micro-batch the recipe refuses (its data has too few rows for it) counts as not
+    // fitting, max(), and bounds the search.
+    std::size_t peak(long micro, bool ckpt, int zero) {
+        if (micro > data_limit_) return std::numeric_limits<std::size_t>::max();
+        try {
+            return run_peak(micro, ckpt, zero);
+        } catch (const Error&) {
+            data_limit_ = micro - 1;
+            return std::numeric_limits<std::size_t>::max();
+        }
+    }
+
+    // At the configured micro-batch m: what its step adds, and the slope to 2m (none where 2m is refused: all fixed).
+    MemoryPlan::Activations activations(long m, bool ckpt) {
+        MemoryPlan::Activations a;
+        const Traced& one = at(m, ckpt);
+        if (peak(2 * m, ckpt, 0) != std::numeric_limits<std::size_t>::max())
+            a.per_sample = (double(at(2 * m, ckpt).step_peak) - double(one.step_peak)) / double(m);
+        a.fixed = std::max(0.0, double(one.step_peak - one.built) - a.per_sample * double(m));
+        return a;
+    }
+
+    // The largest micro-batch that fits `plan.usable` per stage and checkpointing, and the divisor of the samples
+    // per step and rank that keeps them; only the configured pair where `only_configured`.
+    std::vector<MemoryPlan::Fit> fits(const MemoryPlan& plan, bool only_configured) {
+        const long per_rank = plan.micro_batch * plan.grad_accum;
+        const long limit = std::max<long>(65536, per_rank);
+        std::map<std::tuple<bool, std::size_t, bool>, long> largest;  // stages may agree: same bytes, same answer
+        std::vector<MemoryPlan::Fit> out;
+        for (bool ckpt : {false, true}) {
+            if (ckpt && !plan.can_checkpoint) continue;
+            for (int zero = 0; zero <= 2; ++zero) {
+                if (only_configured && (ckpt != plan.checkpointing || zero != plan.zero)) continue;
+                MemoryPlan::Fit f{.zero = zero, .checkpointing = ckpt};
+                auto [it, fresh] = largest.try_emplace({ckpt, optimizer_[zero], zero == 2}, 0);
+                if (fresh) it->second = largest_fitting([&](long m) { return peak(m, ckpt, zero); }, plan.usable, limit);
+                f.largest = it->second;
+                f.capped = f.largest == limit ||
+                           (data_limit_ < limit && f.largest + std::max<long>(1, f.largest / 64) >= data_limit_);
+                for (long d = std::min(f.largest, per_rank); d >= 1; --d)
+                    if (per_rank % d == 0) {
+                        f.micro_batch = d;
+                        f.grad_accum = per_rank / d;
+                        f.peak = peak(d, ckpt, zero);
+                        break;
+                    }
+                out.push_back(f);
+            }
+        }
+        return out;
+    }
+
+private:
+    const LoopSpec& spec_;
+    const Config& cfg_;
+    const PlanTarget& target_;
+    const std::int64_t bucket_bytes_;
+    std::map<std::tuple<long, bool, bool>, Traced> traced_;
+    std::size_t masters_dropped_ = 0, masters_kept_ = 0, optimizer_[3] = {};
+    long data_limit_ = std::numeric_limits<long>::max();
+};
+
+// The plan's header: the target's memory, the run as configured.
+MemoryPlan configured_plan(const std::string& name, const LoopSpec& spec, const Config& cfg, const PlanTarget& target,
+                           const train::LoopOptions& options) {
     MemoryPlan plan;
     plan.recipe = name;
-    plan.micro_batch_param = spec->micro_batch;
+    plan.micro_batch_param = spec.micro_batch;
     plan.target = target;
     plan.capacity = target.memory > 0 ? target.memory : machine_memory(target);
     // The reserve: a tenth, and on a GPU cuBLASLt's workspace (levers/kernels/cuda/linear_lt.cu), which no tensor holds.
     const std::size_t workspace = target.device == Device::Kind::cuda ? std::size_t{32} << 20 : 0;
     plan.usable = plan.capacity - std::min(plan.capacity, plan.capacity / 10 + workspace);
-    const train::LoopOptions options = framework_loop_options(*spec, cfg);
-    plan.micro_batch = std::get<long>(cfg.value(spec->micro_batch));
+    plan.micro_batch = std::get<long>(cfg.value(spec.micro_batch));
     plan.grad_accum = options.grad_accum;
     plan.zero = options.zero;
-    plan.can_checkpoint = !spec->checkpointing.empty();
+    plan.can_checkpoint = !spec.checkpointing.empty();
     plan.checkpointing = plan.can_checkpoint && cfg[settings::checkpointing];
+    return plan;
+}
 
-    // Traces by micro-batch, checkpointing, and whether ZeRO-2 shards the gradients (its step holds other memory).
-    const bool sharded_grads = target.ranks > 1;
-    std::map<std::tuple<long, bool, bool>, Traced> traced;
-    auto at = [&](long micro, bool ckpt, bool zero2 = false) -> const Traced& {
-        zero2 = zero2 && sharded_grads;
-        auto it = traced.find({micro, ckpt, zero2});
-        if (it == traced.end())
-            it = traced.emplace(std::tuple{micro, ckpt, zero2}, trace_step(*spec, cfg, target, micro, ckpt, zero2,
-                                                                           traced.empty(), options.bucket_bytes)).first;
-        return it->second;
-    };
-    const Traced& configured = at(plan.micro_batch, plan.checkpointing);
-    plan.weights[0] = configured.built - configured.gradients;  // the data's tensors too, where they are on the target
-    plan.weights[1] = plan.weights[2] = plan.weights[0] - configured.masters_dropped;  // ZeRO: the shard's masters
-    plan.gradients[0] = plan.gradients[1] = configured.gradients;
-    plan.gradients[2] = sharded_grads ? configured.shard_gradients : configured.gradients;
-    std::copy(std::begin(configured.optimizer), std::end(configured.optimizer), std::begin(plan.optimizer));
-    // A run's peak: the most of building it and of its step with the optimizer's state beside; where ZeRO shards
-    // the master values, also of sharding them (the whole and the shard, at the start) and of gathering them
-    // whole again once the loop ends (the shard and the whole, the optimizer's state and gradients gone). A ZeRO-2 trace holds
-    // the sharded masters already; ZeRO-1's takes DDP's trace, less the masters it drops.
-    const std::size_t dropped = configured.masters_dropped, kept = configured.masters_kept;
-    auto peak_of = [&](const Traced& t, int zero) {
-        std::size_t peak = std::max(t.build_peak, t.sync_peak);
-        if (zero == 1 && dropped > 0) peak = std::max(peak, t.built - t.gradients + kept);  // gradients made later
-        const std::size_t step = zero == 1 ? t.step_peak - dropped : t.step_peak;
-        return std::max(peak, step + plan.optimizer[zero]);
-    };
-    if (sharded_grads) {  // what ZeRO-2's step adds beyond DDP's activations and its shard: the buckets
-        const Traced& z2 = at(plan.micro_batch, plan.checkpointing, true);
-        const double more = (double(z2.step_peak) - double(z2.step_start)) -
-                            (double(configured.step_peak) - double(configured.built)) - double(plan.gradients[2]);
-        plan.grad_buckets = static_cast<std::size_t>(std::max(0.0, more));
-    }
-    plan.peak = peak_of(at(plan.micro_batch, plan.checkpointing, plan.zero == 2), plan.zero);
-    // A micro-batch the recipe refuses (its data has too few rows for it) counts as not fitting, and bounds the search.
-    long data_limit = std::numeric_limits<long>::max();
-    auto peak = [&](long micro, bool ckpt, int zero) -> std::size_t {
-        if (micro > data_limit) return std::numeric_limits<std::size_t>::max();
-        try {
-            return peak_of(at(micro, ckpt, zero == 2), zero);
-        } catch (const Error&) {
-            data_limit = micro - 1;
-            return std::numeric_limits<std::size_t>::max();
-        }
-    };
-    for (bool ckpt : {false, true}) {
-        if (ckpt && !plan.can_checkpoint) continue;
-        // At the configured micro-batch m: what its step adds, and the slope to 2m.
-        const long m = plan.micro_batch;
-        const Traced& one = at(m, ckpt);
-        auto& a = plan.activations[ckpt ? 1 : 0];
-        if (peak(2 * m, ckpt, 0) != std::numeric_limits<std::size_t>::max())  // else no slope: all fixed
-            a.per_sample = (static_cast<double>(at(2 * m, ckpt).step_peak) - static_cast<double>(one.step_peak)) / double(m);
-        a.fixed = std::max(0.0, static_cast<double>(one.step_peak - one.built) - a.per_sample * double(m));
-    }
+}  // namespace
 
-    const long per_rank = plan.micro_batch * plan.grad_accum;
-    const long limit = std::max<long>(65536, per_rank);
-    // By checkpointing, optimizer bytes and sharded gradients (stages may agree).
-    std::map<std::tuple<bool, std::size_t, bool>, long> largest;
-    for (bool ckpt : {false, true}) {
-        if (ckpt && !plan.can_checkpoint) continue;
-        for (int zero = 0; zero <= 2; ++zero) {
-            if (only_configured && (ckpt != plan.checkpointing || zero != plan.zero)) continue;
-            MemoryPlan::Fit f{.zero = zero, .checkpointing = ckpt};
-            auto [it, fresh] = largest.try_emplace({ckpt, plan.optimizer[zero], zero == 2}, 0);
-            if (fresh) it->second = largest_fitting([&](long m) { return peak(m, ckpt, zero); }, plan.usable, limit);
-            f.largest = it->second;
-            f.capped = f.largest == limit ||
-                       (data_limit < limit && f.largest + std::max<long>(1, f.largest / 64) >= data_limit);
-            for (long d = std::min(f.largest, per_rank); d >= 1; --d)
-                if (per_rank % d == 0) {
-                    f.micro_batch = d;
-                    f.grad_accum = per_rank / d;
-                    f.peak = peak(d, ckpt, zero);
-                    break;
-                }
-            plan.fits.push_back(f);
-        }
-    }
+MemoryPlan plan_memory(const std::string& name, const LoopSpec& spec, const Config& cfg, const PlanTarget& target,
+                       bool only_configured) {
+    LEVERS_CHECK(!spec.micro_batch.empty(), "recipe '{}' declares no batch size (.training({{.batch_size = N}})), so "
+                 "there is nothing to plan", name);
+    LEVERS_CHECK(target.ranks >= 1, "--gpus must be >= 1, got {}", target.ranks);
+    const train::LoopOptions options = framework_loop_options(spec, cfg);
+    MemoryPlan plan = configured_plan(name, spec, cfg, target, options);
+    Planner planner(spec, cfg, target, options.bucket_bytes);
+    planner.stages(plan);
+    plan.peak = planner.run_peak(plan.micro_batch, plan.checkpointing, plan.zero);
+    plan.keeping = planner.activations(plan.micro_batch, false);
+    if (plan.can_checkpoint) plan.checkpointed = planner.activations(plan.micro_batch, true);
+    plan.fits = planner.fits(plan, only_configured);
     return plan;
 }
 
@@ -368,19 +415,26 @@ std::string plan_text(const MemoryPlan& p) {
         cuda ? fmt::format(" computing in {}", name_of(p.target.compute)) : "", memory_text(double(p.capacity)),
         memory_text(double(p.usable)), cuda ? "; and cuBLASLt's 32 MiB workspace" : "");
     out += fmt::format("per rank{:>20}{:>14}{:>14}\n", "DDP", "ZeRO-1", "ZeRO-2");
-    auto row = [&](const char* what, double a, double b, double c) {
-        out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", what, memory_text(a), memory_text(b), memory_text(c));
+    auto row = [&](const char* what, const std::array<double, 3>& by_stage) {
+        out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", what, memory_text(by_stage[0]), memory_text(by_stage[1]),
+                           memory_text(by_stage[2]));
     };
-    row("weights", double(p.weights[0]), double(p.weights[1]), double(p.weights[2]));
-    row("gradients", double(p.gradients[0]), double(p.gradients[1]), double(p.gradients[2]));
-    if (p.grad_buckets > 0)
-        out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", "  + in backward", "-", "-", memory_text(double(p.grad_buckets)));
-    row("optimizer state", double(p.optimizer[0]), double(p.optimizer[1]), double(p.optimizer[2]));
-    for (int c = 0; c < (p.can_checkpoint ? 2 : 1); ++c)
+    auto figure = [&](std::size_t MemoryPlan::Stage::*field) {
+        return std::array{double(p.stages[0].*field), double(p.stages[1].*field), double(p.stages[2].*field)};
+    };
+    row("weights", figure(&MemoryPlan::Stage::weights));
+    row("gradients", figure(&MemoryPlan::Stage::gradients));
+    if (p.stages[2].grad_buckets > 0)
+        out += fmt::format("  {:<18}{:>14}{:>14}{:>14}\n", "  + in backward", "-", "-",
+                           memory_text(double(p.stages[2].grad_buckets)));
+    row("optimizer state", figure(&MemoryPlan::Stage::optimizer));
+    for (bool c : {false, true}) {
+        if (c && !p.can_checkpoint) continue;
         out += fmt::format("activations{}: {} per sample, {} fixed (the step's peak over what is held before it, "
                            "between {}={} and {})\n", c ? " with checkpointing" : "",
-                           memory_text(p.activations[c].per_sample), memory_text(p.activations[c].fixed),
+                           memory_text(p.activations(c).per_sample), memory_text(p.activations(c).fixed),
                            p.micro_batch_param, p.micro_batch, 2 * p.micro_batch);
+    }
     const long per_rank = p.micro_batch * p.grad_accum;
     out += fmt::format("as configured ({}={}, grad_accum {}, checkpointing {}, zero {}): peak {} per rank, {}\n",
                        p.micro_batch_param, p.micro_batch, p.grad_accum, p.checkpointing ? "on" : "off", p.zero,
@@ -412,13 +466,14 @@ std::string plan_text(const MemoryPlan& p) {
 namespace levers {
 
 std::string out_of_memory_advice(const MemoryPlan& p) {
-    const auto& a = p.activations[p.checkpointing ? 1 : 0];
+    const auto& a = p.activations(p.checkpointing);
+    const MemoryPlan::Stage& s = p.stage(p.zero);
     std::string out = fmt::format(
         "The memory plan for this run ({} {} rank{} of {}): weights {}, gradients {}, optimizer state {}, "
         "activations {} per sample and {} fixed; its peak {} per rank against {} usable.", p.target.ranks,
         p.target.device == Device::Kind::cuda ? "cuda" : "cpu", p.target.ranks == 1 ? "" : "s",
-        memory_text(double(p.capacity)), memory_text(double(p.weights[p.zero])), memory_text(double(p.gradients[p.zero])),
-        memory_text(double(p.optimizer[p.zero])), memory_text(a.per_sample), memory_text(a.fixed),
+        memory_text(double(p.capacity)), memory_text(double(s.weights)), memory_text(double(s.gradients)),
+        memory_text(double(s.optimizer)), memory_text(a.per_sample), memory_text(a.fixed),
         memory_text(double(p.peak)), memory_text(double(p.usable)));
     // The run's own settings first; another stage or checkpointing only where it fits a larger micro-batch.
     std::vector<MemoryPlan::Fit> fits = p.fits;

@@ -7,8 +7,8 @@
 // against runs; what tensors do not hold (the CUDA context, libraries,
 // communication buffers) is left to a reserve of a tenth of the memory.
 //
-// A recipe takes part by naming its micro-batch parameter (.micro_batch) and,
-// where it has one, declaring .activation_checkpointing().
+// A recipe takes part by declaring its batch size (.training({.batch_size =
+// N})) and, where it has one, .activation_checkpointing().
 #pragma once
 
 #include "levers/core/device.hpp"
@@ -37,15 +37,18 @@ struct MemoryPlan {
     std::string recipe, micro_batch_param;  // the recipe and its micro-batch parameter
     PlanTarget target;
     std::size_t capacity = 0, usable = 0;   // per rank; usable keeps a tenth in reserve (and a workspace on GPUs)
-    // Per rank, by stage (DDP, ZeRO-1, ZeRO-2). Weights: the parameters
-    // (master and compute copies, frozen ones) and the model's buffers; under
-    // ZeRO with a compute copy (bf16 on a GPU), the masters of the largest shard.
-    // Gradients: the flat buffer (DDP, ZeRO-1) or the largest shard (ZeRO-2);
-    // `grad_buckets`: what ZeRO-2's step holds beyond DDP's activations and
-    // its shard (the buckets backward fills and frees), traced.
-    std::size_t weights[3] = {};
-    std::size_t gradients[3] = {}, grad_buckets = 0;
-    std::size_t optimizer[3] = {};  // AdamW's moments
+    // What a rank holds under one way of sharing the optimizer (DDP, ZeRO-1, ZeRO-2).
+    struct Stage {
+        // The parameters (master and compute copies, frozen ones) and the
+        // model's buffers; under ZeRO with a compute copy (bf16 on a GPU),
+        // the masters of the largest shard only.
+        std::size_t weights = 0;
+        std::size_t gradients = 0;     // the flat buffer (DDP, ZeRO-1) or the largest shard (ZeRO-2)
+        std::size_t grad_buckets = 0;  // ZeRO-2: what its step holds beyond DDP's activations and its shard (traced)
+        std::size_t optimizer = 0;     // AdamW's moments (of the largest shard under ZeRO)
+    };
+    Stage stages[3];  // by ZeRO stage: DDP (0), ZeRO-1, ZeRO-2
+    const Stage& stage(int zero_stage) const { return stages[zero_stage]; }
     long micro_batch = 0, grad_accum = 1;   // as configured: samples per step and rank = their product
     bool checkpointing = false, can_checkpoint = false;
     int zero = 0;
@@ -55,7 +58,8 @@ struct MemoryPlan {
     struct Activations {
         double fixed = 0, per_sample = 0;
     };
-    Activations activations[2];
+    Activations keeping, checkpointed;
+    const Activations& activations(bool checkpointing_on) const { return checkpointing_on ? checkpointed : keeping; }
     std::size_t peak = 0;  // the run as configured
     // The largest micro-batch that fits, and the one of the per-rank batch's
     // divisors that keeps it (grad_accum = samples per step and rank / it); 0: none fits.

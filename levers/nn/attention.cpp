@@ -81,13 +81,12 @@ Tensor Attention::forward(const Tensor& x) { return attend(x, nullptr, nullptr);
 Tensor Attention::forward(const Tensor& x, const Tensor& mask) { return attend(x, &mask, nullptr); }
 Tensor Attention::forward(const Tensor& x, KvCache& cache) { return attend(x, nullptr, &cache); }
 
-Tensor Attention::forward_packed(const Tensor& x, const Tensor& documents) {
-    LEVERS_CHECK(x.ndim() == 3 && documents.dtype() == DType::i32 && documents.ndim() == 2 &&
-                     documents.dim(0) == x.dim(0) && documents.dim(1) == x.dim(1),
-                 "Attention: documents are {} {}; x {} needs i32 [{}, {}]", name_of(documents.dtype()),
-                 documents.shape().str(), x.shape().str(), x.dim(0), x.dim(1));
-    // Each position's place in its document and its document's first
-    // position, on the host (a row's documents in order).
+namespace {
+
+// Packed rows: each position's place in its document (its rotary position,
+// on the host) and its document's first position (on `device`), from
+// `documents` [B, T] (i32, non-decreasing along each row).
+Attention::Packed pack(const Tensor& documents, Device device) {
     const Tensor docs = documents.to(Device::cpu()).contiguous();
     const std::int32_t* d = docs.data<std::int32_t>();
     std::vector<std::int32_t> positions(static_cast<std::size_t>(docs.numel())), starts(positions.size());
@@ -100,55 +99,75 @@ Tensor Attention::forward_packed(const Tensor& x, const Tensor& documents) {
             positions[i] = first ? 0 : positions[i - 1] + 1;
             starts[i] = static_cast<std::int32_t>(t) - positions[i];
         }
-    const Packed packed{Tensor::from(positions, docs.shape()), Tensor::from(starts, docs.shape()).to(x.device())};
+    return {Tensor::from(positions, docs.shape()), Tensor::from(starts, docs.shape()).to(device)};
+}
+
+}  // namespace
+
+Tensor Attention::forward_packed(const Tensor& x, const Tensor& documents) {
+    LEVERS_CHECK(x.ndim() == 3 && documents.dtype() == DType::i32 && documents.ndim() == 2 &&
+                     documents.dim(0) == x.dim(0) && documents.dim(1) == x.dim(1),
+                 "Attention: documents are {} {}; x {} needs i32 [{}, {}]", name_of(documents.dtype()),
+                 documents.shape().str(), x.shape().str(), x.dim(0), x.dim(1));
+    const Packed packed = pack(documents, x.device());
     return attend(x, nullptr, nullptr, &packed);
+}
+
+std::pair<Tensor, Tensor> KvCache::append(const Tensor& k, const Tensor& v) {
+    LEVERS_CHECK(!autograd::grad_enabled(), "Attention: a KV cache is for generation, under autograd::InferenceMode");
+    const std::int64_t batch = k.dim(0), time = k.dim(1);
+    LEVERS_CHECK(length + time <= capacity, "Attention: the KV cache holds {} positions; {} + {} asked", capacity,
+                 length, time);
+    if (!keys.defined() || keys.dim(0) != batch) {
+        LEVERS_CHECK(length == 0, "Attention: a KV cache of batch {} fed a batch of {}",
+                     keys.defined() ? keys.dim(0) : 0, batch);
+        keys = Tensor::empty({batch, capacity, k.dim(2), k.dim(3)}, k.dtype(), k.device());
+        values = Tensor::empty({batch, capacity, v.dim(2), v.dim(3)}, v.dtype(), v.device());
+    }
+    keys.narrow(1, length, time).copy_from(k);
+    values.narrow(1, length, time).copy_from(v);
+    length += time;
+    return {keys.narrow(1, 0, length), values.narrow(1, 0, length)};
+}
+
+Attention::Heads Attention::project(const Tensor& x, std::int64_t start, const Packed* packed) {
+    const std::int64_t batch = x.dim(0), time = x.dim(1);
+    // [B, T, heads, D]: the heads side by side, as the projections make them.
+    Heads h{q_proj(x).view({batch, time, heads, head_dim}), k_proj(x).view({batch, time, kv_heads, head_dim}),
+            v_proj(x).view({batch, time, kv_heads, head_dim})};
+    if (q_norm) {
+        h.q = (*q_norm)(h.q);
+        h.k = (*k_norm)(h.k);
+    }
+    if (rotary) {
+        const auto layout = RotaryEmbedding::Layout::time_heads;
+        h.q = packed ? rotary->apply(h.q, layout, packed->positions) : rotary->apply(h.q, layout, start);
+        h.k = packed ? rotary->apply(h.k, layout, packed->positions) : rotary->apply(h.k, layout, start);
+    }
+    return h;
+}
+
+Tensor Attention::mix(const Heads& h, const Tensor* mask, bool cached, const Packed* packed) {
+    const std::int64_t batch = h.q.dim(0), time = h.q.dim(1), width = heads * head_dim;
+    const ops::CausalMask reach{.starts = packed ? packed->starts : Tensor(), .window = sliding_window};
+    // The fused kernel where it applies (causal, no mask of the caller's).
+    if (causal && !mask && ops::causal_attention_applies(h.q.device(), h.q.dtype(), head_dim))
+        return ops::causal_attention(h.q, h.k, h.v, reach).reshape({batch, time, width});
+    // Else GPT-2's packed op where it applies (nothing but causality, a key-value head per query head): GPUs
+    // in f32, or other head sizes (GPT-2's flash kernel applies only where the fused one above already did).
+    if (causal && !mask && !cached && !packed && sliding_window == 0 && kv_heads == heads)
+        return ops::attention(ops::cat({h.q.reshape({batch, time, width}), h.k.reshape({batch, time, width}),
+                                        h.v.reshape({batch, time, width})},
+                                       -1),
+                              heads);
+    return ops::attention_written_out(h.q, h.k, h.v, reach, causal, mask).reshape({batch, time, width});
 }
 
 Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed) {
     LEVERS_CHECK(x.ndim() == 3, "Attention: x is {}, expected [batch, time, channels]", x.shape().str());
-    const std::int64_t batch = x.dim(0), time = x.dim(1), width = heads * head_dim;
-    const std::int64_t start = cache ? cache->length : 0;
-    // [B, T, heads, D]: the heads side by side, as the projections make them.
-    Tensor q = q_proj(x).view({batch, time, heads, head_dim});
-    Tensor k = k_proj(x).view({batch, time, kv_heads, head_dim});
-    Tensor v = v_proj(x).view({batch, time, kv_heads, head_dim});
-    if (q_norm) {
-        q = (*q_norm)(q);
-        k = (*k_norm)(k);
-    }
-    if (rotary) {
-        q = packed ? rotary->apply(q, packed->positions) : rotary->apply(q, start);
-        k = packed ? rotary->apply(k, packed->positions) : rotary->apply(k, start);
-    }
-    if (cache) {
-        LEVERS_CHECK(!autograd::grad_enabled(), "Attention: a KV cache is for generation, under autograd::InferenceMode");
-        LEVERS_CHECK(start + time <= cache->capacity, "Attention: the KV cache holds {} positions; {} + {} asked",
-                     cache->capacity, start, time);
-        if (!cache->keys.defined() || cache->keys.dim(0) != batch) {
-            LEVERS_CHECK(start == 0, "Attention: a KV cache of batch {} fed a batch of {}",
-                         cache->keys.defined() ? cache->keys.dim(0) : 0, batch);
-            cache->keys = Tensor::empty({batch, cache->capacity, kv_heads, head_dim}, k.dtype(), k.device());
-            cache->values = Tensor::empty({batch, cache->capacity, kv_heads, head_dim}, v.dtype(), v.device());
-        }
-        cache->keys.narrow(1, start, time).copy_from(k);
-        cache->values.narrow(1, start, time).copy_from(v);
-        cache->length = start + time;
-        k = cache->keys.narrow(1, 0, start + time);
-        v = cache->values.narrow(1, 0, start + time);
-    }
-    const ops::CausalMask reach{.starts = packed ? packed->starts : Tensor(), .window = sliding_window};
-    // The fused kernel where it applies (causal, no mask of the caller's).
-    if (causal && !mask && ops::causal_attention_applies(q.device(), q.dtype(), head_dim))
-        return o_proj(ops::causal_attention(q, k, v, reach).reshape({batch, time, width}));
-    // Else GPT-2's packed op where it applies (nothing but causality, a key-value head per query head): GPUs
-    // in f32, or other head sizes (GPT-2's flash kernel applies only where the fused one above already did).
-    if (causal && !mask && !cache && !packed && sliding_window == 0 && kv_heads == heads) {
-        const Tensor qkv = ops::cat({q.reshape({batch, time, width}), k.reshape({batch, time, width}),
-                                     v.reshape({batch, time, width})},
-                                    -1);
-        return o_proj(ops::attention(qkv, heads));
-    }
-    return o_proj(ops::attention_written_out(q, k, v, reach, causal, mask).reshape({batch, time, width}));
+    Heads h = project(x, cache ? cache->length : 0, packed);
+    if (cache) std::tie(h.k, h.v) = cache->append(h.k, h.v);
+    return o_proj(mix(h, mask, cache != nullptr, packed));
 }
 
 }  // namespace levers::nn

@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 
 namespace levers::nn {
 
@@ -37,6 +38,11 @@ struct KvCache {
     std::int64_t capacity;
     std::int64_t length = 0;  // positions held
     Tensor keys, values;      // [B, capacity, kv_heads, D]
+
+    // Adds keys and values [B, T, kv_heads, D] at positions length, ...;
+    // returns every position's held (views [B, length, kv_heads, D]). Under
+    // autograd::InferenceMode only; throws levers::Error past the capacity.
+    std::pair<Tensor, Tensor> append(const Tensor& k, const Tensor& v);
 };
 
 class Attention : public Layer {
@@ -76,13 +82,21 @@ public:
     const std::int64_t heads, kv_heads, head_dim, sliding_window;
     const bool causal;
 
-private:
-    struct Checked {};  // the options have their defaults filled in and are valid
-    Attention(std::int64_t dim, std::int64_t heads, Options options, Checked);
     // Packed rows: each position's rotary position (on the host) and its document's first position (on x's device).
     struct Packed {
         Tensor positions, starts;
     };
+
+private:
+    struct Checked {};  // the options have their defaults filled in and are valid
+    Attention(std::int64_t dim, std::int64_t heads, Options options, Checked);
+    struct Heads {
+        Tensor q, k, v;  // [B, T, heads or kv_heads, D]
+    };
+    // The projections, q and k normed and rotated, from position `start` or the packed rows' positions.
+    Heads project(const Tensor& x, std::int64_t start, const Packed* packed);
+    // The heads attending, by the kernel that applies: [B, T, heads x D].
+    Tensor mix(const Heads& h, const Tensor* mask, bool cached, const Packed* packed);
     Tensor attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed = nullptr);
 };
 

@@ -78,7 +78,19 @@ Tensor RotaryEmbedding::rotate(const Tensor& x, const Tensor& cos, const Tensor&
     return x * cos + rotated * sin;
 }
 
-Tensor RotaryEmbedding::apply(const Tensor& x, std::int64_t start) {
+Tensor RotaryEmbedding::apply(const Tensor& x, Layout layout, std::int64_t start) {
+    if (layout == Layout::time_heads) return apply_time_heads(x, start);
+    LEVERS_CHECK(x.ndim() >= 3, "RotaryEmbedding: x is {}, expected [..., heads, time, {}]", x.shape().str(), head_dim);
+    return apply_time_heads(x.transpose(-3, -2), start).transpose(-3, -2);
+}
+
+Tensor RotaryEmbedding::apply(const Tensor& x, Layout layout, const Tensor& positions) {
+    if (layout == Layout::time_heads) return apply_time_heads(x, positions);
+    LEVERS_CHECK(x.ndim() >= 3, "RotaryEmbedding: x is {}, expected [..., heads, time, {}]", x.shape().str(), head_dim);
+    return apply_time_heads(x.transpose(-3, -2), positions).transpose(-3, -2);
+}
+
+Tensor RotaryEmbedding::apply_time_heads(const Tensor& x, std::int64_t start) {
     LEVERS_CHECK(x.ndim() >= 3 && x.dim(-1) == head_dim,
                  "RotaryEmbedding: x is {}, expected [..., time, heads, {}]", x.shape().str(), head_dim);
     LEVERS_CHECK(start >= 0, "RotaryEmbedding: the first position must be >= 0, got {}", start);
@@ -90,7 +102,7 @@ Tensor RotaryEmbedding::apply(const Tensor& x, std::int64_t start) {
     return rotate(x, cos.unsqueeze(1), sin.unsqueeze(1));
 }
 
-Tensor RotaryEmbedding::apply(const Tensor& x, const Tensor& positions) {
+Tensor RotaryEmbedding::apply_time_heads(const Tensor& x, const Tensor& positions) {
     LEVERS_CHECK(x.ndim() >= 3 && x.dim(-1) == head_dim,
                  "RotaryEmbedding: x is {}, expected [..., time, heads, {}]", x.shape().str(), head_dim);
     LEVERS_CHECK(positions.dtype() == DType::i32 && positions.ndim() >= 1 && positions.dim(-1) == x.dim(-3) &&

@@ -28,12 +28,15 @@ public:
                              std::optional<Llama3RopeScaling> scaling = std::nullopt);
     RotaryEmbedding(Module& parent, std::string name, std::int64_t head_dim, double theta = 10000.0,
                     std::optional<Llama3RopeScaling> scaling = std::nullopt);
-    // x [..., T, H, D] (time at dimension -3, heads at -2: what a projection's
-    // output is before the heads move forward) rotated by positions start,
-    // start + 1, ...; differentiable in x.
-    Tensor apply(const Tensor& x, std::int64_t start = 0);
-    // The same at given positions: i32 [T] (every row alike) or [B, T] for x [B, T, H, D].
-    Tensor apply(const Tensor& x, const Tensor& positions);
+    // Where time and heads are in x, said by the caller (a shape cannot tell
+    // [B, T, H, D] from [B, H, T, D]): time_heads, [..., T, H, D], a
+    // projection's output split into heads; heads_time, [..., H, T, D], the
+    // heads moved forward as attention's products take them.
+    enum class Layout { time_heads, heads_time };
+    // x rotated by positions start, start + 1, ... along its time dimension; differentiable in x.
+    Tensor apply(const Tensor& x, Layout layout, std::int64_t start = 0);
+    // The same at given positions: i32 [T] (every row alike) or [B, T] for a 4-d x.
+    Tensor apply(const Tensor& x, Layout layout, const Tensor& positions);
 
     // The D/2 angular frequencies, in radians per position.
     std::vector<double> inverse_frequencies() const;
@@ -47,6 +50,8 @@ public:
 
 private:
     void ensure(std::int64_t length, const Tensor& like);
+    Tensor apply_time_heads(const Tensor& x, std::int64_t start);
+    Tensor apply_time_heads(const Tensor& x, const Tensor& positions);
     // The general-op form (the fused kernel's reference), for x of other ranks than [B, T, H, D].
     Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) const;
     Tensor cos_, sin_;

@@ -80,8 +80,14 @@ TEST_CASE("Conv2d: PyTorch's layout, initialisation bounds, and its op") {
                          Error);
 }
 
-TEST_CASE("rotary embeddings: Hugging Face's halves, relative positions, explicit positions") {
-    nn::RotaryEmbedding rope(4, 100.0);
+TEST_CASE("rotary embeddings: Hugging Face's halves, relative positions, explicit positions, either layout") {
+    nn::RotaryEmbedding module(4, 100.0);
+    using Layout = nn::RotaryEmbedding::Layout;
+    struct {
+        nn::RotaryEmbedding& m;
+        Tensor apply(const Tensor& x, std::int64_t start = 0) { return m.apply(x, Layout::time_heads, start); }
+        Tensor apply(const Tensor& x, const Tensor& positions) { return m.apply(x, Layout::time_heads, positions); }
+    } rope{module};
     const Tensor q = random({1, 3, 2, 4}, 8), k = random({1, 3, 2, 4}, 9);  // [B, T, H, D]
     // Position 0 is the identity; position p rotates pair (i, i + D/2) by p · 100^(-2i/D).
     check_close(rope.apply(q).select(1, 0).values(), q.select(1, 0).values());
@@ -101,6 +107,17 @@ TEST_CASE("rotary embeddings: Hugging Face's halves, relative positions, explici
     const Tensor positions = Tensor::from(std::vector<std::int32_t>{4, 5, 6}, {3});
     check_close(rope.apply(q, positions).values(), rope.apply(q, 4).values());
     check_close(rope.apply(q, Tensor::from(std::vector<std::int32_t>{4, 5, 6}, {1, 3})).values(), rope.apply(q, 4).values());
+    // Heads before time ([B, H, T, D], as attention's products take them): the same rotation, said so.
+    const Tensor heads_first = q.transpose(1, 2);
+    check_close(module.apply(heads_first, Layout::heads_time, 2).transpose(1, 2).values(), rope.apply(q, 2).values());
+    check_close(module.apply(heads_first, Layout::heads_time, positions).transpose(1, 2).values(),
+                rope.apply(q, 4).values());
+    // Read in the other layout it is another rotation: the layout is the caller's to say.
+    const std::vector<double> wrong = module.apply(heads_first, Layout::time_heads, 2).transpose(1, 2).values();
+    const std::vector<double> right = rope.apply(q, 2).values();
+    double apart = 0;
+    for (std::size_t i = 0; i < right.size(); ++i) apart = std::max(apart, std::abs(wrong[i] - right[i]));
+    CHECK(apart > 0.1);
     CHECK_THROWS_WITH_AS(nn::RotaryEmbedding(5), doctest::Contains("the head size must be even, got 5"), Error);
 }
 

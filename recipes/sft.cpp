@@ -144,6 +144,8 @@ std::unique_ptr<Examples> load_examples(const Config& cfg) {
                  d->train.rows(), d->train.context, d->packing ? "packed" : "one example each", d->train.learned(),
                  dropped ? fmt::format("; {} dropped (longer than the context, or nothing to learn)", dropped) : "",
                  truncated ? fmt::format("; {} cut to the context", truncated) : "");
+    if (const std::string note = data::repeated_rows_note(d->train, d->batch, dist::world_size()); !note.empty())
+        dist::print0("note: {}\n", note);
     return d;
 }
 

@@ -56,6 +56,7 @@ std::uint16_t float_to_half(float f) {
 }
 
 std::size_t width_of(const std::string& dtype) {
+    if (dtype == "F64") return 8;
     if (dtype == "F32") return 4;
     if (dtype == "F16" || dtype == "BF16") return 2;
     return 0;
@@ -64,7 +65,7 @@ std::size_t width_of(const std::string& dtype) {
 }  // namespace
 
 std::size_t stored_bytes(std::int64_t numel, const std::string& dtype) {
-    LEVERS_CHECK(width_of(dtype) > 0, "safetensors: dtype {} is not one levers writes (F32, BF16, F16)", dtype);
+    LEVERS_CHECK(width_of(dtype) > 0, "safetensors: dtype {} is not one levers writes (F64, F32, BF16, F16)", dtype);
     return static_cast<std::size_t>(numel) * width_of(dtype);
 }
 
@@ -72,6 +73,14 @@ void StoredTensor::read_f32(float* out) const {
     const std::int64_t n = shape.numel();
     if (dtype == "F32") {
         std::memcpy(out, data, static_cast<std::size_t>(n) * 4);
+        return;
+    }
+    if (dtype == "F64") {
+        for (std::int64_t i = 0; i < n; ++i) {
+            double v;
+            std::memcpy(&v, data + 8 * i, 8);
+            out[i] = static_cast<float>(v);
+        }
         return;
     }
     const bool half = dtype == "F16";
@@ -85,6 +94,13 @@ void StoredTensor::read_f32(float* out) const {
 Tensor StoredTensor::to_f32() const {
     Tensor t = Tensor::empty(shape, DType::f32);
     read_f32(t.data<float>());
+    return t;
+}
+
+Tensor StoredTensor::to_f64() const {
+    if (dtype != "F64") return to_f32().to(DType::f64);
+    Tensor t = Tensor::empty(shape, DType::f64);
+    std::memcpy(t.raw(), data, static_cast<std::size_t>(shape.numel()) * 8);
     return t;
 }
 
@@ -126,7 +142,7 @@ SafeTensorsFile SafeTensorsFile::open(const fs::path& path) {
             LEVERS_FAIL("{}: tensor '{}' has a malformed entry: {}", file, name, e.what());
         }
         const std::size_t width = width_of(dtype);
-        LEVERS_CHECK(width > 0, "{}: tensor '{}' is {}; levers reads F32, F16 and BF16", file, name, dtype);
+        LEVERS_CHECK(width > 0, "{}: tensor '{}' is {}; levers reads F64, F32, F16 and BF16", file, name, dtype);
         std::int64_t numel = 1;
         LEVERS_CHECK(shape.size() <= static_cast<std::size_t>(Shape::kMaxDims), "{}: tensor '{}' has {} dimensions, "
                      "at most {} are supported", file, name, shape.size(), Shape::kMaxDims);
@@ -160,9 +176,9 @@ void write_safetensors(const fs::path& path, const std::vector<std::pair<std::st
     if (!metadata.empty()) header["__metadata__"] = metadata;
     std::uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
-        LEVERS_CHECK(t.dtype() == DType::f32 && t.device().is_cpu() && t.is_contiguous(),
-                     "safetensors export takes dense f32 host tensors; '{}' is {} on {}", name, name_of(t.dtype()),
-                     t.device().str());
+        LEVERS_CHECK((t.dtype() == DType::f32 || t.dtype() == DType::f64) && t.device().is_cpu() && t.is_contiguous(),
+                     "safetensors export takes dense f32 or f64 host tensors; '{}' is {} on {}", name,
+                     name_of(t.dtype()), t.device().str());
         std::vector<std::int64_t> shape;
         for (int d = 0; d < t.shape().ndim(); ++d) shape.push_back(t.shape()[d]);
         const std::size_t bytes = stored_bytes(t.numel(), dtype);
@@ -178,8 +194,10 @@ void write_safetensors(const fs::path& path, const std::vector<std::pair<std::st
         out.write(reinterpret_cast<const char*>(&len), 8);
         out << text;
         std::vector<std::uint16_t> halves;
-        for (const auto& [name, t] : tensors) {
-            if (dtype == "F32") {
+        for (const auto& [name, given] : tensors) {
+            const DType stored = dtype == "F64" ? DType::f64 : DType::f32;  // halves are rounded from f32
+            const Tensor t = given.dtype() == stored ? given : given.to(stored);
+            if (dtype == "F32" || dtype == "F64") {
                 out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.bytes()));
                 continue;
             }

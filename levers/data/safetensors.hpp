@@ -1,7 +1,8 @@
 // The safetensors format (Hugging Face): an 8-byte little-endian header length,
 // a JSON header naming each tensor's dtype, shape and byte range, then the
 // bytes. Reading maps the file, checks every length and range and executes
-// nothing; F32, F16 and BF16 tensors are read (as f32 values).
+// nothing; F64, F32, F16 and BF16 tensors are read (as f32 values, or F64's
+// as they are with to_f64).
 #pragma once
 
 #include "levers/core/tensor.hpp"
@@ -16,7 +17,7 @@ namespace levers::data {
 
 // One tensor of a file, as stored: its bytes stay in the mapping.
 struct StoredTensor {
-    std::string dtype;  // "F32", "F16" or "BF16"
+    std::string dtype;  // "F64", "F32", "F16" or "BF16"
     Shape shape;
     const std::byte* data = nullptr;
     std::size_t bytes = 0;
@@ -24,6 +25,8 @@ struct StoredTensor {
     void read_f32(float* out) const;
     // The same as a new f32 tensor on the host.
     Tensor to_f32() const;
+    // Its values as a new f64 tensor on the host (F64's exactly).
+    Tensor to_f64() const;
 };
 
 // A safetensors file, memory-mapped: the page cache holds it once for every
@@ -52,12 +55,12 @@ struct SafeTensors {
 // Every tensor of a file read into f32 host tensors (errors as SafeTensorsFile::open).
 SafeTensors read_safetensors(const std::filesystem::path& path);
 
-// Writes f32 host tensors (in the order given) atomically, stored as `dtype`:
-// "F32", "BF16" or "F16" (rounded to nearest even).
+// Writes dense f32 or f64 host tensors (in the order given) atomically,
+// stored as `dtype`: "F64", "F32", "BF16" or "F16" (rounded to nearest even).
 void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {}, const std::string& dtype = "F32");
 
-// The bytes a tensor of `numel` elements takes stored as `dtype` (F32, BF16, F16).
+// The bytes a tensor of `numel` elements takes stored as `dtype` (F64, F32, BF16, F16).
 std::size_t stored_bytes(std::int64_t numel, const std::string& dtype);
 
 }  // namespace levers::data

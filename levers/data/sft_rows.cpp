@@ -1,5 +1,7 @@
 #include "levers/data/sft_rows.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "levers/core/error.hpp"
 
 #include <algorithm>
@@ -75,19 +77,21 @@ SftBatch rows_at(const SftRows& rows, const std::vector<std::int64_t>& which) {
     return {Tensor::from(tokens, {b, t}), Tensor::from(targets, {b, t}), Tensor::from(documents, {b, t}), real};
 }
 
-namespace {
-// The rows, when a step has enough of them.
-std::int64_t enough_rows(const SftRows& rows, std::int64_t per_rank, int world) {
-    LEVERS_CHECK(rows.rows() >= per_rank * world,
-                 "{} rows of {} positions; a step takes {} ({} per rank x {} ranks): more examples, or a smaller "
-                 "batch_size", rows.rows(), rows.context, per_rank * world, per_rank, world);
-    return rows.rows();
-}
-}  // namespace
-
 SftBatches::SftBatches(const SftRows& rows, std::int64_t per_rank, std::uint64_t seed, int world, int rank)
-    : rows_(rows), batcher_(enough_rows(rows, per_rank, world), per_rank, seed, Batcher::Order::epochs, world, rank) {}
+    : rows_(rows), batcher_(rows.rows(), per_rank, seed, Batcher::Order::epochs, world, rank) {}
+
+std::string repeated_rows_note(const SftRows& rows, std::int64_t per_rank, int world) {
+    const std::int64_t step = per_rank * world;
+    if (rows.rows() >= step) return "";
+    return fmt::format("{} row{} of {} positions, fewer than a step's {} ({} per rank x {} rank{}): each step takes "
+                       "them more than once, epoch after epoch (a smaller batch_size repeats them less)",
+                       rows.rows(), rows.rows() == 1 ? "" : "s", rows.context, step, per_rank, world,
+                       world == 1 ? "" : "s");
+}
 
 SftBatch SftBatches::next() { return rows_at(rows_, batcher_.next()); }
+
+nlohmann::json SftBatches::save_state() const { return batcher_.save_state(); }
+void SftBatches::load_state(const nlohmann::json& j) { batcher_.load_state(j); }
 
 }  // namespace levers::data

@@ -12,6 +12,7 @@
 #include "levers/data/sft_data.hpp"
 
 #include <optional>
+#include <string>
 
 namespace levers::data {
 
@@ -41,13 +42,18 @@ struct SftBatch {
 // Rows `which` as tensors on the host.
 SftBatch rows_at(const SftRows& rows, const std::vector<std::int64_t>& which);
 
+// "3 rows of 1024 positions, fewer than a step's 8 ...: each step takes them
+// more than once" where the rows are fewer than a step takes, else "".
+std::string repeated_rows_note(const SftRows& rows, std::int64_t per_rank, int world);
+
 class SftBatches {
 public:
-    // Throws levers::Error when there are fewer rows than one step takes (per_rank x world).
+    // Fewer rows than a step takes (per_rank x world) repeat within it, as
+    // epochs follow each other (repeated_rows_note says so).
     SftBatches(const SftRows& rows, std::int64_t per_rank, std::uint64_t seed, int world, int rank);
     SftBatch next();
-    nlohmann::json save_state() const { return batcher_.save_state(); }
-    void load_state(const nlohmann::json& j) { batcher_.load_state(j); }
+    nlohmann::json save_state() const;
+    void load_state(const nlohmann::json& j);
 
 private:
     const SftRows& rows_;

@@ -58,9 +58,16 @@ Device device();
 // GPU count). Throws levers::Error if it does not split evenly.
 std::int64_t per_rank_batch(std::int64_t batch, std::int64_t global_batch);
 
-// This rank's contiguous share of `rows` (world nearly equal parts, every row once).
+// This rank's contiguous share [begin, end) of `count` items: world nearly
+// equal parts, every item once, whatever the rank count (an evaluation over
+// a test set scores its share, then sums over ranks).
+inline std::pair<std::int64_t, std::int64_t> share(std::int64_t count) {
+    return Backend::chunk(count, world_size(), rank());
+}
+
+// This rank's contiguous share of `rows`, as share() cuts them.
 template <class T> std::vector<T> shard(const std::vector<T>& rows) {
-    auto [lo, hi] = Backend::chunk(static_cast<std::int64_t>(rows.size()), world_size(), rank());
+    auto [lo, hi] = share(static_cast<std::int64_t>(rows.size()));
     return std::vector<T>(rows.begin() + lo, rows.begin() + hi);
 }
 

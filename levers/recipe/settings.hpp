@@ -26,7 +26,10 @@ inline const Param<int> zero{"zero", 0, "0: data parallel; 1: ZeRO-1 (AdamW's st
                              "(and the averaged gradients)", between(0, 2)};
 inline const Param<long> batch_size{"batch_size", 8, "samples per micro-batch and rank", at_least(1)};
 inline const Param<long> global_batch{"global_batch", 0, "if > 0: samples per micro-batch over all ranks, split "
-                                      "evenly (batch_size ignored), the same whatever the rank count", at_least(0)};
+                                      "evenly (batch_size ignored): the same on any rank count, resumed runs "
+                                      "included. Without it a run resumed on more ranks keeps its global batch by "
+                                      "taking fewer micro-batches per step, down to one (a micro-batch is never "
+                                      "split)", at_least(0)};
 inline const Param<long> grad_accum{"grad_accum", 1, "micro-batches per optimizer step", at_least(1)};
 inline const Param<std::uint64_t> seed{"seed", 1, "initialisation and data-order seed", at_least(0)};
 inline const Param<long> eval_every{"eval_every", 0, "steps between evaluations (0: at the end only)", at_least(0)};

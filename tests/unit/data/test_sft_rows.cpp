@@ -121,8 +121,13 @@ TEST_CASE("sft rows: examples packed end to end as documents, padding learned by
           std::vector<std::int32_t>{30, 31, 32, 33, 34, 35});
     CHECK(std::vector<std::int32_t>(apart.targets.begin(), apart.targets.begin() + 6) ==
           std::vector<std::int32_t>{-100, 12, 13, -100, -100, -100});
-    CHECK_THROWS_WITH_AS(data::SftBatches(packed, 2, 1, 1, 0), doctest::Contains("1 rows of 6 positions; a step takes 2"),
-                         Error);
+    // Fewer rows than a step takes: each step takes them again, and the note says so.
+    data::SftBatches twice(packed, 2, 1, 1, 0);
+    CHECK(twice.next().tokens.shape() == Shape{2, 6});
+    CHECK(data::repeated_rows_note(packed, 2, 1) ==
+          "1 row of 6 positions, fewer than a step's 2 (2 per rank x 1 rank): each step takes them more than once, "
+          "epoch after epoch (a smaller batch_size repeats them less)");
+    CHECK(data::repeated_rows_note(apart, 1, 3).empty());
 }
 
 TEST_CASE("the loss of a packed sft step equals its examples' run one by one, weighted by their learned tokens") {

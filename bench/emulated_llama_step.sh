@@ -18,19 +18,18 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${LEVERS_BUILD:-$root/build}
 data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
 [ -f "$data/tokenizers/.complete" ] || { echo "needs the tokenizers: bash scripts/setup.sh test" >&2; exit 2; }
-ninja -C "$build" tests/emulated/recipe_emulated tests/emulated/liblevers_cuda_emulated.so >/dev/null
+ninja -C "$build" recipe tests/emulated/liblevers_cuda_emulated.so >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 python3 "$root/bench/llama_dir.py" "$work/llama" "$data/tokenizers/llama2" --context 128
 export LEVERS_LEDGER_DIR=$work/ledger XDG_CONFIG_HOME=$work/config ASAN_OPTIONS=detect_leaks=0
-export LEVERS_CUDA_BACKEND=$build/tests/emulated/liblevers_cuda_emulated.so
 args=(run fine_tune --set model="$work/llama" --set lora_r=0 --set context=128 --set batch_size=2 --set lr=1e-4
       --set eval_every=1000 --set eval_batches=1 --set checkpoint_every=0 --set corpus="$root/README.md" --device cuda)
 count() {  # NAME STEPS PRECISION FUSED: the counts of one run into NAME-STEPS.json
     local name=$1 steps=$2 precision=$3 fused=$4
     LEVERS_FUSED_ATTENTION=$fused LEVERS_EMULATED_STATS=$work/$name-$steps.json \
-        "$build/tests/emulated/recipe_emulated" "${args[@]}" --set steps="$steps" --precision "$precision" \
+        bash "$root/tests/emulated/on_emulated_gpu.sh" "$build" "$build/recipe" "${args[@]}" --set steps="$steps" --precision "$precision" \
         --out "$work/$name-$steps" >"$work/$name-$steps.log" 2>&1 ||
         { echo "$name ($steps steps) failed:"; tail -n 20 "$work/$name-$steps.log"; exit 1; }
 }

@@ -12,9 +12,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$root/bench/base_build.sh"
 build=${LEVERS_BUILD:-$root/build}
-ninja -C "$build" tests/emulated/recipe_emulated tests/emulated/liblevers_cuda_emulated.so >/dev/null
+ninja -C "$build" recipe tests/emulated/liblevers_cuda_emulated.so >/dev/null
 base_dir=${LEVERS_BASE_EMULATED:-$root/build-base-emulated}
-if [ ! -x "$base_dir/build/tests/emulated/recipe_emulated" ]; then
+if [ ! -x "$base_dir/build/tests/emulated/recipe_emulated" ] && [ ! -f "$base_dir/build/tests/emulated/liblevers_cuda_emulated.so" ]; then
     echo "[bench] building the emulated GPU's recipe of $LEVERS_BASE_COMMIT in $base_dir" >&2
     rm -rf "$base_dir" && mkdir -p "$base_dir/src"
     git -C "$root" archive "$LEVERS_BASE_COMMIT" | tar -x -C "$base_dir/src"
@@ -24,8 +24,18 @@ if [ ! -x "$base_dir/build/tests/emulated/recipe_emulated" ]; then
     sed -i "s/'cublas.cpp', 'nccl.cpp',/'cublas.cpp', 'nccl.cpp', 'stats.cpp',/" "$base_dir/src/tests/emulated/meson.build"
     meson setup "$base_dir/build" "$base_dir/src" --buildtype=release -Dgpu_archs=90 >"$base_dir/setup.log" 2>&1 ||
         { cat "$base_dir/setup.log"; exit 1; }
-    ninja -C "$base_dir/build" tests/emulated/recipe_emulated >"$base_dir/ninja.log" 2>&1 || { tail -n 30 "$base_dir/ninja.log"; exit 1; }
+    # Commits before the emulated GPU ran the plain `recipe` built a sanitized copy of it.
+    targets=(recipe tests/emulated/liblevers_cuda_emulated.so)
+    ninja -C "$base_dir/build" -t targets all | grep -q '^tests/emulated/recipe_emulated:' && targets=(tests/emulated/recipe_emulated)
+    ninja -C "$base_dir/build" "${targets[@]}" >"$base_dir/ninja.log" 2>&1 || { tail -n 30 "$base_dir/ninja.log"; exit 1; }
 fi
+# The base's recipe on its emulated GPU, and this tree's.
+if [ -x "$base_dir/build/tests/emulated/recipe_emulated" ]; then
+    base_recipe=("$base_dir/build/tests/emulated/recipe_emulated")
+else
+    base_recipe=(bash "$root/tests/emulated/on_emulated_gpu.sh" "$base_dir/build" "$base_dir/build/recipe")
+fi
+levers_recipe=(bash "$root/tests/emulated/on_emulated_gpu.sh" "$build" "$build/recipe")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -42,9 +52,8 @@ count() {  # NAME STEPS PRECISION COMMAND...: the counts of one run into NAME-ST
 }
 for precision in f32 bf16; do
     for steps in 3 5; do
-        count base "$steps" "$precision" "$base_dir/build/tests/emulated/recipe_emulated"
-        count levers "$steps" "$precision" env LEVERS_CUDA_BACKEND="$build/tests/emulated/liblevers_cuda_emulated.so" \
-            "$build/tests/emulated/recipe_emulated"
+        count base "$steps" "$precision" "${base_recipe[@]}"
+        count levers "$steps" "$precision" "${levers_recipe[@]}"
     done
 done
 python3 - "$work" "$LEVERS_BASE_COMMIT" <<'PY'

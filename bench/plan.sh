@@ -57,15 +57,15 @@ PY
     measure llama-ckpt "$build/recipe" pretrain_llama 1 --set batch_size=16 --set checkpointing=true
     emulated=$build/tests/emulated/liblevers_cuda_emulated.so
     if [[ -f $emulated ]]; then
-        export LEVERS_CUDA_BACKEND=$emulated ASAN_OPTIONS=detect_leaks=0
+        on_gpu() { bash "$root/tests/emulated/on_emulated_gpu.sh" "$build" "$build/recipe" "$@"; }
         gpu=(--device cuda --set n_layer=1 --set n_embd=64 --set n_head=1 --set block_size=32 --set batch_size=8)
-        measure gpu-f32 "$build/tests/emulated/recipe_emulated" pretrain 1 "${gpu[@]}"
-        measure gpu-bf16 "$build/tests/emulated/recipe_emulated" pretrain 1 "${gpu[@]}" --precision bf16
-        LEVERS_EMULATED_GPUS=2 measure gpu-zero2 "$build/tests/emulated/recipe_emulated" pretrain 2 "${gpu[@]}" \
+        measure gpu-f32 on_gpu pretrain 1 "${gpu[@]}"
+        measure gpu-bf16 on_gpu pretrain 1 "${gpu[@]}" --precision bf16
+        LEVERS_EMULATED_GPUS=2 measure gpu-zero2 on_gpu pretrain 2 "${gpu[@]}" \
             --set zero=2 --set bucket_mb=0.05
-        LEVERS_EMULATED_GPUS=2 measure gpu-bf16-zero1 "$build/tests/emulated/recipe_emulated" pretrain 2 "${gpu[@]}" \
+        LEVERS_EMULATED_GPUS=2 measure gpu-bf16-zero1 on_gpu pretrain 2 "${gpu[@]}" \
             --precision bf16 --set zero=1 --set bucket_mb=0.05
-        LEVERS_EMULATED_GPUS=2 measure gpu-bf16-zero2 "$build/tests/emulated/recipe_emulated" pretrain 2 "${gpu[@]}" \
+        LEVERS_EMULATED_GPUS=2 measure gpu-bf16-zero2 on_gpu pretrain 2 "${gpu[@]}" \
             --precision bf16 --set zero=2 --set bucket_mb=0.05
     fi
 } >"$out/rows.jsonl"

@@ -4,7 +4,7 @@
 // and a message meant for the user: say what was wrong and what would be valid.
 #pragma once
 
-#include <fmt/format.h>
+#include <fmt/core.h>  // fmt::format; format.h (join, chrono, ...) where a file needs more
 
 #include <stdexcept>
 #include <string>

@@ -1,5 +1,7 @@
 #include "levers/data/batcher.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "levers/core/error.hpp"
 
 #include <numeric>

@@ -9,7 +9,7 @@
 
 #include "levers/core/rng.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <vector>

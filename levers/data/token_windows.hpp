@@ -13,8 +13,8 @@ class TokenWindows {
 public:
     TokenWindows(TokenFile tokens, std::int64_t per_rank, std::int64_t time, std::uint64_t seed, int world, int rank);
     TokenBatch next();  // this rank's batch of the next step
-    nlohmann::json save_state() const { return batcher_.save_state(); }
-    void load_state(const nlohmann::json& j) { batcher_.load_state(j); }
+    nlohmann::json save_state() const;
+    void load_state(const nlohmann::json& j);
     std::int64_t batch() const { return batcher_.per_rank(); }
     std::int64_t time() const { return time_; }
 

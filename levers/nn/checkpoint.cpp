@@ -1,5 +1,7 @@
 #include "levers/nn/checkpoint.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "levers/core/autograd.hpp"
 #include "levers/core/error.hpp"
 

@@ -8,6 +8,8 @@
 #include "levers/kernels/reduce.hpp"
 #include "levers/kernels/rmsnorm.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 
 namespace levers::nn {
@@ -96,6 +98,9 @@ Dropout::Dropout(double p_) : p(p_) {
 Dropout::Dropout(Module& parent, std::string name, double p_) : Dropout(p_) {
     parent.register_module(std::move(name), *this);
 }
+
+nlohmann::json Dropout::state() const { return {{"calls", calls_}}; }
+void Dropout::set_state(const nlohmann::json& s) { calls_ = s.at("calls").get<std::uint64_t>(); }
 
 Tensor Dropout::forward(const Tensor& x) {
     if (p == 0 || !training()) return x;

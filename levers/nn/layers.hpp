@@ -120,8 +120,8 @@ public:
     double p;
 
 protected:
-    nlohmann::json state() const override { return {{"calls", calls_}}; }
-    void set_state(const nlohmann::json& s) override { calls_ = s.at("calls").get<std::uint64_t>(); }
+    nlohmann::json state() const override;
+    void set_state(const nlohmann::json& s) override;
 
 private:
     std::uint64_t calls_ = 0;

@@ -1,5 +1,7 @@
 #include "levers/nn/module.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "levers/nn/layout.hpp"
 
 #include <algorithm>
@@ -126,6 +128,8 @@ void Module::parameters_changed() {
 void Module::set_stream(std::uint64_t stream) { layout().stream = stream; }
 std::uint64_t Module::stream() { return layout().stream; }
 std::uint64_t Module::seed() { return layout().seed; }
+
+nlohmann::json Module::state() const { return nullptr; }
 
 nlohmann::json Module::save_state() {
     nlohmann::json out = nlohmann::json::object();

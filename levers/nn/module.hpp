@@ -28,7 +28,7 @@
 #include "levers/core/params.hpp"
 #include "levers/nn/init.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <memory>
 #include <string>
@@ -144,7 +144,7 @@ protected:
     Parameter& param(std::string name, Shape shape, Init init);
     Parameter& param(std::string name, Shape shape, Init init, bool decay);
     // Module-specific state for save_state (dropout's counter).
-    virtual nlohmann::json state() const { return nullptr; }
+    virtual nlohmann::json state() const;  // null: none
     virtual void set_state(const nlohmann::json&) {}
 
 private:

@@ -1,5 +1,7 @@
 #include "levers/recipe/config.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "levers/core/error.hpp"
 #include "levers/core/split.hpp"
 #include "levers/recipe/param.hpp"

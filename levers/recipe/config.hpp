@@ -5,7 +5,7 @@
 
 #include "levers/recipe/run_context.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <optional>
 #include <string>

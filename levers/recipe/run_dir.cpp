@@ -1,5 +1,7 @@
 #include "levers/recipe/run_dir.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "levers/core/environment.hpp"
 #include "levers/core/error.hpp"
 

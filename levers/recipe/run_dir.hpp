@@ -7,7 +7,7 @@
 
 #include "levers/recipe/run_context.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <filesystem>
 #include <string>

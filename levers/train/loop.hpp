@@ -16,7 +16,6 @@
 #include "levers/train/optimizer.hpp"
 #include "levers/kernels/adamw.hpp"
 
-#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <map>

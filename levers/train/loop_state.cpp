@@ -1,5 +1,7 @@
 #include "levers/train/loop_state.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "levers/core/error.hpp"
 
 namespace levers::train {

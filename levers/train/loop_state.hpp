@@ -2,7 +2,7 @@
 // needs to continue a run exactly where it stopped (saved in checkpoints).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <string>

@@ -284,7 +284,7 @@ TEST_CASE("an external launch that levers cannot join says why") {
 }
 
 namespace {
-// Runs a recipe of the test binary (tests/launch/test_recipes.cpp) on `gpus` ranks.
+// Runs a recipe of the test binary (tests/cli/probe_recipes.cpp) on `gpus` ranks.
 nlohmann::json test_recipe(const std::string& name, int gpus, std::vector<std::string> sets = {},
                            std::vector<std::string> env = {}) {
     std::vector<std::string> args = {"run", name, "--gpus", std::to_string(gpus), "--threads", "1"};

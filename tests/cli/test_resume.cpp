@@ -73,7 +73,7 @@ TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run en
         CHECK(ra["val_loss"] == rb["val_loss"]);
         CHECK(nlohmann::json::parse(read_text(resumed / "config.json"))["resumed_from"] == at4.string());
     }
-    // On another GPU count it continues, the global batch kept (test_zero.cpp checks the curve).
+    // On another GPU count it continues, the global batch kept (test_zero_runs.cpp checks the curve).
     auto other = tiny_pretrain(tmp.path() / "other", 1);
     other.insert(other.end(), {"--resume", (tmp.path() / "full2").string()});  // a run directory: its newest
     auto c = recipe(other);

@@ -12,6 +12,8 @@
 #include "levers/models/mlp.hpp"
 #include "tests/gpu/gpu_values.hpp"
 
+#include "tests/tiny_llama.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -241,19 +243,12 @@ TEST_CASE("the MLP classifier in bf16 on the GPU follows the CPU's f32: loss, lo
 }
 
 namespace {
-// Tiny models of each Llama-family type (their CPU forms match PyTorch's: tests/unit/models/test_hf_models.cpp).
+// Tiny models of each Llama-family type (their CPU forms match PyTorch's: tests/unit/models/test_llama_family.cpp).
 std::vector<models::LlamaConfig> llama_family() {
     std::vector<models::LlamaConfig> out;
     for (const char* type : {"llama", "mistral", "qwen2", "qwen3"}) {
-        models::LlamaConfig c;
+        models::LlamaConfig c = testing::tiny_llama({.vocab = 67});
         c.model_type = type;
-        c.vocab_size = 67;
-        c.hidden_size = 32;
-        c.intermediate_size = 48;
-        c.num_hidden_layers = 2;
-        c.num_attention_heads = 4;
-        c.num_key_value_heads = 2;
-        c.max_position_embeddings = 64;
         c.tie_word_embeddings = c.model_type == "llama" || c.model_type == "qwen2";
         if (c.model_type == "llama") c.rope_scaling = nn::Llama3RopeScaling{.original_max_position_embeddings = 16};
         if (c.model_type == "mistral") {  // heads of 64: the fused attention in bf16, with its window

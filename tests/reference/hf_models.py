@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tiny Llama-family models in Hugging Face's directory layout, and what they
-compute, for tests/unit/models/test_hf_models.cpp.
+compute, for tests/unit/models/test_llama_family.cpp.
 
 For each model_type levers reads (llama, mistral, qwen2, qwen3) this makes a
 model of two layers with random weights, writes it as Hugging Face does

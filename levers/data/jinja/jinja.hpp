@@ -11,7 +11,7 @@
 // while rendering, then), naming it and its line.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <memory>
 #include <string>

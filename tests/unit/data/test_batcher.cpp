@@ -4,6 +4,7 @@
 #include "levers/data/batcher.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <set>

@@ -6,6 +6,8 @@
 #include "levers/models/gpt.hpp"
 #include "levers/models/llama.hpp"
 
+#include "tests/tiny_llama.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -65,14 +67,7 @@ TEST_CASE("checkpointed GPT blocks give bitwise the gradients of the plain forwa
 }
 
 TEST_CASE("checkpointed Llama layers give bitwise the gradients of the plain forward") {
-    models::LlamaConfig c;
-    c.vocab_size = 40;
-    c.hidden_size = 32;
-    c.intermediate_size = 48;
-    c.num_hidden_layers = 2;
-    c.num_attention_heads = 4;
-    c.num_key_value_heads = 2;
-    c.max_position_embeddings = 16;
+    const models::LlamaConfig c = testing::tiny_llama({.context = 16, .tied = false});
     models::Llama plain(c, 3), checkpointed(c, 3);
     check_same_gradients(plain, checkpointed, 40);
 }

@@ -6,6 +6,7 @@
 #include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 using namespace levers;
 

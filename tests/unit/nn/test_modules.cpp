@@ -5,6 +5,7 @@
 #include "levers/nn/nn.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>

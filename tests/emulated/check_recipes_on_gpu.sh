@@ -8,8 +8,8 @@
 # attention fused: head size 64) within 2% of them. ZeRO-1 and 2 in bf16
 # (each rank keeping the f32 master values of its shard only) must end at
 # DDP's loss, and their sharded checkpoints resume on two GPUs without ZeRO
-# and on one. Then sft (a Llama with
-# Llama 3's tokenizer, made by pretrain_llama on the CPU, fine-tuned on
+# and on one. Then sft (a Llama over a small tokenizer with a chat template,
+# tests/fixtures/tiny_tokenizer, made by pretrain_llama on the CPU, fine-tuned on
 # conversations packed into rows: documents, positions restarting, the loss
 # on the answers only) likewise, on one GPU and two. Whole runs: data,
 # training loop, AdamW and clipping on the GPU, evaluation, checkpoints,
@@ -22,107 +22,158 @@
 # emulated GPU's memory limited) must stop the run with the plan's figures
 # and what fits. Nothing may be left in /dev/shm by the emulated NCCL.
 #
-#   check_recipe_on_gpu.sh CPU_RECIPE GPU_RECIPE CORPUS USER_RECIPES TEST_RECIPES BACKEND
-# (the GPU binaries, built with the sanitizers, open the emulated GPU's
-# backend library BACKEND as LEVERS_CUDA_BACKEND tells them; the CPU binary
-# never sees it)
+#   check_recipes_on_gpu.sh RECIPE CORPUS USER_RECIPES TEST_RECIPES BACKEND
+# The programs open the emulated GPU's sanitized backend library BACKEND as
+# LEVERS_CUDA_BACKEND tells them, with the sanitizers' runtimes
+# (LEVERS_SANITIZER_RUNTIMES) preloaded; their CPU runs never see either.
+# Runs that do not need each other's results go two at a time, each with a
+# ledger of its own; every run's time is printed at the end.
 set -euo pipefail
-source "$(dirname "$0")/../needs_data.sh"
-needs_data fashion_mnist hf_tokenizers  # the user's model, sft's tokenizer; pretrain and fine_tune read CORPUS
-cpu=$1 corpus=$3 backend=$6
-gpu=(env LEVERS_CUDA_BACKEND="$backend" "$2")
-user=(env LEVERS_CUDA_BACKEND="$backend" "$4")
-tests=(env LEVERS_CUDA_BACKEND="$backend" "$5")
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../needs_data.sh"
+needs_data fashion_mnist  # the user's model; pretrain and fine_tune read CORPUS, sft a tokenizer of the tests'
+recipe=$1 backend=$5
+on_gpu=(env LD_PRELOAD="${LEVERS_SANITIZER_RUNTIMES:?the sanitizers\' runtimes to preload}" LEVERS_CUDA_BACKEND="$backend")
+cpu=("$recipe")
+gpu=("${on_gpu[@]}" "$recipe")
+user=("${on_gpu[@]}" "$3")
+tests=("${on_gpu[@]}" "$4")
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$work"' EXIT  # a failed run stops the others
 cd "$work"
-export LEVERS_LEDGER_DIR=$work/ledger XDG_CONFIG_HOME=$work/config
+export XDG_CONFIG_HOME=$work/config
+# A text of 8 KB: pretraining scores its whole validation split at the end, each window a forward on the GPU.
+head -c 8000 "$2" >corpus.txt
+corpus=$work/corpus.txt
 
-args=(run pretrain --set steps=4 --set lr=0.01 --set warmup=1 --set n_layer=1 --set n_embd=64 --set n_head=1 --set block_size=32
-      --set batch_size=2 --set eval_every=2 --set eval_batches=1 --set sample_tokens=8 --set corpus="$corpus")
+small=(--set steps=4 --set lr=0.01 --set warmup=1 --set n_layer=1 --set n_embd=64 --set n_head=1 --set block_size=32
+       --set batch_size=2 --set eval_every=2 --set eval_batches=1 --set sample_tokens=8 --set corpus="$corpus")
+args=(run pretrain --threads 1 "${small[@]}")
 emulated_segments() { ls /dev/shm | grep -c '^levers-emulated-nccl-' || true; }
 shm_before=$(emulated_segments)
-run() {  # NAME COMMAND...: its output in NAME.log
+declare -A started=()  # pid -> the run's name, while it runs
+run() {  # NAME COMMAND...: in the background, two at a time, its output in NAME.log and its milliseconds in NAME.ms
     local name=$1
     shift
-    "$@" >"$name.log" 2>&1 || { echo "$name failed:"; cat "$name.log"; exit 1; }
+    ((${#started[@]} < 2)) || reap_one
+    (
+        start=$(date +%s%N)
+        LEVERS_LEDGER_DIR=$work/ledger-$name "$@" >"$name.log" 2>&1
+        echo $((($(date +%s%N) - start) / 1000000)) >"$name.ms"
+    ) &
+    started[$!]=$name
 }
+reap_one() {  # waits for one of the runs started; stops everything at the first that fails
+    local pid status=0
+    wait -n -p pid "${!started[@]}" || status=$?
+    local name=${started[$pid]}
+    unset "started[$pid]"
+    ((status == 0)) || { echo "$name failed:"; cat "$name.log"; exit 1; }
+}
+settle() { while ((${#started[@]} > 0)); do reap_one; done; }  # waits for every run started
 # Each GPU run against the CPU run of the same recipe and ranks.
-run cpu "$cpu" "${args[@]}"
-cp runs/pretrain/latest/model.ckpt base.ckpt
-tune=(run fine_tune --set base="$work/base.ckpt" --set corpus="$corpus" --set steps=4 --set batch_size=2 --set eval_every=2
-      --set eval_batches=1 --set checkpoint_every=0)
+run cpu "${cpu[@]}" "${args[@]}" --out "$work/cpu_run"
+tune=(run fine_tune --threads 1 --set base="$work/base.ckpt" --set corpus="$corpus" --set steps=4 --set batch_size=2
+      --set eval_every=2 --set eval_batches=1 --set checkpoint_every=0)
 run f32 "${gpu[@]}" "${args[@]}" --device cuda
 run bf16 "${gpu[@]}" "${args[@]}" --device cuda --precision bf16
-run cpu_x2 "$cpu" "${args[@]}" --gpus 2
-LEVERS_EMULATED_GPUS=2 run f32_x2 "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda
-LEVERS_EMULATED_GPUS=2 run bf16_x2 "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16
+run cpu_x2 "${cpu[@]}" "${args[@]}" --gpus 2
+run f32_x2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda
+run bf16_x2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16
 # ZeRO-2 on the GPUs (buckets small enough for several): AdamW's state and the averaged gradients sharded;
 # in bf16 with activation checkpointing too (the recompute records the bf16 compute copies).
 zero2=(--gpus 2 --device cuda --set zero=2 --set bucket_mb=0.05)
-LEVERS_EMULATED_GPUS=2 run f32_x2_zero2 "${gpu[@]}" "${args[@]}" "${zero2[@]}"
-LEVERS_EMULATED_GPUS=2 run bf16_x2_zero2 "${gpu[@]}" "${args[@]}" "${zero2[@]}" --precision bf16 --set checkpointing=true \
-    --set checkpoint_every=2 --out "$work/bf16_zero2"
+run f32_x2_zero2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${args[@]}" "${zero2[@]}"
+run bf16_x2_zero2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${args[@]}" "${zero2[@]}" --precision bf16 \
+    --set checkpointing=true --set checkpoint_every=2 --out "$work/bf16_zero2"
 # In bf16 ZeRO keeps the f32 master values of each rank's shard only and gathers the bf16 copy: the loss is
 # DDP's (bf16_x2_ckpt) to 1e-6, ZeRO-1's too; its checkpoints hold the masters in the shard files, and resume
 # on two GPUs without ZeRO to the same loss, on one GPU to bf16's reduction order (one GPU sums the two
 # micro-batches' bf16 gradients where two GPUs average them: 2e-6 to 1.1e-5 apart as seen, 1e-4 allowed).
-LEVERS_EMULATED_GPUS=2 run bf16_x2_ckpt "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 --set checkpointing=true
-LEVERS_EMULATED_GPUS=2 run bf16_x2_zero1 "${gpu[@]}" "${args[@]}" "${zero2[@]}" --set zero=1 --precision bf16 \
+run bf16_x2_ckpt env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 \
     --set checkpointing=true
+run bf16_x2_zero1 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${args[@]}" "${zero2[@]}" --set zero=1 --precision bf16 \
+    --set checkpointing=true
+# sft on a Llama of head size 64 (bf16's attention fused) over a small tokenizer with a chat template, made on the CPU.
+run llama_base "${cpu[@]}" run pretrain_llama --threads 1 --set steps=1 --set hidden=64 --set intermediate=96 \
+    --set layers=1 --set heads=1 --set kv_heads=1 --set context=64 --set batch_size=1 --set eval_every=0 \
+    --set eval_batches=1 --set sample_tokens=0 --set corpus="$corpus" --set tokenizer="$here/../fixtures/tiny_tokenizer" \
+    --out "$work/llama_base"
+# The user's own model, on the GPU against the CPU (the same binary with --device cpu).
+fashion=(run fashion --threads 1 --set steps=6 --set width=32 --set depth=1 --set eval_every=6)
+run user_cpu "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cpu
+run user_f32 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda
+run user_bf16 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda --precision bf16
+run user_f32_x2 env LEVERS_EMULATED_GPUS=2 "${user[@]}" "${fashion[@]}" --set batch_size=8 --gpus 2 --device cuda
+# The user's small CNN (convolutions, pooling: unfold, matmul, reductions) and its
+# logistic classifier (its own op written with tensors) likewise.
+cnn=(run fashion_cnn --threads 1 --set steps=4 --set warmup=1 --set channels=4 --set eval_every=0 --set test_images=32)
+run cnn_cpu "${user[@]}" "${cnn[@]}" --set batch_size=8 --device cpu
+run cnn_f32 "${user[@]}" "${cnn[@]}" --set batch_size=8 --device cuda
+run cnn_bf16 "${user[@]}" "${cnn[@]}" --set batch_size=8 --device cuda --precision bf16
+run cnn_f32_x2 env LEVERS_EMULATED_GPUS=2 "${user[@]}" "${cnn[@]}" --set batch_size=4 --gpus 2 --device cuda
+logistic=(run logistic --threads 1 --set steps=20)
+run logistic_cpu "${user[@]}" "${logistic[@]}" --device cpu
+run logistic_f32 "${user[@]}" "${logistic[@]}" --device cuda
+# An op with a CPU kernel only: --device auto trains on the CPU instead of failing, and says why once.
+run fallback "${tests[@]}" run cpu_op --threads 1
+# The memory plan of pretrain's GPU runs, traced on shapes alone, against the peaks they measured (within 10%:
+# the kernels' own scratch buffers are not traced).
+run plan_f32 "${gpu[@]}" plan pretrain "${small[@]}" --device cuda
+run plan_bf16 "${gpu[@]}" plan pretrain "${small[@]}" --device cuda --precision bf16
+run plan_f32_x2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" plan pretrain "${small[@]}" --gpus 2 --device cuda
+run plan_f32_x2_zero2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" plan pretrain "${small[@]}" "${zero2[@]}"
+run plan_bf16_x2_zero2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" plan pretrain "${small[@]}" "${zero2[@]}" --precision bf16 \
+    --set checkpointing=true
+run plan_bf16_x2_zero1 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" plan pretrain "${small[@]}" "${zero2[@]}" --set zero=1 \
+    --precision bf16 --set checkpointing=true
+settle
+
+# What needs the runs above: fine_tune on pretrain's model, sft on pretrain_llama's, the resumed ZeRO checkpoint.
+cp "$work/cpu_run/model.ckpt" base.ckpt
 bf16_step2=$work/bf16_zero2/checkpoints/step-00000002.ckpt
 [ -f "$bf16_step2.shard-1-of-2" ] || { echo "the bf16 ZeRO-2 run wrote no shard files:"; ls "$work/bf16_zero2/checkpoints"; exit 1; }
-LEVERS_EMULATED_GPUS=2 run bf16_x2_resumed "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 \
+run bf16_x2_resumed env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${args[@]}" --gpus 2 --device cuda --precision bf16 \
     --set checkpointing=true --resume "$bf16_step2"
 run bf16_resumed "${gpu[@]}" "${args[@]}" --device cuda --precision bf16 --set checkpointing=true --resume "$bf16_step2"
 # Two "nodes" of one GPU each, as srun or torchrun --nnodes start them: the
 # ranks meet at rank 0's TCP store, NCCL carries the gradients and, staged
 # through the GPUs, the host collectives.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+settle  # the two ranks run together, meeting at the store
 for rank in 1 0; do
-    RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-        "${gpu[@]}" "${args[@]}" --device cuda >"f32_nodes.$rank.log" 2>&1 &
+    run "f32_nodes.$rank" env RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
+        MASTER_PORT=$port "${gpu[@]}" "${args[@]}" --device cuda
 done
-for rank in 1 0; do wait -n || { echo "a rank of the two-node run failed:"; cat f32_nodes.*.log; exit 1; }; done
+settle
 cp f32_nodes.0.log f32_nodes.log
-run cpu_tune "$cpu" "${tune[@]}"
+run cpu_tune "${cpu[@]}" "${tune[@]}"
 run f32_tune "${gpu[@]}" "${tune[@]}" --device cuda
 run bf16_tune "${gpu[@]}" "${tune[@]}" --device cuda --precision bf16
-run cpu_tune_x2 "$cpu" "${tune[@]}" --gpus 2
-LEVERS_EMULATED_GPUS=2 run f32_tune_x2 "${gpu[@]}" "${tune[@]}" --gpus 2 --device cuda
-# sft on a Llama of head size 64 (bf16's attention fused) over Llama 3's vocabulary, made on the CPU.
-run llama_base "$cpu" run pretrain_llama --set steps=1 --set hidden=64 --set intermediate=96 --set layers=1 --set heads=1 \
-    --set kv_heads=1 --set context=64 --set batch_size=1 --set eval_every=0 --set eval_batches=1 --set sample_tokens=0 \
-    --set corpus="$corpus"
+run cpu_tune_x2 "${cpu[@]}" "${tune[@]}" --gpus 2
+run f32_tune_x2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${tune[@]}" --gpus 2 --device cuda
 for i in $(seq 12); do
     printf '{"messages": [{"role": "user", "content": "What is %d plus %d?"}, {"role": "assistant", "content": "%d."}]}\n' \
         "$i" "$((2 * i))" "$((3 * i))"
 done >chat.jsonl
-sft=(run sft --set model="$work/runs/pretrain_llama/latest/model" --set data="$work/chat.jsonl" --set context=64
+sft=(run sft --threads 1 --set model="$work/llama_base/model" --set data="$work/chat.jsonl" --set context=64
      --set batch_size=2 --set steps=3 --set eval_every=3 --set eval_batches=1 --set checkpoint_every=0 --set val_fraction=0.25)
-run cpu_sft "$cpu" "${sft[@]}"
+run cpu_sft "${cpu[@]}" "${sft[@]}"
 run f32_sft "${gpu[@]}" "${sft[@]}" --device cuda
 run bf16_sft "${gpu[@]}" "${sft[@]}" --device cuda --precision bf16
-run cpu_sft_x2 "$cpu" "${sft[@]}" --gpus 2
-LEVERS_EMULATED_GPUS=2 run f32_sft_x2 "${gpu[@]}" "${sft[@]}" --gpus 2 --device cuda
-# The user's own model, on the GPU against the CPU (the same binary with --device cpu).
-fashion=(run fashion --set steps=6 --set width=32 --set depth=1 --set eval_every=6)
-run user_cpu "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cpu
-run user_f32 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda
-run user_bf16 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda --precision bf16
-LEVERS_EMULATED_GPUS=2 run user_f32_x2 "${user[@]}" "${fashion[@]}" --set batch_size=8 --gpus 2 --device cuda
-# The user's small CNN (convolutions, pooling: unfold, matmul, reductions) and its
-# logistic classifier (its own op written with tensors) likewise.
-cnn=(run fashion_cnn --set steps=4 --set warmup=1 --set channels=4 --set eval_every=0 --set test_images=64)
-run cnn_cpu "${user[@]}" "${cnn[@]}" --set batch_size=16 --device cpu
-run cnn_f32 "${user[@]}" "${cnn[@]}" --set batch_size=16 --device cuda
-run cnn_bf16 "${user[@]}" "${cnn[@]}" --set batch_size=16 --device cuda --precision bf16
-LEVERS_EMULATED_GPUS=2 run cnn_f32_x2 "${user[@]}" "${cnn[@]}" --set batch_size=8 --gpus 2 --device cuda
-logistic=(run logistic --set steps=20)
-run logistic_cpu "${user[@]}" "${logistic[@]}" --device cpu
-run logistic_f32 "${user[@]}" "${logistic[@]}" --device cuda
-# An op with a CPU kernel only: --device auto trains on the CPU instead of failing, and says why once.
-run fallback "${tests[@]}" run cpu_op
+run cpu_sft_x2 "${cpu[@]}" "${sft[@]}" --gpus 2
+run f32_sft_x2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${sft[@]}" --gpus 2 --device cuda
+# A GPU too small for the batch asked (the emulated GPU's memory limited): the rank stops with the plan's figures
+# and what fits, having written no checkpoint.
+run_oom() {
+    if LEVERS_EMULATED_GPU_MEMORY=$((40 << 20)) "${gpu[@]}" "${args[@]}" --device cuda --set batch_size=512 \
+        --set checkpoint_every=1 --out "$work/oom"; then
+        echo "a batch too large for a 40 MiB GPU trained"
+        exit 1
+    fi
+}
+run oom run_oom
+settle
 grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
     { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
 for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
@@ -134,21 +185,6 @@ for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 user
 done
 grep -q 'rank 0 of 2 started by torchrun, joined through NCCL' f32_nodes.log ||
     { echo "the two-node run did not join through NCCL:"; cat f32_nodes.log; exit 1; }
-# The memory plan of pretrain's GPU runs, traced on shapes alone, against the peaks they measured (within 10%:
-# the kernels' own scratch buffers are not traced); then a GPU too small for the batch asked: the rank stops
-# with the plan's figures and what fits, having written no checkpoint.
-run plan_f32 "${gpu[@]}" plan "${args[@]:1}" --device cuda
-run plan_bf16 "${gpu[@]}" plan "${args[@]:1}" --device cuda --precision bf16
-LEVERS_EMULATED_GPUS=2 run plan_f32_x2 "${gpu[@]}" plan "${args[@]:1}" --gpus 2 --device cuda
-LEVERS_EMULATED_GPUS=2 run plan_f32_x2_zero2 "${gpu[@]}" plan "${args[@]:1}" "${zero2[@]}"
-LEVERS_EMULATED_GPUS=2 run plan_bf16_x2_zero2 "${gpu[@]}" plan "${args[@]:1}" "${zero2[@]}" --precision bf16 \
-    --set checkpointing=true
-LEVERS_EMULATED_GPUS=2 run plan_bf16_x2_zero1 "${gpu[@]}" plan "${args[@]:1}" "${zero2[@]}" --set zero=1 \
-    --precision bf16 --set checkpointing=true
-if LEVERS_EMULATED_GPU_MEMORY=$((40 << 20)) "${gpu[@]}" "${args[@]}" --device cuda --set batch_size=512 \
-    --set checkpoint_every=1 --out "$work/oom" >oom.log 2>&1; then
-    echo "a batch too large for a 40 MiB GPU trained:"; cat oom.log; exit 1
-fi
 for says in "out of memory on the GPU" "The memory plan for this run (1 cuda rank of 40.0 MiB)" \
     "What fits: batch_size=" "--set micro_batch=auto picks"; do
     grep -qF -- "$says" oom.log || { echo "the out-of-memory message lacks '$says':"; cat oom.log; exit 1; }
@@ -157,6 +193,9 @@ done
 # Tests running beside this one open segments too, for a moment: a leak is one still there a second later.
 [ "$(emulated_segments)" -le "$shm_before" ] || sleep 1
 [ "$(emulated_segments)" -le "$shm_before" ] || { echo "the emulated NCCL left segments in /dev/shm:"; ls /dev/shm; exit 1; }
+echo "each run's seconds (two at a time):"
+for f in *.ms; do echo "${f%.ms} $(cat "$f")"; done | sort -k2 -n -r |
+    awk '{ printf "  %-20s %6.1f%s", $1, $2 / 1000, NR % 3 ? "" : "\n" } END { if (NR % 3) print "" }'
 
 python3 - <<'PY'
 import json, re, sys

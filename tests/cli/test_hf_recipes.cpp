@@ -11,6 +11,7 @@
 #include "tests/process.hpp"
 #include "tests/source_tree.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/tiny_llama.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -59,16 +60,9 @@ TEST_CASE("a Llama 3-shaped directory with its tokenizer: eval_lm reads text, sa
           needs({Data::hf_tokenizers, Data::books})) {
     TempDir tmp;
     // Llama 3's vocabulary and tokenizer, tiny otherwise; saved as transformers would.
-    models::LlamaConfig c;
-    c.vocab_size = 128256;
-    c.hidden_size = 16;
-    c.intermediate_size = 32;
-    c.num_hidden_layers = 1;
-    c.num_attention_heads = 2;
-    c.num_key_value_heads = 1;
-    c.max_position_embeddings = 256;
+    models::LlamaConfig c = tiny_llama({.vocab = 128256, .hidden = 16, .intermediate = 32, .layers = 1, .heads = 2,
+                                        .kv_heads = 1, .context = 256});
     c.rope_theta = 500000;
-    c.tie_word_embeddings = true;
     c.eos_token_ids = {128001, 128009};
     models::Llama llama(c, 3);
     const fs::path dir = tmp.path() / "tiny-llama3";

@@ -1,5 +1,7 @@
-// `recipe run sft` and `recipe run chat` through the real binary: a Qwen
-// 3-tokenized model of a few thousand weights trains on conversations,
+// `recipe run sft` and `recipe run chat` through the real binary: a model
+// of a few thousand weights over the tests' small tokenizer and its chat
+// template (tests/fixtures/tiny_tokenizer; Qwen 3's and Llama 3's templates
+// are rendered against Hugging Face's in the unit tests) trains on conversations,
 // instructions and text, on 1 and 2 ranks, saves a HF directory and the PEFT
 // adapter, resumes exactly, and refuses bad data with one line before
 // anything starts; chat answers as the library generates, turn by turn or a
@@ -13,6 +15,7 @@
 #include "tests/installed_data.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
+#include "tests/tiny_llama.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -25,21 +28,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A tiny Llama over Qwen 3's tokenizer and chat template, saved as a HF directory.
+// The tests' tiny Llama over their small tokenizer and chat template, saved as a HF directory.
 fs::path tiny_model(const TempDir& tmp) {
-    models::LlamaConfig c;
-    c.vocab_size = 151680;
-    c.hidden_size = 16;
-    c.intermediate_size = 32;
-    c.num_hidden_layers = 1;
-    c.num_attention_heads = 2;
-    c.num_key_value_heads = 1;
-    c.max_position_embeddings = 128;
-    c.tie_word_embeddings = true;
-    models::Llama model(c, 5);
-    const fs::path dir = tmp.path() / "model";
-    models::save_hf_model(dir, model, {.tokenizer_from = data::data_dir() / "tokenizers" / "qwen3"});
-    return dir;
+    return save_tiny_llama(tmp.path() / "model",
+                           tiny_llama({.vocab = kTinyTokenizerVocab, .hidden = 16, .intermediate = 32, .layers = 1,
+                                       .heads = 2, .kv_heads = 1, .context = 128}),
+                           5);
 }
 
 fs::path examples(const TempDir& tmp) {
@@ -66,8 +60,7 @@ std::vector<std::string> sft(const fs::path& model, const fs::path& data, const 
 
 }  // namespace
 
-TEST_CASE("recipe run sft trains on 1 and 2 ranks, saves a HF directory and a PEFT adapter, and resumes exactly" *
-          needs({Data::hf_tokenizers})) {
+TEST_CASE("recipe run sft trains on 1 and 2 ranks, saves a HF directory and a PEFT adapter, and resumes exactly") {
     TempDir tmp;
     const fs::path model = tiny_model(tmp), data = examples(tmp);
     for (const int gpus : {1, 2}) {
@@ -99,8 +92,7 @@ TEST_CASE("recipe run sft trains on 1 and 2 ranks, saves a HF directory and a PE
     }
 }
 
-TEST_CASE("recipe run sft refuses bad data and settings with one line, exit 2, nothing written" *
-          needs({Data::hf_tokenizers})) {
+TEST_CASE("recipe run sft refuses bad data and settings with one line, exit 2, nothing written") {
     TempDir tmp;
     const fs::path model = tiny_model(tmp), data = examples(tmp);
     const auto refused = [&](std::vector<std::string> args, const std::string& line) {
@@ -123,8 +115,7 @@ TEST_CASE("recipe run sft refuses bad data and settings with one line, exit 2, n
             data.string() + ": no example fits the context of 4");
 }
 
-TEST_CASE("recipe run chat answers through the chat template as the library generates, a prompt or turns from stdin" *
-          needs({Data::hf_tokenizers})) {
+TEST_CASE("recipe run chat answers through the chat template as the library generates, a prompt or turns from stdin") {
     TempDir tmp;
     const fs::path model = tiny_model(tmp);
     // What the library makes, greedily, for the first turn: the rendered conversation's continuation.
@@ -134,7 +125,7 @@ TEST_CASE("recipe run chat answers through the chat template as the library gene
     const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", "What is 2 plus 3?"}}};
     const auto ids = tokenizer->encode(chat.render(messages, true));
     models::SampleOptions greedy{.max_new_tokens = 6, .top_k = 1};
-    greedy.stop = {*tokenizer->token_id("<|im_end|>")};
+    greedy.stop = {*tokenizer->token_id("<|eot_id|>")};
     Rng rng(1);
     const auto out = models::generate(*llama, ids, greedy, rng);
     const std::string want = tokenizer->decode({out.begin() + static_cast<long>(ids.size()), out.end()}, true);

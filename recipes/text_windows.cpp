@@ -20,10 +20,11 @@ void init_text_windows(TextWindows& text, data::TextCorpus corpus, const Config&
     text.context = context;
     text.seed = cfg[settings::seed] + 1;
     text.eval_batches = cfg[eval_batches];
+    const std::int64_t windows = text.batch * dist::world_size() * cfg[settings::grad_accum];
     dist::print0("corpus {} tokens train, {} validation; batch {}{} per rank, {} per step\n",
                  text.corpus.train.size(), text.corpus.validation.size(), text.batch,
                  context > 0 ? fmt::format(" x {}", context) : std::string(),
-                 text.batch * dist::world_size() * cfg[settings::grad_accum]);
+                 context > 0 ? fmt::format("{} tokens", windows * context) : fmt::format("{} windows", windows));
 }
 
 MicroResult window_step(models::LanguageModel& model, TextWindows& text, const StepInfo&) {

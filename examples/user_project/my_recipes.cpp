@@ -49,6 +49,7 @@ struct ResidualMlp : nn::Layer {
 struct Fashion {
     data::ImageSet train, test;
     std::optional<data::Batcher> batcher;
+    std::int64_t eval_images = 2000;  // the test images each evaluation during training counts
     nlohmann::json save_state() const { return batcher->save_state(); }
     void load_state(const nlohmann::json& j) { batcher->load_state(j); }
 };
@@ -128,16 +129,22 @@ template <class Model> double test_accuracy(Model& model, Fashion& d, std::int64
 const Param<long> channels{"channels", 24, "channels of the first convolution (the second has twice as many)",
                            at_least(1)};
 const Param<long> test_images{"test_images", 10000, "test images the final accuracy counts", between(1, 10000)};
+const Param<long> eval_images{"eval_images", 2000, "test images each evaluation during training counts",
+                              between(1, 10000)};
 
 LEVERS_RECIPE(fashion_cnn) {
     return recipe("fashion_cnn")
         .describe("a small CNN (two convolutions, pooling, a linear head) learns Fashion-MNIST")
         .training({.steps = 4000, .lr = 2e-3, .warmup = 50, .batch_size = 64, .seed = 1, .eval_every = 1000})
-        .params(channels, test_images)
+        .params(channels, test_images, eval_images)
         .model([](const Config& cfg) { return std::make_unique<SmallCnn>(cfg[channels], cfg[settings::seed]); })
-        .data(load_fashion)
+        .data([](const Config& cfg) {
+            auto d = load_fashion(cfg);
+            d->eval_images = cfg[eval_images];
+            return d;
+        })
         .step(cnn_step)
-        .evaluate([](SmallCnn& m, Fashion& d) { return Metrics{{"test_accuracy", test_accuracy(m, d, 2000)}}; })
+        .evaluate([](SmallCnn& m, Fashion& d) { return Metrics{{"test_accuracy", test_accuracy(m, d, d.eval_images)}}; })
         .finish([](SmallCnn& m, Fashion& d, const LoopResult&, const Config& cfg) {
             return Result{{"final_test_accuracy", test_accuracy(m, d, cfg[test_images])}};
         });

@@ -107,7 +107,7 @@ run user_bf16 "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cuda --p
 run user_f32_x2 env LEVERS_EMULATED_GPUS=2 "${user[@]}" "${fashion[@]}" --set batch_size=8 --gpus 2 --device cuda
 # The user's small CNN (convolutions, pooling: unfold, matmul, reductions) and its
 # logistic classifier (its own op written with tensors) likewise.
-cnn=(run fashion_cnn --threads 1 --set steps=4 --set warmup=1 --set channels=4 --set eval_every=0 --set test_images=32)
+cnn=(run fashion_cnn --threads 1 --set steps=4 --set warmup=1 --set channels=4 --set eval_every=0 --set test_images=32 --set eval_images=32)
 run cnn_cpu "${user[@]}" "${cnn[@]}" --set batch_size=8 --device cpu
 run cnn_f32 "${user[@]}" "${cnn[@]}" --set batch_size=8 --device cuda
 run cnn_bf16 "${user[@]}" "${cnn[@]}" --set batch_size=8 --device cuda --precision bf16

@@ -86,6 +86,8 @@ void fresh_block(Launch& l) {
     for (unsigned first = 0; first < l.threads; first += 32) l.warp_barriers.push_back(Barrier{std::min(32u, l.threads - first)});
     l.products.assign(l.warp_barriers.size(), WarpProduct{});
     l.product_calls.assign(l.threads, 0);
+    l.loads.assign(l.warp_barriers.size(), WarpProduct{});
+    l.load_calls.assign(l.threads, 0);
     std::memset(l.dynamic_shared, 0xff, l.shared_bytes);
 }
 

@@ -52,6 +52,8 @@ struct Launch {
     std::vector<std::array<unsigned char, 16>> slots;  // one per thread, for shuffles
     std::vector<WarpProduct> products;                 // one per warp
     std::vector<unsigned long> product_calls;          // one per thread
+    std::vector<WarpProduct> loads;                    // one per warp: a fragment loaded once for its lanes
+    std::vector<unsigned long> load_calls;             // one per thread
     unsigned char* dynamic_shared = nullptr;
 };
 

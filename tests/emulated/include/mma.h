@@ -1,6 +1,7 @@
 // WMMA on the emulated GPU. Every lane holds the whole 16x16 fragment (the
 // kernels never index a fragment's elements, so its layout across lanes is
-// theirs not to know) and a product is computed once per warp. Each _sync
+// theirs not to know); an operand is loaded and a product computed once per
+// warp, the other lanes copying it, as every lane would get the same matrix. Each _sync
 // call first waits for the warp, as the real ones do; a store is made by
 // lane 0, so a lane that reads the stored matrix without __syncwarp reads it
 // unwritten, as it may on a GPU. Pointers must be 32-byte aligned and
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace nvcuda::wmma {
@@ -45,11 +47,20 @@ template <class P> void check(const P* p, unsigned ld, const char* call) {
 template <class Use, class T, class Layout, class P>
 void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& f, const P* p, unsigned ld) {
     static_assert(!std::is_same_v<Use, accumulator>, "accumulators load with a layout");
+    namespace emulation = levers::emulation;
     detail::check(p, ld, "load_matrix_sync");
-    levers::emulation::sync_warp();
-    for (int r = 0; r < 16; ++r)
-        for (int c = 0; c < 16; ++c)
-            f.element[r * 16 + c] = detail::value(std::is_same_v<Layout, row_major> ? p[r * ld + c] : p[c * ld + r]);
+    emulation::sync_warp();
+    emulation::Launch& l = *emulation::running;
+    emulation::WarpProduct& loaded = l.loads[emulation::linear_thread / 32];
+    const unsigned long call = ++l.load_calls[emulation::linear_thread];
+    if (loaded.call != call) {
+        for (int r = 0; r < 16; ++r)
+            for (int c = 0; c < 16; ++c)
+                loaded.value[r * 16 + c] =
+                    detail::value(std::is_same_v<Layout, row_major> ? p[r * ld + c] : p[c * ld + r]);
+        loaded.call = call;
+    }
+    std::memcpy(f.element, loaded.value, sizeof f.element);
 }
 
 template <class T>

@@ -14,7 +14,9 @@
 # built without -march=native so that another processor runs them), lib/
 # (the shared libraries they need beyond glibc, cuBLAS and NCCL, which are the
 # GPU machine's own) and data/ (the books and Fashion-MNIST, where they are
-# here). GPU_ARCHS (e.g. "90") narrows the CUDA build to the GPU's architecture.
+# here). GPU_ARCHS names the GPU's architectures (default 90: Hopper, H100 and
+# H200; e.g. "80,90,100,120" for several, ~15 MiB of device code each, where
+# the bundle must stay small enough to carry).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$(realpath -m "${1:-$root/gpu-bundle}")
@@ -22,7 +24,7 @@ export PATH=$PATH:/usr/local/cuda/bin
 command -v nvcc >/dev/null || { echo "gpu_bundle: no nvcc: the bundle needs the CUDA build"; exit 1; }
 data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
 build=${LEVERS_BUNDLE_BUILD:-$root/build-bundle}
-archs=${GPU_ARCHS:-80,90,100,120}
+archs=${GPU_ARCHS:-90}
 
 # A build of its own: portable code for the host processor, and no OpenBLAS
 # (the GPU checks' CPU references are small; OpenBLAS would bring 40 MB).

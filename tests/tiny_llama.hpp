@@ -9,8 +9,12 @@
 #include "levers/models/llama_config.hpp"
 #include "tests/source_tree.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 namespace levers::testing {
 
@@ -30,6 +34,36 @@ inline models::LlamaConfig tiny_llama(const TinyLlama& t = {}) {
     c.max_position_embeddings = t.context;
     c.tie_word_embeddings = t.tied;
     return c;
+}
+
+// The tiny config as a model of `model_type`, read back through config.json's
+// parser so that the family's own settings apply (Gemma's norms, GeGLU and
+// scaling), with what makes the family differ switched on at this size:
+// smollm3 a layer without rotary embeddings; gemma2 a sliding layer of 4 keys
+// and soft caps that bite; gemma3_text a sliding layer, linear rope scaling on
+// the global one and heads of 64 (bf16's fused attention on GPUs).
+inline models::LlamaConfig tiny_of_type(const std::string& model_type, const TinyLlama& t = {}) {
+    nlohmann::json j = tiny_llama(t).to_json();
+    j["model_type"] = model_type;
+    std::vector<std::string> types;
+    for (std::int64_t i = 0; i < t.layers; ++i) types.emplace_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+    if (model_type == "smollm3") {
+        std::vector<int> rope;
+        for (std::int64_t i = 0; i < t.layers; ++i) rope.push_back(i % 2 == 0 ? 1 : 0);
+        j["no_rope_layers"] = rope;
+    }
+    if (model_type == "gemma2") {
+        j.erase("hidden_act");
+        j.update({{"sliding_window", 4}, {"layer_types", types}, {"query_pre_attn_scalar", 16},
+                  {"attn_logit_softcapping", 2.0}, {"final_logit_softcapping", 3.0}});
+    }
+    if (model_type == "gemma3_text") {
+        j.erase("hidden_act");
+        j.update({{"sliding_window", 4}, {"layer_types", types}, {"head_dim", 64}, {"query_pre_attn_scalar", 48},
+                  {"rope_theta", 1e6}, {"rope_local_base_freq", 1e4},
+                  {"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}}});
+    }
+    return models::parse_llama_config(j, model_type);
 }
 
 // A small byte-level BPE tokenizer (517 tokens) with Llama 3's kind of special tokens and a chat template.

@@ -103,7 +103,7 @@ Tensor causal_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
 }
 
 Tensor attention_written_out(const Tensor& q, const Tensor& k, const Tensor& v, const CausalMask& causal_mask,
-                             bool causal, const Tensor* mask) {
+                             bool causal, const Tensor* mask, double softcap) {
     check_qkv(q, k, v);
     LEVERS_CHECK(causal || (causal_mask.window == 0 && !causal_mask.starts.defined()),
                  "attention: a window or document starts need causal attention");
@@ -113,6 +113,7 @@ Tensor attention_written_out(const Tensor& q, const Tensor& k, const Tensor& v, 
     const Tensor kh = repeat_interleave(k.transpose(1, 2), group, 1);
     const Tensor vh = repeat_interleave(v.transpose(1, 2), group, 1);
     Tensor scores = matmul(qh, kh.mT()) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+    if (softcap > 0) scores = tanh(scores * (1.0 / softcap)) * softcap;
     const double blocked = -std::numeric_limits<double>::infinity();
     if (causal) {
         // Query i is at position keys - time + i: a key after it is out of

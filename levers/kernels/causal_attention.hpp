@@ -108,8 +108,10 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, const
 // softmax, matmul), with two more choices: `causal` false lets every query see
 // every key (the mask's window then must be 0), and `mask` (bool, broadcast to
 // [B, H, T, S]) is true where a query may attend to a key, on top.
+// `softcap` > 0 bounds the scores to (-softcap, softcap) as Gemma 2 does,
+// softcap · tanh(scores / softcap), before the masks.
 Tensor attention_written_out(const Tensor& q, const Tensor& k, const Tensor& v, const CausalMask& causal_mask,
-                             bool causal = true, const Tensor* mask = nullptr);
+                             bool causal = true, const Tensor* mask = nullptr, double softcap = 0);
 
 }  // namespace levers::ops
 #endif  // !__CUDACC__

@@ -3,6 +3,10 @@
 #include "levers/nn/checkpoint.hpp"
 #include "levers/kernels/linear.hpp"
 #include "levers/kernels/chunked_cross_entropy.hpp"
+#include "levers/kernels/cross_entropy.hpp"
+#include "levers/kernels/elementwise.hpp"
+
+#include <cmath>
 
 namespace levers::models {
 
@@ -12,37 +16,68 @@ const LlamaConfig& checked(const LlamaConfig& c) {
     return c;
 }
 
-nn::Attention::Options attention_options(const LlamaConfig& c) {
+nn::Attention::Options attention_options(const LlamaConfig& c, std::int64_t index) {
+    const LayerAttention layer = c.layer(index);
     return {.kv_heads = c.num_key_value_heads,
             .head_dim = c.head_size(),
             .bias = c.attention_bias,
             .causal = true,
-            .rope_theta = c.rope_theta,
-            .rope_scaling = c.rope_scaling,
+            .rope_theta = layer.rope_theta,
+            .rope_scaling = layer.rope_scaling,
             .qk_norm_eps = c.qk_norm ? c.rms_norm_eps : 0.0,
-            .sliding_window = c.sliding_window,
+            .qk_norm_offset = c.norm_offset,
+            .sliding_window = layer.sliding_window,
+            .scale = c.query_pre_attn_scalar > 0 ? 1 / std::sqrt(c.query_pre_attn_scalar) : 0.0,
+            .logit_softcap = c.attn_logit_softcapping,
             .init = nn::init::normal(c.initializer_range)};
+}
+
+nn::GatedMLP::Activation activation(const LlamaConfig& c) {
+    return c.hidden_act == "gelu_pytorch_tanh" ? nn::GatedMLP::Activation::gelu_tanh : nn::GatedMLP::Activation::silu;
+}
+
+std::unique_ptr<nn::RMSNorm> sandwich_norm(nn::Module& layer, const char* name, const LlamaConfig& c) {
+    if (!c.sandwich_norms) return nullptr;
+    auto norm = std::make_unique<nn::RMSNorm>(c.hidden_size, c.rms_norm_eps, c.norm_offset);
+    layer.register_module(name, *norm);
+    return norm;
+}
+
+// x · s with s rounded to x's dtype first, as transformers scales Gemma's embeddings (a bf16 model by bf16(s)).
+Tensor scaled(const Tensor& x, double s) {
+    if (s == 1) return x;
+    return x * Tensor::from(std::vector<double>{s}, {1}).to(Device::cpu(), x.dtype()).to(Device::cpu(), DType::f64).item();
 }
 }  // namespace
 
-LlamaLayer::LlamaLayer(const LlamaConfig& c)
-    : input_layernorm(*this, "input_layernorm", c.hidden_size, c.rms_norm_eps),
-      self_attn(*this, "self_attn", c.hidden_size, c.num_attention_heads, attention_options(c)),
-      post_attention_layernorm(*this, "post_attention_layernorm", c.hidden_size, c.rms_norm_eps),
-      mlp(*this, "mlp", c.hidden_size, c.intermediate_size, c.mlp_bias, nn::init::normal(c.initializer_range)) {}
+LlamaLayer::LlamaLayer(const LlamaConfig& c, std::int64_t index)
+    : input_layernorm(*this, "input_layernorm", c.hidden_size, c.rms_norm_eps, c.norm_offset),
+      self_attn(*this, "self_attn", c.hidden_size, c.num_attention_heads, attention_options(c, index)),
+      post_attention_layernorm(*this, "post_attention_layernorm", c.hidden_size, c.rms_norm_eps, c.norm_offset),
+      mlp(*this, "mlp", c.hidden_size, c.intermediate_size, c.mlp_bias, nn::init::normal(c.initializer_range),
+          activation(c)),
+      pre_feedforward_layernorm(sandwich_norm(*this, "pre_feedforward_layernorm", c)),
+      post_feedforward_layernorm(sandwich_norm(*this, "post_feedforward_layernorm", c)) {}
 
 Tensor LlamaLayer::forward(const Tensor& x, nn::KvCache* cache, const Tensor* documents) {
     const Tensor a = input_layernorm(x);
-    const Tensor h = x + (cache       ? self_attn.forward(a, *cache)
-                          : documents ? self_attn.forward_packed(a, *documents)
-                                      : self_attn.forward(a));
-    return h + mlp(post_attention_layernorm(h));
+    const Tensor attended = cache       ? self_attn.forward(a, *cache)
+                            : documents ? self_attn.forward_packed(a, *documents)
+                                        : self_attn.forward(a);
+    if (!pre_feedforward_layernorm) {
+        const Tensor h = x + attended;
+        return h + mlp(post_attention_layernorm(h));
+    }
+    const Tensor h = x + post_attention_layernorm(attended);
+    return h + (*post_feedforward_layernorm)(mlp((*pre_feedforward_layernorm)(h)));
 }
 
 LlamaBody::LlamaBody(Module& parent, std::string name, const LlamaConfig& c)
     : embed_tokens(*this, "embed_tokens", c.vocab_size, c.hidden_size, nn::init::normal(c.initializer_range)),
-      layers(*this, "layers", static_cast<int>(c.num_hidden_layers), c),
-      norm(*this, "norm", c.hidden_size, c.rms_norm_eps) {
+      layers(*this, "layers"),
+      norm(*this, "norm", c.hidden_size, c.rms_norm_eps, c.norm_offset),
+      embedding_scale(c.scale_embeddings ? std::sqrt(static_cast<double>(c.hidden_size)) : 1.0) {
+    for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) layers.add(c, i);
     parent.register_module(std::move(name), *this);
 }
 
@@ -62,7 +97,7 @@ Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* docu
     LEVERS_CHECK(tokens.ndim() == 2 && tokens.dim(0) >= 1 && tokens.dim(1) >= 1 && tokens.dtype() == DType::i32,
                  "{} forward needs i32 tokens [batch, time], got {} {}", config_.model_type, name_of(tokens.dtype()),
                  tokens.shape().str());
-    Tensor x = model.embed_tokens(on_device(tokens));
+    Tensor x = scaled(model.embed_tokens(on_device(tokens)), model.embedding_scale);
     std::size_t i = 0;
     for (LlamaLayer& layer : model.layers) {
         if (checkpoint_blocks_ && !cache) {
@@ -80,20 +115,35 @@ Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* docu
 
 Tensor Llama::features(const Tensor& tokens) { return hidden(tokens, nullptr); }
 
-Tensor Llama::logits(const Tensor& tokens) { return ops::linear(features(tokens), head_weight()()); }
+Tensor Llama::head(const Tensor& h) {
+    const Tensor logits = ops::linear(h, head_weight()());
+    const double cap = config_.final_logit_softcapping;
+    return cap > 0 ? ops::tanh(logits * (1 / cap)) * cap : logits;
+}
+
+Tensor Llama::logits(const Tensor& tokens) { return head(features(tokens)); }
+
+namespace {
+// The mean next-token loss of features h: in chunks of rows, so a 128K-token
+// vocabulary's logits are never held for every position at once; soft-capped
+// logits (Gemma 2) whole, as the cap sits between the product and the loss.
+Tensor next_token_loss(Llama& model, const Tensor& h, const Tensor& targets) {
+    if (model.config().final_logit_softcapping > 0) return ops::cross_entropy(model.head(h), targets);
+    return ops::chunked_linear_cross_entropy(h, model.head_weight()(), targets);
+}
+}  // namespace
 
 Tensor Llama::loss(const Tensor& tokens, const Tensor& targets) {
     LEVERS_CHECK(targets.shape() == tokens.shape(), "{} loss: targets {} do not match tokens {}", config_.model_type,
                  targets.shape().str(), tokens.shape().str());
-    // In chunks of rows: a 128K-token vocabulary's logits are never held for every position at once.
-    return ops::chunked_linear_cross_entropy(features(tokens), head_weight()(), on_device(targets));
+    return next_token_loss(*this, features(tokens), on_device(targets));
 }
 
 Tensor Llama::loss(const Tensor& tokens, const Tensor& targets, const Tensor& documents) {
     LEVERS_CHECK(targets.shape() == tokens.shape() && documents.shape() == tokens.shape(),
                  "{} loss: targets {} and documents {} must match tokens {}", config_.model_type, targets.shape().str(),
                  documents.shape().str(), tokens.shape().str());
-    return ops::chunked_linear_cross_entropy(hidden(tokens, nullptr, &documents), head_weight()(), on_device(targets));
+    return next_token_loss(*this, hidden(tokens, nullptr, &documents), on_device(targets));
 }
 
 LlamaCache Llama::new_cache(std::int64_t capacity) const {
@@ -109,7 +159,7 @@ Tensor Llama::next_logits(const Tensor& tokens, LlamaCache& cache) {
                  config_.num_hidden_layers);
     const Tensor h = hidden(tokens, &cache);
     const std::int64_t time = h.dim(1);
-    return ops::linear(h.narrow(1, time - 1, 1).squeeze(1), head_weight()());
+    return head(h.narrow(1, time - 1, 1).squeeze(1));
 }
 
 std::string Llama::summary() const {

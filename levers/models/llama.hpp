@@ -1,13 +1,18 @@
-// The Llama family as one decoder (Llama 2/3.x, Mistral, Qwen 2/2.5, Qwen 3),
-// configured by Hugging Face's config.json (llama_config.hpp):
+// One decoder for the families config.json names (llama_config.hpp: Llama
+// 2/3.x, Mistral, Qwen 2/2.5, Qwen 3, SmolLM3, Gemma 2, Gemma 3's text models):
 //
-//   h = embed_tokens(tokens)
+//   h = embed_tokens(tokens)                             (· sqrt(hidden): Gemma)
 //   per layer: h += self_attn(input_layernorm(h))       RMSNorm, grouped-query attention with
-//              h += mlp(post_attention_layernorm(h))    rotary embeddings; SwiGLU MLP
+//              h += mlp(post_attention_layernorm(h))    rotary embeddings; SwiGLU or GeGLU MLP
 //   logits = lm_head(norm(h))                            lm_head tied to embed_tokens or its own
 //
-// Parameter names are Hugging Face's (model.layers.0.self_attn.q_proj.weight,
-// lm_head.weight), so a directory's tensors go where their names say.
+// Gemma's layers norm each branch's output too:
+//   h += post_attention_layernorm(self_attn(input_layernorm(h)))
+//   h += post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)))
+// Each layer's attention (its window, its rotary base, or none) is
+// LlamaConfig::layer's. Parameter names are Hugging Face's
+// (model.layers.0.self_attn.q_proj.weight, lm_head.weight), so a directory's
+// tensors go where their names say.
 #pragma once
 
 #include "levers/nn/attention.hpp"
@@ -25,13 +30,14 @@ namespace levers::models {
 
 class LlamaLayer : public nn::Module {
 public:
-    explicit LlamaLayer(const LlamaConfig& c);
+    LlamaLayer(const LlamaConfig& c, std::int64_t index);
     // With a cache (generation) or documents (packed rows: attention.hpp's forward_packed), or neither.
     Tensor forward(const Tensor& x, nn::KvCache* cache = nullptr, const Tensor* documents = nullptr);
     nn::RMSNorm input_layernorm;
     nn::Attention self_attn;
     nn::RMSNorm post_attention_layernorm;
     nn::GatedMLP mlp;
+    std::unique_ptr<nn::RMSNorm> pre_feedforward_layernorm, post_feedforward_layernorm;  // Gemma's
 };
 
 // Hugging Face's LlamaModel: the embeddings, the layers and the final norm.
@@ -41,6 +47,8 @@ public:
     nn::Embedding embed_tokens;
     nn::ModuleList<LlamaLayer> layers;
     nn::RMSNorm norm;
+    // The embeddings' factor: sqrt(hidden_size) for Gemma, else 1.
+    const double embedding_scale;
 };
 
 // What generation keeps between steps: one KV cache per layer.
@@ -80,6 +88,8 @@ public:
     LlamaCache new_cache(std::int64_t capacity) const;
     Tensor next_logits(const Tensor& tokens, LlamaCache& cache);
 
+    // The logits of features [..., hidden], soft-capped where the config says (Gemma 2).
+    Tensor head(const Tensor& features);
     // The output projection's weight [vocab, hidden]: lm_head's, or the embeddings when tied.
     nn::Parameter& head_weight();
     const LlamaConfig& config() const { return config_; }

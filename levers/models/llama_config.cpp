@@ -10,14 +10,24 @@ namespace levers::models {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kTypes = {"llama", "mistral", "qwen2", "qwen3"};
+// Each model type and transformers' class of it.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kTypes = {{
+    {"llama", "LlamaForCausalLM"},
+    {"mistral", "MistralForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},
+    {"smollm3", "SmolLM3ForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"},
+    {"gemma3_text", "Gemma3ForCausalLM"},
+}};
 
 std::string architecture(const std::string& type) {
-    if (type == "llama") return "LlamaForCausalLM";
-    if (type == "mistral") return "MistralForCausalLM";
-    if (type == "qwen2") return "Qwen2ForCausalLM";
-    return "Qwen3ForCausalLM";
+    for (auto [t, a] : kTypes)
+        if (t == type) return std::string(a);
+    return "LlamaForCausalLM";
 }
+
+bool is_gemma(const std::string& type) { return type == "gemma2" || type == "gemma3_text"; }
 
 // A field read with its name in the error: required unless a fallback is given.
 template <class T> T field(const nlohmann::json& j, const char* key, const std::string& source) {
@@ -34,7 +44,7 @@ template <class T> T field(const nlohmann::json& j, const char* key, const std::
     return j.contains(key) && !j.at(key).is_null() ? field<T>(j, key, source) : fallback;
 }
 
-std::optional<nn::Llama3RopeScaling> rope_scaling(const nlohmann::json& j, const std::string& source) {
+std::optional<nn::RopeScaling> rope_scaling(const nlohmann::json& j, const std::string& source) {
     if (!j.contains("rope_scaling") || j.at("rope_scaling").is_null()) return std::nullopt;
     const nlohmann::json& s = j.at("rope_scaling");
     LEVERS_CHECK(s.is_object(), "{}: \"rope_scaling\" is {}, expected an object or null", source, s.dump());
@@ -42,10 +52,15 @@ std::optional<nn::Llama3RopeScaling> rope_scaling(const nlohmann::json& j, const
                              : s.contains("type")    ? s.at("type").get<std::string>()
                                                      : "";
     if (type == "default") return std::nullopt;
-    LEVERS_CHECK(type == "llama3", "{}: rope_scaling of type \"{}\" is not supported; levers reads \"llama3\" "
-                 "(Llama 3.1, 3.2) and \"default\" (or none)", source, type);
+    LEVERS_CHECK(type == "llama3" || type == "linear", "{}: rope_scaling of type \"{}\" is not supported; levers "
+                 "reads \"llama3\" (Llama 3.1, 3.2), \"linear\" (Gemma 3) and \"default\" (or none)", source, type);
     const std::string where = source + ": rope_scaling";
-    nn::Llama3RopeScaling r{.factor = field<double>(s, "factor", where),
+    if (type == "linear") {
+        const double factor = field<double>(s, "factor", where);
+        LEVERS_CHECK(factor > 0, "{}: factor {} must be positive", where, factor);
+        return nn::RopeScaling{.kind = nn::RopeScaling::Kind::linear, .factor = factor};
+    }
+    nn::RopeScaling r{.factor = field<double>(s, "factor", where),
                         .low_freq_factor = field<double>(s, "low_freq_factor", where),
                         .high_freq_factor = field<double>(s, "high_freq_factor", where),
                         .original_max_position_embeddings =
@@ -64,20 +79,83 @@ std::vector<std::int64_t> token_ids(const nlohmann::json& j, const char* key) {
     return {j.at(key).get<std::int64_t>()};
 }
 
+// Which layers slide and which rotate, as transformers fills them in where config.json leaves them out.
+void per_layer(LlamaConfig& c, const nlohmann::json& j, const std::string& source) {
+    const auto n = static_cast<std::size_t>(c.num_hidden_layers);
+    if (c.model_type == "smollm3") {
+        if (j.contains("no_rope_layers") && !j.at("no_rope_layers").is_null()) {
+            c.no_rope_layers = field<std::vector<int>>(j, "no_rope_layers", source);
+            LEVERS_CHECK(c.no_rope_layers.size() >= n, "{}: no_rope_layers has {} entries for {} layers", source,
+                         c.no_rope_layers.size(), n);
+            c.no_rope_layers.resize(n);
+            for (int v : c.no_rope_layers)
+                LEVERS_CHECK(v == 0 || v == 1, "{}: no_rope_layers holds {}; each entry is 1 (rotary) or 0 (none)",
+                             source, v);
+        } else {
+            const auto every = field<std::int64_t>(j, "no_rope_layer_interval", source, std::int64_t{4});
+            LEVERS_CHECK(every >= 1, "{}: no_rope_layer_interval must be >= 1, got {}", source, every);
+            for (std::size_t i = 0; i < n; ++i) c.no_rope_layers.push_back((i + 1) % every != 0 ? 1 : 0);
+        }
+    }
+    if (j.contains("layer_types") && !j.at("layer_types").is_null()) {
+        c.layer_types = field<std::vector<std::string>>(j, "layer_types", source);
+        LEVERS_CHECK(c.layer_types.size() == n, "{}: layer_types has {} entries for {} layers", source,
+                     c.layer_types.size(), n);
+        for (const std::string& t : c.layer_types)
+            LEVERS_CHECK(t == "full_attention" || t == "sliding_attention", "{}: layer_types holds \"{}\"; levers "
+                         "knows \"full_attention\" and \"sliding_attention\"", source, t);
+    } else if (is_gemma(c.model_type)) {
+        // gemma2 alternates from a sliding first layer; gemma3_text slides but for every pattern-th.
+        const auto pattern = c.model_type == "gemma2"
+                                 ? std::int64_t{2}
+                                 : field<std::int64_t>(j, "sliding_window_pattern", source, std::int64_t{6});
+        LEVERS_CHECK(pattern >= 1, "{}: sliding_window_pattern must be >= 1, got {}", source, pattern);
+        for (std::size_t i = 0; i < n; ++i)
+            c.layer_types.emplace_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
+    } else if (c.model_type == "smollm3") {
+        const bool slides = field<bool>(j, "use_sliding_window", source, false) && c.sliding_window > 0;
+        for (std::size_t i = 0; i < n; ++i)
+            c.layer_types.emplace_back(slides && c.no_rope_layers[i] == 0 ? "sliding_attention" : "full_attention");
+    }
+    bool slides = false;
+    for (const std::string& t : c.layer_types) slides |= t == "sliding_attention";
+    LEVERS_CHECK(!slides || c.sliding_window > 0, "{}: layer_types has sliding layers but sliding_window is {}",
+                 source, c.sliding_window);
+}
+
 }  // namespace
 
-const char* supported_model_types() { return "llama, mistral, qwen2, qwen3"; }
+const char* supported_model_types() { return "llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text"; }
+
+LayerAttention LlamaConfig::layer(std::int64_t index) const {
+    const auto i = static_cast<std::size_t>(index);
+    LayerAttention a{.sliding_window = sliding_window, .rope_theta = rope_theta, .rope_scaling = rope_scaling};
+    if (!layer_types.empty() && layer_types.at(i) == "full_attention") a.sliding_window = 0;
+    if (!layer_types.empty() && layer_types.at(i) == "sliding_attention" && rope_local_base_freq > 0) {
+        a.rope_theta = rope_local_base_freq;
+        a.rope_scaling.reset();
+    }
+    if (!no_rope_layers.empty() && no_rope_layers.at(i) == 0) {
+        a.rope_theta = 0;
+        a.rope_scaling.reset();
+    }
+    return a;
+}
 
 LlamaConfig parse_llama_config(const nlohmann::json& j, const std::string& source) {
     LEVERS_CHECK(j.is_object(), "{}: not a JSON object", source);
     LlamaConfig c;
     c.model_type = field<std::string>(j, "model_type", source);
     bool known = false;
-    for (auto t : kTypes) known |= t == c.model_type;
+    for (auto [t, a] : kTypes) known |= t == c.model_type;
     LEVERS_CHECK(known, "{}: model_type \"{}\" is not supported; levers reads {}", source, c.model_type,
                  supported_model_types());
-    const std::string act = field<std::string>(j, "hidden_act", source, std::string("silu"));
-    LEVERS_CHECK(act == "silu", "{}: hidden_act \"{}\" is not supported; the Llama family's is \"silu\"", source, act);
+    const bool gemma = is_gemma(c.model_type);
+    // Gemma names it hidden_activation (its hidden_act, where present, is not what runs).
+    const char* act_key = gemma ? "hidden_activation" : "hidden_act";
+    c.hidden_act = field<std::string>(j, act_key, source, std::string(gemma ? "gelu_pytorch_tanh" : "silu"));
+    LEVERS_CHECK(c.hidden_act == "silu" || c.hidden_act == "gelu_pytorch_tanh", "{}: {} \"{}\" is not supported; "
+                 "levers runs \"silu\" and \"gelu_pytorch_tanh\"", source, act_key, c.hidden_act);
     c.vocab_size = field<std::int64_t>(j, "vocab_size", source);
     c.hidden_size = field<std::int64_t>(j, "hidden_size", source);
     c.intermediate_size = field<std::int64_t>(j, "intermediate_size", source);
@@ -87,16 +165,37 @@ LlamaConfig parse_llama_config(const nlohmann::json& j, const std::string& sourc
     c.head_dim = field<std::int64_t>(j, "head_dim", source, std::int64_t{0});
     c.max_position_embeddings = field<std::int64_t>(j, "max_position_embeddings", source, std::int64_t{2048});
     c.rms_norm_eps = field<double>(j, "rms_norm_eps", source, 1e-6);
-    c.rope_theta = field<double>(j, "rope_theta", source, 10000.0);
+    // transformers' defaults where config.json has none.
+    const double theta = c.model_type == "gemma3_text" ? 1e6 : c.model_type == "smollm3" ? 2e6 : 10000.0;
+    c.rope_theta = field<double>(j, "rope_theta", source, theta);
     c.initializer_range = field<double>(j, "initializer_range", source, 0.02);
     c.rope_scaling = rope_scaling(j, source);
     c.attention_bias = c.model_type == "qwen2" || field<bool>(j, "attention_bias", source, false);
     c.mlp_bias = field<bool>(j, "mlp_bias", source, false);
-    c.qk_norm = c.model_type == "qwen3";
-    if (c.model_type == "mistral") c.sliding_window = field<std::int64_t>(j, "sliding_window", source, std::int64_t{0});
-    LEVERS_CHECK(!field<bool>(j, "use_sliding_window", source, false), "{}: use_sliding_window is true; levers "
-                 "runs {} with full attention only", source, c.model_type);
-    c.tie_word_embeddings = field<bool>(j, "tie_word_embeddings", source, false);
+    c.qk_norm = c.model_type == "qwen3" || c.model_type == "gemma3_text";
+    if (c.model_type == "mistral" || c.model_type == "smollm3")
+        c.sliding_window = field<std::int64_t>(j, "sliding_window", source, std::int64_t{0});
+    if (c.model_type == "qwen2" || c.model_type == "qwen3")
+        LEVERS_CHECK(!field<bool>(j, "use_sliding_window", source, false), "{}: use_sliding_window is true; levers "
+                     "runs {} with full attention only", source, c.model_type);
+    c.tie_word_embeddings = field<bool>(j, "tie_word_embeddings", source, gemma);
+    if (gemma) {
+        c.norm_offset = 1;
+        c.sandwich_norms = true;
+        c.scale_embeddings = true;
+        c.sliding_window = field<std::int64_t>(j, "sliding_window", source, std::int64_t{4096});
+        c.query_pre_attn_scalar = field<double>(j, "query_pre_attn_scalar", source, 256.0);
+        const bool two = c.model_type == "gemma2";
+        c.final_logit_softcapping = field<double>(j, "final_logit_softcapping", source, two ? 30.0 : 0.0);
+        // Gemma 3's attention takes no soft cap (transformers ignores the key there).
+        if (two) c.attn_logit_softcapping = field<double>(j, "attn_logit_softcapping", source, 50.0);
+        if (c.model_type == "gemma3_text")
+            c.rope_local_base_freq = field<double>(j, "rope_local_base_freq", source, 10000.0);
+        LEVERS_CHECK(c.query_pre_attn_scalar > 0 && c.final_logit_softcapping >= 0 && c.attn_logit_softcapping >= 0,
+                     "{}: query_pre_attn_scalar ({}) must be positive and the soft caps ({}, {}) >= 0", source,
+                     c.query_pre_attn_scalar, c.final_logit_softcapping, c.attn_logit_softcapping);
+    }
+    per_layer(c, j, source);
     c.eos_token_ids = token_ids(j, "eos_token_id");
     const auto bos = token_ids(j, "bos_token_id");
     c.bos_token_id = bos.empty() ? -1 : bos.front();
@@ -135,13 +234,22 @@ void LlamaConfig::validate() const {
     LEVERS_CHECK(rms_norm_eps > 0 && rope_theta > 0, "rms_norm_eps ({}) and rope_theta ({}) must be positive",
                  rms_norm_eps, rope_theta);
     LEVERS_CHECK(sliding_window >= 0, "sliding_window must be >= 0, got {}", sliding_window);
+    LEVERS_CHECK(hidden_act == "silu" || hidden_act == "gelu_pytorch_tanh",
+                 "hidden_act \"{}\" is not supported; levers runs \"silu\" and \"gelu_pytorch_tanh\"", hidden_act);
+    const auto n = static_cast<std::size_t>(num_hidden_layers);
+    LEVERS_CHECK(layer_types.empty() || layer_types.size() == n, "layer_types has {} entries for {} layers",
+                 layer_types.size(), n);
+    LEVERS_CHECK(no_rope_layers.empty() || no_rope_layers.size() == n, "no_rope_layers has {} entries for {} layers",
+                 no_rope_layers.size(), n);
+    LEVERS_CHECK(norm_offset == 0 || norm_offset == 1, "norm_offset is 0 (weight) or 1 (1 + weight), got {}",
+                 norm_offset);
 }
 
 std::int64_t LlamaConfig::parameter_count() const {
     const std::int64_t d = hidden_size, hd = head_size(), q = num_attention_heads * hd, kv = num_key_value_heads * hd;
     const std::int64_t attention = d * q + 2 * d * kv + q * d + (attention_bias ? q + 2 * kv : 0) + (qk_norm ? 2 * hd : 0);
     const std::int64_t mlp = 3 * d * intermediate_size + (mlp_bias ? 2 * intermediate_size + d : 0);
-    const std::int64_t layer = attention + mlp + 2 * d;
+    const std::int64_t layer = attention + mlp + (sandwich_norms ? 4 : 2) * d;
     return vocab_size * d * (tie_word_embeddings ? 1 : 2) + num_hidden_layers * layer + d;
 }
 
@@ -152,13 +260,26 @@ nlohmann::json LlamaConfig::to_json() const {
              {"hidden_size", hidden_size}, {"intermediate_size", intermediate_size},
              {"num_hidden_layers", num_hidden_layers}, {"num_attention_heads", num_attention_heads},
              {"num_key_value_heads", num_key_value_heads}, {"max_position_embeddings", max_position_embeddings},
-             {"rms_norm_eps", rms_norm_eps}, {"rope_theta", rope_theta}, {"hidden_act", "silu"},
+             {"rms_norm_eps", rms_norm_eps}, {"rope_theta", rope_theta},
+             {is_gemma(model_type) ? "hidden_activation" : "hidden_act", hidden_act},
              {"initializer_range", initializer_range}, {"tie_word_embeddings", tie_word_embeddings}};
         if (head_dim > 0) j["head_dim"] = head_dim;
         if (model_type != "qwen2") j["attention_bias"] = attention_bias;
         if (model_type == "llama") j["mlp_bias"] = mlp_bias;
-        if (model_type == "mistral") j["sliding_window"] = sliding_window > 0 ? nlohmann::json(sliding_window) : nullptr;
-        if (rope_scaling)
+        if (model_type == "mistral" || !layer_types.empty())
+            j["sliding_window"] = sliding_window > 0 ? nlohmann::json(sliding_window) : nullptr;
+        if (!layer_types.empty()) j["layer_types"] = layer_types;
+        if (!no_rope_layers.empty()) j["no_rope_layers"] = no_rope_layers;
+        if (is_gemma(model_type)) {
+            j["query_pre_attn_scalar"] = query_pre_attn_scalar;
+            const auto cap = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+            j["final_logit_softcapping"] = cap(final_logit_softcapping);
+            j["attn_logit_softcapping"] = cap(attn_logit_softcapping);
+            if (rope_local_base_freq > 0) j["rope_local_base_freq"] = rope_local_base_freq;
+        }
+        if (rope_scaling && rope_scaling->kind == nn::RopeScaling::Kind::linear)
+            j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", rope_scaling->factor}};
+        else if (rope_scaling)
             j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", rope_scaling->factor},
                                  {"low_freq_factor", rope_scaling->low_freq_factor},
                                  {"high_freq_factor", rope_scaling->high_freq_factor},

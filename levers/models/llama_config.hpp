@@ -1,9 +1,14 @@
-// The configuration of a Llama-family decoder, as Hugging Face's config.json
-// gives it: model_type llama (Llama 2, 3, 3.1, 3.2), mistral, qwen2 or qwen3.
-// What differs across the family is a field here: grouped-query heads
-// (num_key_value_heads), q/k/v biases (qwen2; attention_bias elsewhere),
-// per-head RMSNorm of q and k (qwen3), a head_dim of its own, llama3 rope
-// scaling, a sliding window (mistral), tied output embeddings.
+// The configuration of the decoder, as Hugging Face's config.json gives it:
+// model_type llama (Llama 2, 3, 3.1, 3.2), mistral, qwen2, qwen3, smollm3,
+// gemma2 or gemma3_text. What differs across these is a field here, not
+// another model: grouped-query heads (num_key_value_heads), q/k/v biases
+// (qwen2; attention_bias elsewhere), per-head RMSNorm of q and k (qwen3,
+// gemma3_text), a head_dim of its own, rope scaling (llama3, linear), a
+// sliding window (mistral's on every layer; per layer by layer_types in
+// gemma2, gemma3_text and smollm3), layers without rotary embeddings
+// (smollm3's no_rope_layers), Gemma's norms (1 + weight, after attention and
+// around the MLP too), GeGLU, scaled embeddings and queries and soft-capped
+// scores and logits (gemma2), tied output embeddings.
 #pragma once
 
 #include "levers/nn/rotary.hpp"
@@ -18,25 +23,49 @@
 
 namespace levers::models {
 
+// What one layer's attention is: its window and its rotary embeddings.
+struct LayerAttention {
+    std::int64_t sliding_window = 0;  // a query sees this many keys, itself included (0: all)
+    double rope_theta = 0;            // 0: no rotary embeddings (smollm3's NoPE layers)
+    std::optional<nn::RopeScaling> rope_scaling;
+};
+
 struct LlamaConfig {
-    std::string model_type = "llama";  // llama, mistral, qwen2 or qwen3
+    std::string model_type = "llama";  // one of supported_model_types()
     std::int64_t vocab_size = 32000, hidden_size = 512, intermediate_size = 1376;
     std::int64_t num_hidden_layers = 8, num_attention_heads = 8, num_key_value_heads = 8;
     std::int64_t head_dim = 0;  // 0: hidden_size / num_attention_heads
     std::int64_t max_position_embeddings = 2048;
     double rms_norm_eps = 1e-5, rope_theta = 10000, initializer_range = 0.02;
-    std::optional<nn::Llama3RopeScaling> rope_scaling;
+    std::optional<nn::RopeScaling> rope_scaling;  // of the global (full attention) layers
     bool attention_bias = false;  // on q, k and v (always for qwen2)
     bool mlp_bias = false;
-    bool qk_norm = false;          // qwen3
-    std::int64_t sliding_window = 0;  // mistral: a query sees this many keys, itself included (0: all)
+    bool qk_norm = false;          // qwen3, gemma3_text
+    std::int64_t sliding_window = 0;  // a query sees this many keys, itself included (0: all): every layer's
+                                      // (mistral) or the sliding layers' (layer_types)
     bool tie_word_embeddings = false;
+    std::string hidden_act = "silu";  // the gated MLP's: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU, Gemma's)
+    // Per layer (empty: every layer alike): "full_attention" or "sliding_attention";
+    // 1 where the layer rotates q and k, 0 where it does not (smollm3).
+    std::vector<std::string> layer_types;
+    std::vector<int> no_rope_layers;
+    double rope_local_base_freq = 0;  // gemma3_text: the sliding layers' rope base, unscaled (0: rope_theta)
+    // Gemma's: norms of 1 + weight, norms after attention and around the MLP
+    // (post_attention_layernorm on attention's output, pre_/post_feedforward_layernorm),
+    // the embeddings times sqrt(hidden_size), the scores scaled by
+    // query_pre_attn_scalar^-1/2, and soft caps (cap · tanh(x / cap); 0: none).
+    double norm_offset = 0;
+    bool sandwich_norms = false;
+    bool scale_embeddings = false;
+    double query_pre_attn_scalar = 0;  // 0: head_size()
+    double attn_logit_softcapping = 0, final_logit_softcapping = 0;
     std::vector<std::int64_t> eos_token_ids;
     std::int64_t bos_token_id = -1;
     std::string torch_dtype = "float32";  // how the weights are stored: float32, bfloat16 or float16
     nlohmann::json original;  // the config.json read, written back unchanged but for torch_dtype
 
     std::int64_t head_size() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
+    LayerAttention layer(std::int64_t index) const;
     // Throws levers::Error naming the field and what would be valid.
     void validate() const;
     std::int64_t parameter_count() const;
@@ -52,7 +81,7 @@ struct LlamaConfig {
 LlamaConfig parse_llama_config(const nlohmann::json& j, const std::string& source);
 LlamaConfig read_llama_config(const std::filesystem::path& config_json);
 
-// The model types levers reads, for messages: "llama, mistral, qwen2, qwen3".
+// The model types levers reads, for messages: "llama, mistral, qwen2, ...".
 const char* supported_model_types();
 
 }  // namespace levers::models

@@ -5,6 +5,7 @@
 #include "levers/kernels/flash_attention.hpp"
 #include "levers/kernels/indexing.hpp"
 
+#include <cmath>
 #include <vector>
 
 namespace levers::nn {
@@ -45,6 +46,8 @@ Attention::Options checked(std::int64_t dim, std::int64_t heads, Attention::Opti
     LEVERS_CHECK(o.sliding_window >= 0 && (o.sliding_window == 0 || o.causal),
                  "Attention: a sliding window ({}) needs causal attention and must be >= 0", o.sliding_window);
     LEVERS_CHECK(!o.rope_scaling || o.rope_theta > 0, "Attention: rope_scaling needs rotary embeddings (rope_theta > 0)");
+    LEVERS_CHECK(o.scale >= 0 && o.logit_softcap >= 0, "Attention: scale ({}) and logit_softcap ({}) must be >= 0 "
+                 "(0: none)", o.scale, o.logit_softcap);
     return o;
 }
 }  // namespace
@@ -61,10 +64,12 @@ Attention::Attention(std::int64_t dim, std::int64_t heads_, Options o, Checked)
       kv_heads(o.kv_heads),
       head_dim(o.head_dim),
       sliding_window(o.sliding_window),
-      causal(o.causal) {
+      causal(o.causal),
+      query_factor(o.scale > 0 ? o.scale * std::sqrt(static_cast<double>(o.head_dim)) : 1.0),
+      logit_softcap(o.logit_softcap) {
     if (o.qk_norm_eps > 0) {
-        q_norm = std::make_unique<RMSNorm>(*this, "q_norm", head_dim, o.qk_norm_eps);
-        k_norm = std::make_unique<RMSNorm>(*this, "k_norm", head_dim, o.qk_norm_eps);
+        q_norm = std::make_unique<RMSNorm>(*this, "q_norm", head_dim, o.qk_norm_eps, o.qk_norm_offset);
+        k_norm = std::make_unique<RMSNorm>(*this, "k_norm", head_dim, o.qk_norm_eps, o.qk_norm_offset);
     }
     if (o.rope_theta > 0) {
         rotary = std::make_unique<RotaryEmbedding>(head_dim, o.rope_theta, o.rope_scaling);
@@ -144,23 +149,25 @@ Attention::Heads Attention::project(const Tensor& x, std::int64_t start, const P
         h.q = packed ? rotary->apply(h.q, layout, packed->positions) : rotary->apply(h.q, layout, start);
         h.k = packed ? rotary->apply(h.k, layout, packed->positions) : rotary->apply(h.k, layout, start);
     }
+    // A scale of its own as q's factor: every kernel below divides by sqrt(head_dim).
+    if (query_factor != 1.0) h.q = h.q * query_factor;
     return h;
 }
 
 Tensor Attention::mix(const Heads& h, const Tensor* mask, bool cached, const Packed* packed) {
     const std::int64_t batch = h.q.dim(0), time = h.q.dim(1), width = heads * head_dim;
     const ops::CausalMask reach{.starts = packed ? packed->starts : Tensor(), .window = sliding_window};
-    // The fused kernel where it applies (causal, no mask of the caller's).
-    if (causal && !mask && ops::causal_attention_applies(h.q.device(), h.q.dtype(), head_dim))
+    // The fused kernel where it applies (causal, no mask of the caller's, no soft cap).
+    if (causal && !mask && logit_softcap == 0 && ops::causal_attention_applies(h.q.device(), h.q.dtype(), head_dim))
         return ops::causal_attention(h.q, h.k, h.v, reach).reshape({batch, time, width});
     // Else GPT-2's packed op where it applies (nothing but causality, a key-value head per query head): GPUs
     // in f32, or other head sizes (GPT-2's flash kernel applies only where the fused one above already did).
-    if (causal && !mask && !cached && !packed && sliding_window == 0 && kv_heads == heads)
+    if (causal && !mask && !cached && !packed && sliding_window == 0 && kv_heads == heads && logit_softcap == 0)
         return ops::attention(ops::cat({h.q.reshape({batch, time, width}), h.k.reshape({batch, time, width}),
                                         h.v.reshape({batch, time, width})},
                                        -1),
                               heads);
-    return ops::attention_written_out(h.q, h.k, h.v, reach, causal, mask).reshape({batch, time, width});
+    return ops::attention_written_out(h.q, h.k, h.v, reach, causal, mask, logit_softcap).reshape({batch, time, width});
 }
 
 Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed) {

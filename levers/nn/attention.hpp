@@ -53,9 +53,12 @@ public:
         bool bias = false;          // on q, k and v (Qwen 2's); o_proj has none
         bool causal = true;
         double rope_theta = 0;      // > 0: rotary embeddings on q and k with this base
-        std::optional<Llama3RopeScaling> rope_scaling;  // with rope_theta: Llama 3.1's rescaled frequencies
+        std::optional<RopeScaling> rope_scaling;  // with rope_theta: rescaled frequencies (Llama 3.1's, Gemma 3's)
         double qk_norm_eps = 0;     // > 0: RMSNorm of each head's q and k before rotation (Qwen 3's q_norm, k_norm)
+        double qk_norm_offset = 0;  // the q/k norms' weight offset (RMSNorm's: Gemma 3's are 1 + weight)
         std::int64_t sliding_window = 0;  // > 0 (causal only): a query sees this many keys, itself included (Mistral)
+        double scale = 0;           // > 0: the scores' scale (Gemma's query_pre_attn_scalar^-1/2); 0: 1/sqrt(head_dim)
+        double logit_softcap = 0;   // > 0: scores become cap · tanh(scores / cap) before the mask (Gemma 2's)
         Init init = init::fan_in_uniform();  // of the four projections' weights
     };
     Attention(std::int64_t dim, std::int64_t heads, Options options);
@@ -81,6 +84,8 @@ public:
     std::unique_ptr<RotaryEmbedding> rotary;  // when rope_theta > 0
     const std::int64_t heads, kv_heads, head_dim, sliding_window;
     const bool causal;
+    // q's factor making the kernels' 1/sqrt(head_dim) the scale asked (1: none), and the scores' soft cap.
+    const double query_factor, logit_softcap;
 
     // Packed rows: each position's rotary position (on the host) and its document's first position (on x's device).
     struct Packed {

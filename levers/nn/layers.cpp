@@ -1,6 +1,7 @@
 #include "levers/nn/layers.hpp"
 
 #include "levers/kernels/dropout.hpp"
+#include "levers/kernels/elementwise.hpp"
 #include "levers/kernels/embedding.hpp"
 #include "levers/kernels/gelu.hpp"
 #include "levers/kernels/layernorm.hpp"
@@ -76,14 +77,19 @@ LayerNorm::LayerNorm(Module& parent, std::string name, std::int64_t dim, double 
 
 Tensor LayerNorm::forward(const Tensor& x) { return ops::layernorm(x, weight(), bias(), eps); }
 
-RMSNorm::RMSNorm(std::int64_t dim, double eps_) : weight(param("weight", {dim}, init::ones())), eps(eps_) {}
+RMSNorm::RMSNorm(std::int64_t dim, double eps_, double offset_)
+    : weight(param("weight", {dim}, offset_ == 1 ? init::zeros() : init::ones())), eps(eps_), offset(offset_) {}
 
-RMSNorm::RMSNorm(Module& parent, std::string name, std::int64_t dim, double eps_) : RMSNorm(dim, eps_) {
+RMSNorm::RMSNorm(Module& parent, std::string name, std::int64_t dim, double eps_, double offset_)
+    : RMSNorm(dim, eps_, offset_) {
     parent.register_module(std::move(name), *this);
 }
 
 // The fused kernel; its reference is x · rsqrt(mean(x², -1) + eps) · weight (tests/unit/kernels/test_fused_llama.cpp).
-Tensor RMSNorm::forward(const Tensor& x) { return ops::rmsnorm(x, weight(), eps); }
+// An offset adds a vector op on the weight alone (dim values), not on x.
+Tensor RMSNorm::forward(const Tensor& x) {
+    return ops::rmsnorm(x, offset == 0 ? weight() : weight() + offset, eps);
+}
 
 Tensor GELU::forward(const Tensor& x) { return ops::gelu(x, form); }
 Tensor ReLU::forward(const Tensor& x) { return ops::relu(x); }

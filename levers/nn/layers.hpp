@@ -64,13 +64,15 @@ public:
 
 // Normalises over the last dimension by the root mean square, then scales by
 // weight (starts at one): x / √(mean(x²) + eps) · weight (Llama's RMSNorm).
+// x · rsqrt(mean(x²) + eps) · (offset + weight). offset 0 (the Llama
+// family's), the weight starting at one; offset 1 (Gemma's), at zero.
 class RMSNorm : public Layer {
 public:
-    explicit RMSNorm(std::int64_t dim, double eps = 1e-6);
-    RMSNorm(Module& parent, std::string name, std::int64_t dim, double eps = 1e-6);
+    explicit RMSNorm(std::int64_t dim, double eps = 1e-6, double offset = 0);
+    RMSNorm(Module& parent, std::string name, std::int64_t dim, double eps = 1e-6, double offset = 0);
     Tensor forward(const Tensor& x) override;
     Parameter& weight;
-    double eps;
+    double eps, offset;
 };
 
 // Activations, no parameters: each the op of the same name.

@@ -2,6 +2,9 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <set>
+
 namespace levers::nn {
 
 namespace {
@@ -21,13 +24,27 @@ int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const
     Module& root = model.root();
     LEVERS_CHECK(!has_lora(root), "this model already has LoRA adapters");
     std::vector<Linear*> chosen;
+    const auto named = [](const Linear* l, const std::string& t) {
+        return l->full_name() == t || l->full_name().ends_with("." + t);
+    };
     for (Linear* l : linear_layers(root))
         for (const auto& t : targets)
-            if (l->full_name() == t || l->full_name().ends_with("." + t)) {
+            if (named(l, t)) {
                 chosen.push_back(l);
                 break;
             }
-    LEVERS_CHECK(!chosen.empty(), "no Linear layer of the model is named like any of {}", fmt::join(targets, ", "));
+    // Each target names some layer: a target of another family's (Phi-3's qkv_proj on a Llama) is a mistake,
+    // not a layer to skip quietly.
+    for (const auto& t : targets)
+        if (std::none_of(chosen.begin(), chosen.end(), [&](const Linear* l) { return named(l, t); })) {
+            std::set<std::string> names;
+            for (const Linear* l : linear_layers(root)) {
+                const std::string& full = l->full_name();
+                names.insert(full.substr(full.rfind('.') + 1));
+            }
+            LEVERS_FAIL("LoRA target '{}' names no Linear layer of this model; its layers are {}", t,
+                        fmt::join(names, ", "));
+        }
     LEVERS_CHECK(alpha > 0, "lora alpha must be positive, got {}", alpha);
     for (Linear* l : chosen)  // every layer checked before any changes
         LEVERS_CHECK(rank >= 1 && rank <= std::min(l->in_features(), l->out_features()),

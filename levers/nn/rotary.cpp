@@ -9,20 +9,21 @@
 
 namespace levers::nn {
 
-RotaryEmbedding::RotaryEmbedding(std::int64_t head_dim_, double theta_, std::optional<Llama3RopeScaling> scaling_)
+RotaryEmbedding::RotaryEmbedding(std::int64_t head_dim_, double theta_, std::optional<RopeScaling> scaling_)
     : head_dim(head_dim_), theta(theta_), scaling(scaling_) {
     LEVERS_CHECK(head_dim >= 2 && head_dim % 2 == 0, "RotaryEmbedding: the head size must be even, got {}", head_dim);
     LEVERS_CHECK(theta > 0, "RotaryEmbedding: theta must be positive, got {}", theta);
-    if (scaling)
+    if (scaling && scaling->kind == RopeScaling::Kind::llama3)
         LEVERS_CHECK(scaling->factor > 0 && scaling->low_freq_factor > 0 &&
                          scaling->high_freq_factor > scaling->low_freq_factor &&
                          scaling->original_max_position_embeddings > 0,
                      "RotaryEmbedding: llama3 scaling needs a positive factor, 0 < low_freq_factor < "
                      "high_freq_factor and a positive original length");
+    if (scaling) LEVERS_CHECK(scaling->factor > 0, "RotaryEmbedding: scaling's factor must be positive");
 }
 
 RotaryEmbedding::RotaryEmbedding(Module& parent, std::string name, std::int64_t head_dim_, double theta_,
-                                 std::optional<Llama3RopeScaling> scaling_)
+                                 std::optional<RopeScaling> scaling_)
     : RotaryEmbedding(head_dim_, theta_, scaling_) {
     parent.register_module(std::move(name), *this);
 }
@@ -32,7 +33,11 @@ std::vector<double> RotaryEmbedding::inverse_frequencies() const {
     for (std::size_t i = 0; i < inv.size(); ++i)
         inv[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
     if (!scaling) return inv;
-    const Llama3RopeScaling& s = *scaling;
+    const RopeScaling& s = *scaling;
+    if (s.kind == RopeScaling::Kind::linear) {  // positions divided by the factor (Gemma 3's global layers)
+        for (double& f : inv) f /= s.factor;
+        return inv;
+    }
     const double old = static_cast<double>(s.original_max_position_embeddings);
     const double long_wave = old / s.low_freq_factor, short_wave = old / s.high_freq_factor;
     for (double& f : inv) {

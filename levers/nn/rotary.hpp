@@ -1,6 +1,6 @@
 // Rotary position embeddings (Su et al.) in Hugging Face's layout: each head's
 // first and second halves are the pairs rotated (rotate_half), frequency i
-// of D/2 being theta^(-2i/D), or Llama 3.1's rescaling of those. No
+// of D/2 being theta^(-2i/D), or a rescaling of those (rope_scaling). No
 // parameters; the cos and sin tables are made on first use for the
 // positions asked (and kept, per device and dtype).
 #pragma once
@@ -14,20 +14,23 @@
 
 namespace levers::nn {
 
-// rope_scaling of type llama3 (Llama 3.1, 3.2): wavelengths longer than
-// original_max_position_embeddings / low_freq_factor are slowed by `factor`,
-// those shorter than ... / high_freq_factor kept, those between blended.
-struct Llama3RopeScaling {
-    double factor = 8, low_freq_factor = 1, high_freq_factor = 4;
-    std::int64_t original_max_position_embeddings = 8192;
+// config.json's rope_scaling. llama3 (Llama 3.1, 3.2): wavelengths longer
+// than original_max_position_embeddings / low_freq_factor are slowed by
+// `factor`, those shorter than ... / high_freq_factor kept, those between
+// blended. linear (Gemma 3's global layers): every frequency divided by `factor`.
+struct RopeScaling {
+    enum class Kind { llama3, linear };
+    Kind kind = Kind::llama3;
+    double factor = 8, low_freq_factor = 1, high_freq_factor = 4;      // low/high: llama3 only
+    std::int64_t original_max_position_embeddings = 8192;            // llama3 only
 };
 
 class RotaryEmbedding : public Module {
 public:
     explicit RotaryEmbedding(std::int64_t head_dim, double theta = 10000.0,
-                             std::optional<Llama3RopeScaling> scaling = std::nullopt);
+                             std::optional<RopeScaling> scaling = std::nullopt);
     RotaryEmbedding(Module& parent, std::string name, std::int64_t head_dim, double theta = 10000.0,
-                    std::optional<Llama3RopeScaling> scaling = std::nullopt);
+                    std::optional<RopeScaling> scaling = std::nullopt);
     // Where time and heads are in x, said by the caller (a shape cannot tell
     // [B, T, H, D] from [B, H, T, D]): time_heads, [..., T, H, D], a
     // projection's output split into heads; heads_time, [..., H, T, D], the
@@ -46,7 +49,7 @@ public:
 
     const std::int64_t head_dim;
     const double theta;
-    const std::optional<Llama3RopeScaling> scaling;
+    const std::optional<RopeScaling> scaling;
 
 private:
     void ensure(std::int64_t length, const Tensor& like);

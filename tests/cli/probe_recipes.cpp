@@ -1,6 +1,8 @@
 // A user's own binary (levers::main plus its recipes) that the launcher tests
 // run with --gpus N: collectives, the store and dist::wrap, each rank checking
 // its own answers, rank 0 reporting whether every rank agreed.
+// tests/tiny_llama.hpp reaches doctest's header; this binary is no test runner.
+#define DOCTEST_CONFIG_DISABLE
 #include "levers/app/cli.hpp"
 #include "levers/core/params.hpp"
 #include "levers/core/rng.hpp"
@@ -14,6 +16,7 @@
 #include "levers/recipe/recipe.hpp"
 #include "levers/train/optimizer.hpp"
 #include "levers/models/mlp.hpp"
+#include "tests/tiny_llama.hpp"
 
 #include <fmt/format.h>
 
@@ -273,7 +276,28 @@ struct Squares : nn::Layer {
     Tensor forward(const Tensor& x) override { return b(square(a(on_device(x)))); }
 };
 
+// A tiny model of a Llama-family type over the tests' small tokenizer, saved as a Hugging Face directory
+// (for sft on the emulated GPU): the sizes of tiny_of_type, heads of 64 where the type has its own.
+const Param<std::string> model_type{"model_type", "gemma3_text", "the config's model_type"};
+const Param<std::string> model_dir{"dir", "tiny_model", "where the directory goes"};
+const Param<std::string> tokenizer_dir{"tokenizer", "", "the tokenizer files' directory (tests/fixtures/tiny_tokenizer)"};
+
+Result tiny_model(const Config& cfg) {
+    const models::LlamaConfig c = testing::tiny_of_type(
+        cfg[model_type], {.vocab = testing::kTinyTokenizerVocab, .hidden = 64, .intermediate = 96, .layers = 2,
+                          .heads = 1, .kv_heads = 1, .context = 64});
+    testing::save_tiny_llama(cfg[model_dir], c, 5, cfg[tokenizer_dir]);
+    return {{"parameters", c.parameter_count()}};
+}
+
 }  // namespace
+
+LEVERS_RECIPE(tiny_model) {
+    return levers::recipe("tiny_model")
+        .describe("saves a tiny model of a Llama-family type with the tests' tokenizer")
+        .params(model_type, model_dir, tokenizer_dir)
+        .run(tiny_model);
+}
 
 // A model whose op has no GPU kernel: `--device auto` keeps it on the CPU.
 LEVERS_RECIPE(cpu_op) {

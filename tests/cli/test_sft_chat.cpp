@@ -92,6 +92,33 @@ TEST_CASE("recipe run sft trains on 1 and 2 ranks, saves a HF directory and a PE
     }
 }
 
+TEST_CASE("recipe run sft lowers the loss of each family's tiny model (SmolLM3, Gemma 2, Gemma 3) and saves it back") {
+    TempDir tmp;
+    const fs::path data = examples(tmp);
+    for (const std::string type : {"smollm3", "gemma2", "gemma3_text"}) {
+        CAPTURE(type);
+        const fs::path model = save_tiny_llama(
+            tmp.path() / type,
+            tiny_of_type(type, {.vocab = kTinyTokenizerVocab, .hidden = 32, .intermediate = 48, .layers = 2,
+                                .heads = 2, .kv_heads = 1, .context = 128}),
+            5);
+        const fs::path out = tmp.path() / (type + "_run");
+        auto args = sft(model, data, out, 1);
+        args.insert(args.end(), {"--set", "steps=24", "--set", "eval_every=24", "--set", "checkpoint_every=0",
+                                 "--set", "lora_r=0", "--set", "lr=3e-3", "--set", "batch_size=4"});
+        const Ran r = run_recipe(args);
+        INFO(r.output);
+        REQUIRE(r.code == 0);
+        const std::string first = "eval step     0 | val_loss ";
+        const auto at = r.output.find(first);
+        REQUIRE(at != std::string::npos);
+        const double before = std::stod(r.output.substr(at + first.size()));
+        const double after = nlohmann::json::parse(r.last_line())["val_loss"].get<double>();
+        CHECK(after < 0.8 * before);
+        CHECK(models::load_hf_model(out / "model")->summary() == models::load_hf_model(model)->summary());
+    }
+}
+
 TEST_CASE("recipe run sft refuses bad data and settings with one line, exit 2, nothing written") {
     TempDir tmp;
     const fs::path model = tiny_model(tmp), data = examples(tmp);

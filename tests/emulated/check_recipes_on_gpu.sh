@@ -11,7 +11,8 @@
 # and on one. Then sft (a Llama over a small tokenizer with a chat template,
 # tests/fixtures/tiny_tokenizer, made by pretrain_llama on the CPU, fine-tuned on
 # conversations packed into rows: documents, positions restarting, the loss
-# on the answers only) likewise, on one GPU and two. Whole runs: data,
+# on the answers only) likewise, on one GPU and two, and a tiny SmolLM3, Gemma 2
+# and Gemma 3 in bf16, each lowering its validation loss. Whole runs: data,
 # training loop, AdamW and clipping on the GPU, evaluation, checkpoints,
 # sampling. Then a user's own models (examples/user_project: a residual MLP
 # with layernorm written as modules, a small CNN, a classifier with an op of
@@ -99,6 +100,13 @@ run llama_base "${cpu[@]}" run pretrain_llama --threads 1 --set steps=1 --set hi
     --set layers=1 --set heads=1 --set kv_heads=1 --set context=64 --set batch_size=1 --set eval_every=0 \
     --set eval_batches=1 --set sample_tokens=0 --set corpus="$corpus" --set tokenizer="$here/../fixtures/tiny_tokenizer" \
     --out "$work/llama_base"
+# Tiny models of the families beside Llama (each layer kind: no rotary, sliding and soft-capped, Gemma 3's norms
+# and scaled rotary), saved with the same tokenizer; sft fine-tunes each in bf16 below.
+families=(smollm3 gemma2 gemma3_text)
+for type in "${families[@]}"; do
+    run "tiny_$type" "$4" run tiny_model --set model_type="$type" --set dir="$work/tiny_$type" \
+        --set tokenizer="$here/../fixtures/tiny_tokenizer"
+done
 # The user's own model, on the GPU against the CPU (the same binary with --device cpu).
 fashion=(run fashion --threads 1 --set steps=6 --set width=32 --set depth=1 --set eval_every=6)
 run user_cpu "${user[@]}" "${fashion[@]}" --set batch_size=16 --device cpu
@@ -163,6 +171,13 @@ run f32_sft "${gpu[@]}" "${sft[@]}" --device cuda
 run bf16_sft "${gpu[@]}" "${sft[@]}" --device cuda --precision bf16
 run cpu_sft_x2 "${cpu[@]}" "${sft[@]}" --gpus 2
 run f32_sft_x2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${sft[@]}" --gpus 2 --device cuda
+for type in "${families[@]}"; do  # every weight trained (lora_r=0), its validation loss falling on the GPU in bf16
+    family_sft=(run sft --threads 1 --set model="$work/tiny_$type" --set data="$work/chat.jsonl" --set context=64
+                --set batch_size=2 --set steps=4 --set lr=3e-3 --set lora_r=0 --set eval_every=4 --set eval_batches=1
+                --set checkpoint_every=0 --set val_fraction=0.25)
+    run "cpu_sft_$type" "${cpu[@]}" "${family_sft[@]}"
+    run "bf16_sft_$type" "${gpu[@]}" "${family_sft[@]}" --device cuda --precision bf16
+done
 # A GPU too small for the batch asked (the emulated GPU's memory limited): the rank stops with the plan's figures
 # and what fits, having written no checkpoint.
 run_oom() {
@@ -176,7 +191,7 @@ run oom run_oom
 settle
 grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
     { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
-for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
+for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
     grep -q 'on GPU 0 (levers emulated GPU' "$run.log" || { echo "the $run run did not use the emulated GPU:"; cat "$run.log"; exit 1; }
 done
 for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 user_f32_x2 cnn_f32_x2; do
@@ -218,7 +233,9 @@ for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32'
                                     ('_x2_zero2', ('f32', 'bf16'), 'cpu_x2'),
                                     ('_nodes', ('f32',), 'cpu_x2'), ('_tune', ('f32', 'bf16'), 'cpu_tune'),
                                     ('_tune_x2', ('f32',), 'cpu_tune_x2'), ('_sft', ('f32', 'bf16'), 'cpu_sft'),
-                                    ('_sft_x2', ('f32',), 'cpu_sft_x2')):
+                                    ('_sft_x2', ('f32',), 'cpu_sft_x2'), ('_sft_smollm3', ('bf16',), 'cpu_sft_smollm3'),
+                                    ('_sft_gemma2', ('bf16',), 'cpu_sft_gemma2'),
+                                    ('_sft_gemma3_text', ('bf16',), 'cpu_sft_gemma3_text')):
     cpu = result(cpu_run)
     for precision in precisions:
         run, tolerance = precision + suffix, 1e-5 if precision == 'f32' else 0.02
@@ -245,6 +262,12 @@ def against_cpu(cpu_run, runs, accuracy):  # each run's loss within its toleranc
 against_cpu('user_cpu', (('user_f32', 1e-5), ('user_bf16', 0.02), ('user_f32_x2', 1e-5)), 'test_accuracy')
 against_cpu('cnn_cpu', (('cnn_f32', 1e-5), ('cnn_bf16', 0.02), ('cnn_f32_x2', 1e-5)), 'final_test_accuracy')
 against_cpu('logistic_cpu', (('logistic_f32', 1e-5),), 'train_accuracy')
+for family in ('smollm3', 'gemma2', 'gemma3_text'):  # sft lowers each family's validation loss on the GPU
+    run = 'bf16_sft_' + family
+    before = float(re.search(r'eval step +0 \| val_loss ([0-9.]+)', open(run + '.log').read()).group(1))
+    after = result(run)['val_loss']
+    failed |= not after < before
+    print(f"{run} val_loss: {before:.4f} before, {after:.4f} after ({'ok' if after < before else 'NOT LOWER'})")
 fallback = result('fallback')
 print(f"fallback: {fallback['steps']} steps on the CPU, loss {fallback['loss']:.4f}")
 failed |= fallback['steps'] != 20

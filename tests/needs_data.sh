@@ -8,7 +8,7 @@ needs_data() {
         case $what in
             books) marker=$data/books/.complete ;;
             gpt2_tokenizer) marker=$data/gpt2/.complete ;;
-            hf_tokenizers) marker=$data/tokenizers/.complete ;;
+            hf_tokenizers) marker=$data/tokenizers/.complete-4 ;;
             fashion_mnist) marker=${LEVERS_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz ;;
             *) echo "needs_data: unknown data '$what'" >&2; exit 1 ;;
         esac

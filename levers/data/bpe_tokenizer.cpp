@@ -60,7 +60,9 @@ struct BpeTokenizer::Engine {
     std::string byte_to_char[256];  // byte-level: byte -> UTF-8 of its printable stand-in
     std::unordered_map<std::string, unsigned char> char_to_byte;
     std::int32_t byte_token[256];   // byte fallback: the id of <0xNN>, or -1
-    std::vector<std::size_t> added_by_length;  // indices into spec.added, longest first
+    // Indices into spec.added by their first byte, longest first: a text position is compared with the added
+    // tokens that can start there (Gemma has 6,415 of them).
+    std::vector<std::size_t> added_by_first[256];
     std::vector<char> special;                 // by id
     std::vector<char> added_id;                // by id: an added token (decoded as written)
     mutable std::unordered_map<std::string, std::vector<std::int32_t>> cache;
@@ -82,13 +84,14 @@ BpeTokenizer::BpeTokenizer(Spec spec) : spec_(std::move(spec)), engine_(std::mak
     e.special.assign(spec_.vocab.size(), 0);
     e.added_id.assign(spec_.vocab.size(), 0);
     for (std::size_t i = 0; i < spec_.added.size(); ++i) {
-        e.added_by_length.push_back(i);
+        e.added_by_first[static_cast<unsigned char>(spec_.added[i].content[0])].push_back(i);
         e.special[static_cast<std::size_t>(spec_.added[i].id)] = spec_.added[i].special;
         e.added_id[static_cast<std::size_t>(spec_.added[i].id)] = 1;
     }
-    std::stable_sort(e.added_by_length.begin(), e.added_by_length.end(), [&](std::size_t a, std::size_t b) {
-        return spec_.added[a].content.size() > spec_.added[b].content.size();
-    });
+    for (auto& list : e.added_by_first)
+        std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
+            return spec_.added[a].content.size() > spec_.added[b].content.size();
+        });
     // GPT-2's byte table: printable Latin-1 bytes stand for themselves, the rest shift to code points 256 and up.
     int shifted = 0;
     for (int b = 0; b < 256; ++b) {
@@ -261,7 +264,8 @@ void BpeTokenizer::encode_plain(std::string_view raw, std::vector<std::int32_t>&
     if (raw.empty()) return;
     std::string text(raw);
     if (spec_.nfc) text = nfc(text);
-    if (spec_.spaces_to_metaspace) text = std::string(kMetaspace) + replace_all(text, " ", kMetaspace);
+    if (spec_.spaces_to_metaspace)
+        text = (spec_.metaspace_in_front ? std::string(kMetaspace) : std::string()) + replace_all(text, " ", kMetaspace);
     if (spec_.add_prefix_space && text.front() != ' ') text = " " + text;
     if (spec_.split_on_metaspace) {  // each ▁ starts a piece
         std::size_t start = 0;
@@ -319,7 +323,7 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text, bool add_s
     std::size_t plain = 0;
     for (std::size_t i = 0; i < text.size();) {
         const Spec::Added* hit = nullptr;
-        for (std::size_t a : engine_->added_by_length) {
+        for (std::size_t a : engine_->added_by_first[static_cast<unsigned char>(text[i])]) {
             const auto& added = spec_.added[a];
             if (text.compare(i, added.content.size(), added.content) == 0) {
                 hit = &added;
@@ -353,8 +357,8 @@ std::string BpeTokenizer::decode(const std::vector<std::int32_t>& ids, bool skip
         const auto at = static_cast<std::size_t>(id);
         if (skip_special && e.special[at]) continue;
         const std::string& token = spec_.vocab[at];
-        if (e.added_id[at]) {
-            out += token;
+        if (e.added_id[at]) {  // SentencePiece's decoder reads added tokens too (Gemma's runs of ▁)
+            out += spec_.byte_level ? token : replace_all(token, kMetaspace, " ");
         } else if (spec_.byte_level) {
             for (std::size_t i = 0; i < token.size();) {
                 const std::size_t len = utf8_length(static_cast<unsigned char>(token[i]));
@@ -370,7 +374,7 @@ std::string BpeTokenizer::decode(const std::vector<std::int32_t>& ids, bool skip
         }
     }
     // SentencePiece's decoder strips the space its normaliser put in front.
-    if (spec_.spaces_to_metaspace && out.starts_with(' ')) out.erase(0, 1);
+    if (spec_.spaces_to_metaspace && spec_.metaspace_in_front && out.starts_with(' ')) out.erase(0, 1);
     return out;
 }
 

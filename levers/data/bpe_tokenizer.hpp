@@ -35,6 +35,7 @@ public:
         bool nfc = false;               // Unicode NFC first
         bool add_prefix_space = false;  // byte-level: a space before text that has none
         bool spaces_to_metaspace = false;  // SentencePiece: ' ' -> ▁ and a ▁ in front (Prepend/Replace, Metaspace)
+        bool metaspace_in_front = true;    // with it: Gemma's Replace alone puts none in front (nor strips one)
         bool split_on_metaspace = false;   // Metaspace(split): each ▁ starts a piece
         struct Added {
             std::string content;

@@ -1,7 +1,8 @@
 // Reading Hugging Face's tokenizer.json into the BPE engine's steps. What
-// levers reads: model BPE; normaliser null, NFC, or Prepend("▁") + Replace("
-// ", "▁") (SentencePiece's spaces); pre-tokenizer null, ByteLevel, Split
-// (a regex, Isolated) then ByteLevel, or Metaspace; post-processor
+// levers reads: model BPE; normaliser null, NFC, Prepend("▁") + Replace("
+// ", "▁") (SentencePiece's spaces) or Replace alone (Gemma's); pre-tokenizer
+// null, ByteLevel, Split (a regex, Isolated) then ByteLevel, Metaspace, or
+// Gemma's split on spaces that its normaliser has already replaced; post-processor
 // TemplateProcessing (a BOS before the text) or ByteLevel; decoder ByteLevel
 // or SentencePiece's Replace/ByteFallback/Fuse/Strip.
 #include "levers/core/error.hpp"
@@ -43,9 +44,10 @@ void read_normalizer(const json& j, BpeTokenizer::Spec& s, const std::string& fi
                         "Replace(\" \", \"▁\")", file, step.dump());
         }
     }
-    LEVERS_CHECK(prepend == replace, "{}: a Prepend(\"▁\") normalizer without Replace(\" \", \"▁\") (or the reverse) "
-                 "is not supported", file);
-    s.spaces_to_metaspace = prepend;
+    LEVERS_CHECK(replace || !prepend, "{}: a Prepend(\"▁\") normalizer without Replace(\" \", \"▁\") is not "
+                 "supported", file);
+    s.spaces_to_metaspace = replace;
+    s.metaspace_in_front = prepend;
 }
 
 void read_pre_tokenizer(const json& j, BpeTokenizer::Spec& s, const std::string& file) {
@@ -57,6 +59,10 @@ void read_pre_tokenizer(const json& j, BpeTokenizer::Spec& s, const std::string&
     s.byte_level = false;
     for (const json& step : list) {
         const std::string type = type_of(step);
+        if (type == "Split" && step.contains("pattern") && step.at("pattern").value("String", "") == " " &&
+            s.spaces_to_metaspace) {
+            continue;  // Gemma's: the normaliser left no space to split on
+        }
         if (type == "Split") {
             LEVERS_CHECK(step.contains("pattern") && step.at("pattern").contains("Regex") &&
                              step.value("behavior", "") == "Isolated" && !step.value("invert", false),

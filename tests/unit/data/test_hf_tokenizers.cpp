@@ -1,6 +1,7 @@
 // Hugging Face tokenizer.json tokenizers (Llama 3 and Qwen 3: byte-level BPE
-// after a regex split, Qwen with NFC; Llama 2: SentencePiece-style BPE with
-// byte fallback) against an independent implementation: the ids
+// after a regex split, Qwen with NFC; Llama 2 and Gemma 3: SentencePiece-style
+// BPE with byte fallback, Gemma's without a ▁ in front and with 6,415 added
+// tokens) against an independent implementation: the ids
 // @lenml/tokenizers (JavaScript) gives for hard text
 // (tests/reference/tokenizers/: the texts, the script, its output).
 #include "levers/core/error.hpp"
@@ -36,11 +37,11 @@ nlohmann::json reference(const char* file) {
 
 }  // namespace
 
-TEST_CASE("Llama 3, Qwen 3 and Llama 2 tokenizers encode hard text as an independent implementation does" *
+TEST_CASE("Llama 3, Qwen 3, Llama 2 and Gemma 3 tokenizers encode hard text as an independent implementation does" *
           testing::needs({testing::Data::hf_tokenizers})) {
     const auto texts = reference("texts.json").get<std::vector<std::string>>();
     const auto ids = reference("ids.json");
-    for (const char* name : {"llama3", "qwen3", "llama2"}) {
+    for (const char* name : {"llama3", "qwen3", "llama2", "gemma3"}) {
         CAPTURE(name);
         const BpeTokenizer& tok = tokenizer(name);
         for (std::size_t i = 0; i < texts.size(); ++i) {
@@ -55,7 +56,7 @@ TEST_CASE("Llama 3, Qwen 3 and Llama 2 tokenizers encode hard text as an indepen
 TEST_CASE("tokenizer.json tokenizers decode what they encode; special tokens are one token and can be skipped" *
           testing::needs({testing::Data::hf_tokenizers})) {
     const auto texts = reference("texts.json").get<std::vector<std::string>>();
-    for (const char* name : {"llama3", "qwen3", "llama2"}) {
+    for (const char* name : {"llama3", "qwen3", "llama2", "gemma3"}) {
         CAPTURE(name);
         const BpeTokenizer& tok = tokenizer(name);
         for (const std::string& text : texts) {
@@ -87,7 +88,7 @@ TEST_CASE("tokenizer.json tokenizers decode what they encode; special tokens are
 TEST_CASE("a book encodes fast and round-trips with each tokenizer" *
           testing::needs({testing::Data::hf_tokenizers, testing::Data::books})) {
     const std::string text = read_file(data::data_dir() / "books" / "pg1661.txt").substr(0, 200000);
-    for (const char* name : {"llama3", "qwen3", "llama2"}) {
+    for (const char* name : {"llama3", "qwen3", "llama2", "gemma3"}) {
         CAPTURE(name);
         const BpeTokenizer& tok = tokenizer(name);
         const auto start = std::chrono::steady_clock::now();
@@ -118,6 +119,9 @@ TEST_CASE("an unsupported tokenizer.json is refused naming the part and what lev
         {write("bad_merge.json", {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}}}, {"merges", {"a b"}}}}}),
          "merge 1 'a b' joins tokens that are not all in the vocabulary"},
         {dir.write("not_json.json", "{"), "not a tokenizer.json"},
+        {write("prepend_alone.json",
+               {{"model", bpe}, {"normalizer", {{"type", "Prepend"}, {"prepend", "\u2581"}}}}),
+         "a Prepend(\"▁\") normalizer without Replace(\" \", \"▁\") is not supported"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.file);

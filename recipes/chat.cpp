@@ -1,4 +1,4 @@
-// chat: talk to a Hugging Face chat model (Llama, Mistral, Qwen, or what sft
+// chat: talk to a Hugging Face chat model (Llama, Mistral, Qwen, SmolLM3, Gemma, or what sft
 // saved): each user turn (--set prompt=, else one per line of stdin, the
 // terminal's or a pipe's) goes into the conversation, which the model's chat
 // template renders with the generation prompt; the answer is generated

@@ -64,7 +64,7 @@ Result sample(const Config& cfg) {
 
 LEVERS_RECIPE(sample) {
     return levers::recipe("sample")
-        .describe("text from a language model: a Hugging Face directory (Llama, Mistral, Qwen), a checkpoint "
+        .describe("text from a language model: a Hugging Face directory (Llama, Mistral, Qwen, SmolLM3, Gemma), a checkpoint "
                   "pretrain or fine_tune saved, or GPT-2 safetensors")
         .params(model_dir, checkpoint, recipes::n_head, recipes::prompt.with_default("The "), tokens,
                 recipes::temperature, recipes::top_k, recipes::top_p,

@@ -1,4 +1,4 @@
-// sft: supervised fine-tuning of a Hugging Face model (Llama, Mistral, Qwen)
+// sft: supervised fine-tuning of a Hugging Face model (Llama, Mistral, Qwen, SmolLM3, Gemma)
 // on examples in a JSON-lines file: conversations rendered through the
 // model's chat template, instructions, or plain text (levers/data/sft_data.hpp).
 // The loss counts the assistant's tokens only; examples are packed into rows
@@ -26,7 +26,7 @@ namespace {
 using namespace levers;
 namespace fs = std::filesystem;
 
-const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen) with its "
+const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen, SmolLM3, Gemma) with its "
                                    "tokenizer"};
 const Param<std::string> data_file{"data", "", "the examples: FILE.jsonl, one {\"messages\": [...]}, {\"instruction\", "
                                    "\"input\", \"output\"} or {\"text\"} per line"};
@@ -67,7 +67,7 @@ std::unique_ptr<Examples> prepare(const Config& cfg);
 
 fs::path model_path(const Config& cfg) {
     const fs::path dir = cfg[model_dir];
-    LEVERS_CHECK(!dir.empty(), "sft needs --set model=DIR: a Hugging Face model directory (Llama, Mistral, Qwen)");
+    LEVERS_CHECK(!dir.empty(), "sft needs --set model=DIR: a Hugging Face model directory (Llama, Mistral, Qwen, SmolLM3, Gemma)");
     return dir;
 }
 

@@ -4,6 +4,7 @@
 #include "levers/app/run_config.hpp"
 #include "levers/core/error.hpp"
 #include "levers/core/gpu.hpp"
+#include "levers/core/shape_trace.hpp"
 #include "levers/recipe/device_choice.hpp"
 
 #include <fmt/format.h>
@@ -36,7 +37,11 @@ PlanTarget plan_target(const PlanFlags& flags, const Recipe& r) {
 int print_plan(const PlanFlags& flags) {
     const Recipe r = find_recipe(flags.name);
     Config cfg = resolve_config(r, flags.sets);
-    r.check(cfg);
+    {
+        // The recipe's checks on shapes alone too: a model directory may be a config.json without its weights.
+        ShapeTrace shapes;
+        r.check(cfg);
+    }
     const MemoryPlan plan = plan_memory(r, cfg, plan_target(flags, r));
     fmt::print("{}", plan_text(plan));
     return 0;

@@ -2,6 +2,7 @@
 
 #include "levers/core/error.hpp"
 #include "levers/core/read_file.hpp"
+#include "levers/core/shape_trace.hpp"
 #include "levers/data/bpe_tokenizer.hpp"
 #include "levers/data/files.hpp"
 
@@ -130,8 +131,17 @@ LlamaConfig dir_config(const fs::path& dir) {
 }
 }  // namespace
 
+namespace {
+// A directory of config.json without weight files is a model's shape alone, which only a shape trace takes
+// (`recipe plan` of a model not downloaded yet): its weights would be neither read nor used.
+bool shape_alone(const fs::path& dir) {
+    return shape_tracing() && !fs::exists(dir / kIndex) && !fs::exists(dir / kSingle);
+}
+}  // namespace
+
 LlamaConfig check_hf_dir(const fs::path& dir) {
     const LlamaConfig config = dir_config(dir);
+    if (shape_alone(dir)) return config;
     const HfWeights weights = open_hf_weights(dir);
     Llama shapes_only(config);
     check_tensors(dir, config, weights, expected_of(shapes_only));
@@ -140,13 +150,15 @@ LlamaConfig check_hf_dir(const fs::path& dir) {
 
 std::unique_ptr<Llama> load_hf_model(const fs::path& dir, Device device, DType compute) {
     const LlamaConfig config = dir_config(dir);
-    const HfWeights weights = open_hf_weights(dir);
+    const bool shape = shape_alone(dir);
+    const HfWeights weights = shape ? HfWeights{} : open_hf_weights(dir);
     auto model = std::make_unique<Llama>(config);
-    check_tensors(dir, config, weights, expected_of(*model));
+    if (!shape) check_tensors(dir, config, weights, expected_of(*model));
     model->to(device, compute);
-    // One tensor at a time: converted to f32 on the host, then copied into its place.
+    // One tensor at a time: converted to f32 on the host, then copied into its place (a shape alone: the same
+    // steps, traced, on a tensor never filled).
     for (const auto& [name, p] : model->weights()) {
-        const Tensor host = weights.tensors.at(name)->to_f32();
+        const Tensor host = shape ? Tensor::empty(p->shape(), DType::f32) : weights.tensors.at(name)->to_f32();
         p->value().copy_from(host.dtype() == p->value().dtype() ? host : host.to(p->value().dtype()));
     }
     model->parameters_changed();

@@ -36,6 +36,8 @@ HfWeights open_hf_weights(const std::filesystem::path& dir);
 // GPU). Every tensor is checked against the configuration before any is
 // read: one missing, unexpected, of the wrong shape or dtype is an error
 // naming the tensor, its file and what the configuration makes of it.
+// Inside a shape trace (`recipe plan`) a directory may hold config.json
+// alone: the model is laid out from it, its weights never read.
 std::unique_ptr<Llama> load_hf_model(const std::filesystem::path& dir, Device device = Device::cpu(),
                                      DType compute = DType::f32);
 // Only the checks load_hf_model makes before it reads (for a recipe's check step).

@@ -119,6 +119,31 @@ TEST_CASE("recipe run sft lowers the loss of each family's tiny model (SmolLM3, 
     }
 }
 
+TEST_CASE("recipe plan sft takes a model directory of config.json alone (a model not downloaded yet): the plan its "
+          "weights would give; a run refuses it") {
+    TempDir tmp;
+    const fs::path data = examples(tmp);
+    const fs::path whole = save_tiny_llama(
+        tmp.path() / "whole", tiny_of_type("gemma3_text", {.vocab = kTinyTokenizerVocab, .context = 128}), 5);
+    const fs::path shape = tmp.path() / "shape";
+    fs::create_directories(shape);
+    for (const char* file : {"config.json", "tokenizer.json", "tokenizer_config.json"}) fs::copy(whole / file, shape / file);
+    auto plan = [&](const fs::path& model) {
+        const Ran r = run_recipe({"plan", "sft", "--gpus", "2", "--memory", "1GB", "--set", "model=" + model.string(),
+                                  "--set", "data=" + data.string(), "--set", "context=64", "--set", "zero=2"});
+        INFO(r.output);
+        CHECK(r.code == 0);
+        return r.output;
+    };
+    const std::string planned = plan(whole);
+    CHECK(planned.find("largest micro-batch that fits") != std::string::npos);
+    CHECK(plan(shape) == planned);
+    const Ran run = run_recipe(sft(shape, data, tmp.path() / "run", 1));
+    CHECK(run.code == 2);
+    CHECK(run.output.find("no model.safetensors and no model.safetensors.index.json") != std::string::npos);
+    CHECK(!fs::exists(tmp.path() / "run"));
+}
+
 TEST_CASE("recipe run sft refuses bad data and settings with one line, exit 2, nothing written") {
     TempDir tmp;
     const fs::path model = tiny_model(tmp), data = examples(tmp);

@@ -182,8 +182,8 @@ run_tests() {
     local rc=0
     # The bundle suite (a second whole CUDA build) and the examples suite (a
     # CNN trained to 90%) are commands of their own: meson test -C build --suite bundle.
-    # Two at a time: suites that compute share the two cores; those that start jobs, daemons or namespaces
-    # (is_parallel: false) run alone.
+    # Two at a time: suites that compute share the two cores; those that start jobs, daemons or namespaces,
+    # or use every core (is_parallel: false), run alone.
     meson test -C "$build" --print-errorlogs --num-processes 2 --no-suite bundle --no-suite examples || rc=$?
     local log="$build/meson-logs/testlog.txt"
     grep -h -E '^\[doctest\] (test cases|assertions):' "$log" || true

@@ -97,7 +97,10 @@ if [ "$status" -ne 0 ]; then
     done
 fi
 if [ "${LEVERS_GPU_SANITIZE:-0}" = 1 ]; then  # out-of-bounds and misaligned accesses that leave the values right
-    if levers timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/levers_gpu_tests" >"$work/sanitizer.log" 2>&1; then
+    # Memory errors only: NCCL probes kernels its build has no image for on this GPU (on an H200 it reported
+    # four cudaFuncGetAttributes errors), which memcheck counts as errors; levers checks each CUDA call it makes.
+    if levers timeout 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 \
+        "$build/tests/levers_gpu_tests" >"$work/sanitizer.log" 2>&1; then
         echo "gpu_check: compute-sanitizer memcheck: no errors"
     else
         echo "gpu_check: compute-sanitizer memcheck FAILED:"; grep -m 40 -E "=========|error" "$work/sanitizer.log" || tail -n 40 "$work/sanitizer.log"; status=1

@@ -129,9 +129,7 @@ LlamaConfig dir_config(const fs::path& dir) {
                  "one beside its safetensors", dir.string());
     return read_llama_config(dir / "config.json");
 }
-}  // namespace
 
-namespace {
 // A directory of config.json without weight files is a model's shape alone, which only a shape trace takes
 // (`recipe plan` of a model not downloaded yet): its weights would be neither read nor used.
 bool shape_alone(const fs::path& dir) {

@@ -1,5 +1,6 @@
 #include "levers/models/llama.hpp"
 
+#include "levers/core/dtype.hpp"
 #include "levers/nn/checkpoint.hpp"
 #include "levers/kernels/linear.hpp"
 #include "levers/kernels/chunked_cross_entropy.hpp"
@@ -46,7 +47,8 @@ std::unique_ptr<nn::RMSNorm> sandwich_norm(nn::Module& layer, const char* name, 
 // x · s with s rounded to x's dtype first, as transformers scales Gemma's embeddings (a bf16 model by bf16(s)).
 Tensor scaled(const Tensor& x, double s) {
     if (s == 1) return x;
-    return x * Tensor::from(std::vector<double>{s}, {1}).to(Device::cpu(), x.dtype()).to(Device::cpu(), DType::f64).item();
+    if (x.dtype() == DType::bf16) return x * bf16_to_float(float_to_bf16(static_cast<float>(s)));
+    return x * (x.dtype() == DType::f32 ? static_cast<float>(s) : s);
 }
 }  // namespace
 

@@ -13,12 +13,15 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <execinfo.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 namespace {
 std::atomic<bool> g_counting{false};
@@ -29,11 +32,21 @@ bool from_blas(void* caller) {
     Dl_info info{};
     return dladdr(caller, &info) && info.dli_fname && std::strstr(info.dli_fname, "openblas");
 }
-#define COUNTED()                                                                                          \
-    do {                                                                                                   \
-        if (g_counting.load(std::memory_order_relaxed))                                                    \
-            (from_blas(__builtin_return_address(0)) ? g_blas_allocations : g_allocations).fetch_add(1);   \
-    } while (0)
+// The call stacks of levers' first own allocations, named when a check fails.
+constexpr int kStacks = 4, kDepth = 8;
+void* g_stacks[kStacks][kDepth];
+int g_depths[kStacks];
+// backtrace() loads its unwinder (and allocates) on first use: done before any count.
+const int g_unwinder_loaded = backtrace(g_stacks[0], 1);
+void count(void* caller) {
+    if (!g_counting.load(std::memory_order_relaxed)) return;
+    if (from_blas(caller)) {
+        g_blas_allocations.fetch_add(1);
+        return;
+    }
+    if (const long n = g_allocations.fetch_add(1); n < kStacks) g_depths[n] = backtrace(g_stacks[n], kDepth);
+}
+#define COUNTED() count(__builtin_return_address(0))
 }  // namespace
 
 extern "C" {
@@ -80,6 +93,15 @@ template <class Step> long allocations_in(int warmup, int steps, Step&& step) {
     for (int i = 0; i < steps; ++i) step();
     g_counting = false;
     if (g_blas_allocations > 0) MESSAGE(g_blas_allocations.load() << " allocations inside OpenBLAS's threaded GEMM");
+    for (long i = 0; i < std::min<long>(g_allocations, kStacks); ++i) {
+        std::string stack;
+        for (int f = 1; f < g_depths[i]; ++f) {  // frame 0 is count()
+            Dl_info info{};
+            dladdr(g_stacks[i][f], &info);
+            stack += std::string(" < ") + (info.dli_sname ? info.dli_sname : info.dli_fname ? info.dli_fname : "?");
+        }
+        MESSAGE("allocated in" << stack);
+    }
     return g_allocations.load();
 }
 }  // namespace

@@ -2,9 +2,9 @@
 
 #include "levers/core/error.hpp"
 #include "levers/kernels/cpu/eigen_maps.hpp"
+#include "levers/kernels/cpu/thread_scratch.hpp"
 
 #include <type_traits>
-#include <vector>
 
 namespace levers::kernels::cpu {
 
@@ -96,17 +96,16 @@ void attention_backward(T* d_qkv, const T* d_y, const T* att, const T* qkv, inde
     check_heads(channels, heads);
     const index_t d = channels / heads;
     const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    const ThreadScratch<T> scratch(static_cast<std::size_t>(time * time));
 #pragma omp parallel for collapse(2) schedule(static)
     for (index_t b = 0; b < batch; ++b) {
         for (index_t h = 0; h < heads; ++h) {
-            thread_local std::vector<T> scratch;
-            scratch.resize(static_cast<std::size_t>(time * time));
             const index_t offset = b * time * 3 * channels + h * d;
             const Eigen::OuterStride<> wide(3 * channels);
             ConstStridedMap<T> v(qkv + offset + 2 * channels, time, d, wide);
             ConstStridedMap<T> dy(d_y + b * time * channels + h * d, time, d, Eigen::OuterStride<>(channels));
             ConstMatMap<T> p(att + (b * heads + h) * time * time, time, time);
-            MatMap<T> ds(scratch.data(), time, time);
+            MatMap<T> ds(scratch.mine(), time, time);
 
             triangular_product(d_qkv + offset + 2 * channels, 3 * channels, p.data(), true, true,
                                d_y + b * time * channels + h * d, channels, time, d);  // dv = pᵀ · dy

@@ -7,21 +7,16 @@
 #include "levers/kernels/causal_attention.hpp"
 
 #include "levers/kernels/cpu/eigen_maps.hpp"
+#include "levers/kernels/cpu/thread_scratch.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 namespace levers::kernels::cpu {
 
 namespace {
 
 constexpr index_t kRows = 64;  // queries per tile
-
-// A tile's scores. Aligned as Eigen aligns its own: how a vectorised
-// reduction splits a row depends on where the row lies, so a scratch that
-// moved with each run's heap would make a resumed run differ in the last bit.
-template <class T> using Scratch = std::vector<T, Eigen::aligned_allocator<T>>;
 
 // One tile: query rows [r0, r0 + rows) of head h and the keys [lo, lo + n) they reach.
 struct Tile {
@@ -32,6 +27,8 @@ Tile tile(const CausalProblem& p, index_t b, index_t r0) {
     const index_t lo = p.lowest(b, r0);  // starts never decrease, windows move forward: the tile's smallest
     return {r0, rows, lo, p.position(r0 + rows - 1) - lo + 1};
 }
+// The most elements a tile's scores take.
+std::size_t tile_capacity(const CausalProblem& p) { return static_cast<std::size_t>(std::min(kRows, p.time) * p.keys); }
 
 // The rows of q, k and v a tile reads.
 template <class T> struct Operands {
@@ -59,16 +56,15 @@ template <class T>
 void forward(T* y, T* lse, const T* q, const T* k, const T* v, const CausalProblem& p) {
     const index_t d = p.head_dim;
     const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    const ThreadScratch<T> scores(tile_capacity(p));
     // A (batch, head) pair per task; the products run single-threaded inside.
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (index_t b = 0; b < p.batch; ++b) {
         for (index_t h = 0; h < p.heads; ++h) {
-            thread_local Scratch<T> scratch;
             for (index_t r0 = 0; r0 < p.time; r0 += kRows) {
                 const Tile t = tile(p, b, r0);
                 const Operands<T> in = operands(p, q, k, v, b, h, t);
-                scratch.resize(static_cast<std::size_t>(t.rows * t.n));
-                MatMap<T> s(scratch.data(), t.rows, t.n);
+                MatMap<T> s(scores.mine(), t.rows, t.n);
                 s.noalias() = in.q * in.k.transpose();
                 for (index_t i = 0; i < t.rows; ++i) {
                     const Seen c = seen(p, b, t, i);
@@ -96,11 +92,11 @@ void backward(T* d_q, T* d_k, T* d_v, const T* d_y, const T* y, const T* lse, co
               const CausalProblem& p) {
     const index_t d = p.head_dim, row = p.heads * d, kv_row = p.kv_heads * d;
     const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    const ThreadScratch<T> probs(tile_capacity(p)), d_scores(tile_capacity(p));
     // A (batch, key-value head) pair per task: it alone adds into that head's d_k and d_v.
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (index_t b = 0; b < p.batch; ++b) {
         for (index_t kvh = 0; kvh < p.kv_heads; ++kvh) {
-            thread_local Scratch<T> probs, d_scores;
             const auto keys = [&](T* base, index_t from, index_t n) {
                 return StridedMap<T>(base + (b * p.keys + from) * kv_row + kvh * d, n, d,
                                      Eigen::OuterStride<>(kv_row));
@@ -116,9 +112,7 @@ void backward(T* d_q, T* d_k, T* d_v, const T* d_y, const T* y, const T* lse, co
                                                   Eigen::OuterStride<>(row));
                     };
                     const ConstStridedMap<T> dy = rows(d_y), out = rows(y);
-                    probs.resize(static_cast<std::size_t>(t.rows * t.n));
-                    d_scores.resize(probs.size());
-                    MatMap<T> pr(probs.data(), t.rows, t.n), ds(d_scores.data(), t.rows, t.n);
+                    MatMap<T> pr(probs.mine(), t.rows, t.n), ds(d_scores.mine(), t.rows, t.n);
                     pr.noalias() = in.q * in.k.transpose();
                     ds.noalias() = dy * in.v.transpose();  // d_p
                     for (index_t i = 0; i < t.rows; ++i) {

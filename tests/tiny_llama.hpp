@@ -41,7 +41,9 @@ inline models::LlamaConfig tiny_llama(const TinyLlama& t = {}) {
 // scaling), with what makes the family differ switched on at this size:
 // smollm3 a layer without rotary embeddings; gemma2 a sliding layer of 4 keys
 // and soft caps that bite; gemma3_text a sliding layer, linear rope scaling on
-// the global one and heads of 64 (bf16's fused attention on GPUs).
+// the global one and heads of 64 (bf16's fused attention on GPUs); phi3 its
+// fused projections, three quarters of each head turning, longrope whose long
+// factors take over past half the context, and a window of 6 keys.
 inline models::LlamaConfig tiny_of_type(const std::string& model_type, const TinyLlama& t = {}) {
     nlohmann::json j = tiny_llama(t).to_json();
     j["model_type"] = model_type;
@@ -62,6 +64,17 @@ inline models::LlamaConfig tiny_of_type(const std::string& model_type, const Tin
         j.update({{"sliding_window", 4}, {"layer_types", types}, {"head_dim", 64}, {"query_pre_attn_scalar", 48},
                   {"rope_theta", 1e6}, {"rope_local_base_freq", 1e4},
                   {"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}}});
+    }
+    if (model_type == "phi3") {
+        const std::int64_t head = t.hidden / t.heads, turning = head % 8 == 0 ? head * 3 / 4 : head;
+        std::vector<double> short_factor, long_factor;
+        for (std::int64_t i = 0; i < turning / 2; ++i) {
+            short_factor.push_back(1 + 0.5 * static_cast<double>(i));
+            long_factor.push_back(2 + 2 * static_cast<double>(i));
+        }
+        j.update({{"partial_rotary_factor", static_cast<double>(turning) / static_cast<double>(head)},
+                  {"sliding_window", 6}, {"original_max_position_embeddings", t.context / 2},
+                  {"rope_scaling", {{"type", "longrope"}, {"short_factor", short_factor}, {"long_factor", long_factor}}}});
     }
     return models::parse_llama_config(j, model_type);
 }

@@ -25,6 +25,8 @@ nn::Attention::Options attention_options(const LlamaConfig& c, std::int64_t inde
             .causal = true,
             .rope_theta = layer.rope_theta,
             .rope_scaling = layer.rope_scaling,
+            .rotary_dim = c.rotary_dim(),
+            .fused_qkv = c.fused_projections,
             .qk_norm_eps = c.qk_norm ? c.rms_norm_eps : 0.0,
             .qk_norm_offset = c.norm_offset,
             .sliding_window = layer.sliding_window,
@@ -57,7 +59,7 @@ LlamaLayer::LlamaLayer(const LlamaConfig& c, std::int64_t index)
       self_attn(*this, "self_attn", c.hidden_size, c.num_attention_heads, attention_options(c, index)),
       post_attention_layernorm(*this, "post_attention_layernorm", c.hidden_size, c.rms_norm_eps, c.norm_offset),
       mlp(*this, "mlp", c.hidden_size, c.intermediate_size, c.mlp_bias, nn::init::normal(c.initializer_range),
-          activation(c)),
+          activation(c), c.fused_projections),
       pre_feedforward_layernorm(sandwich_norm(*this, "pre_feedforward_layernorm", c)),
       post_feedforward_layernorm(sandwich_norm(*this, "post_feedforward_layernorm", c)) {}
 

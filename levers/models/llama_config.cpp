@@ -4,6 +4,7 @@
 #include "levers/core/read_file.hpp"
 
 #include <array>
+#include <cmath>
 #include <string_view>
 
 namespace levers::models {
@@ -11,7 +12,7 @@ namespace levers::models {
 namespace {
 
 // Each model type and transformers' class of it.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kTypes = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kTypes = {{
     {"llama", "LlamaForCausalLM"},
     {"mistral", "MistralForCausalLM"},
     {"qwen2", "Qwen2ForCausalLM"},
@@ -19,6 +20,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kTypes = 
     {"smollm3", "SmolLM3ForCausalLM"},
     {"gemma2", "Gemma2ForCausalLM"},
     {"gemma3_text", "Gemma3ForCausalLM"},
+    {"phi3", "Phi3ForCausalLM"},
 }};
 
 std::string architecture(const std::string& type) {
@@ -44,6 +46,31 @@ template <class T> T field(const nlohmann::json& j, const char* key, const std::
     return j.contains(key) && !j.at(key).is_null() ? field<T>(j, key, source) : fallback;
 }
 
+// Phi-3's: the original length is config.json's own key (or rope_scaling's),
+// the factor max_position_embeddings over it where rope_scaling gives none,
+// and cos and sin scaled by sqrt(1 + ln(factor) / ln(original)) where it
+// gives no attention_factor, as transformers' _compute_longrope_parameters.
+nn::RopeScaling longrope(const nlohmann::json& j, const nlohmann::json& s, const std::string& source) {
+    const std::string where = source + ": rope_scaling";
+    nn::RopeScaling r{.kind = nn::RopeScaling::Kind::longrope};
+    r.short_factor = field<std::vector<double>>(s, "short_factor", where);
+    r.long_factor = field<std::vector<double>>(s, "long_factor", where);
+    const auto longest = field<std::int64_t>(j, "max_position_embeddings", source, std::int64_t{2048});
+    const auto top = field<std::int64_t>(j, "original_max_position_embeddings", source, longest);
+    r.original_max_position_embeddings = field<std::int64_t>(s, "original_max_position_embeddings", where, top);
+    LEVERS_CHECK(r.original_max_position_embeddings > 0, "{}: original_max_position_embeddings must be positive, got "
+                 "{}", where, r.original_max_position_embeddings);
+    r.factor = field<double>(s, "factor", where,
+                             static_cast<double>(longest) / static_cast<double>(r.original_max_position_embeddings));
+    LEVERS_CHECK(r.factor > 0, "{}: factor {} must be positive", where, r.factor);
+    const double by_factor = r.factor <= 1 ? 1.0
+                                           : std::sqrt(1 + std::log(r.factor) /
+                                                               std::log(static_cast<double>(r.original_max_position_embeddings)));
+    r.attention_factor = field<double>(s, "attention_factor", where, by_factor);
+    LEVERS_CHECK(r.attention_factor > 0, "{}: attention_factor {} must be positive", where, r.attention_factor);
+    return r;
+}
+
 std::optional<nn::RopeScaling> rope_scaling(const nlohmann::json& j, const std::string& source) {
     if (!j.contains("rope_scaling") || j.at("rope_scaling").is_null()) return std::nullopt;
     const nlohmann::json& s = j.at("rope_scaling");
@@ -52,9 +79,12 @@ std::optional<nn::RopeScaling> rope_scaling(const nlohmann::json& j, const std::
                              : s.contains("type")    ? s.at("type").get<std::string>()
                                                      : "";
     if (type == "default") return std::nullopt;
-    LEVERS_CHECK(type == "llama3" || type == "linear", "{}: rope_scaling of type \"{}\" is not supported; levers "
-                 "reads \"llama3\" (Llama 3.1, 3.2), \"linear\" (Gemma 3) and \"default\" (or none)", source, type);
+    LEVERS_CHECK(type == "llama3" || type == "linear" || type == "longrope" || type == "su",
+                 "{}: rope_scaling of type \"{}\" is not supported; levers reads \"llama3\" (Llama 3.1, 3.2), "
+                 "\"linear\" (Gemma 3), \"longrope\" (Phi-3, Phi-4-mini; \"su\" its old name) and \"default\" "
+                 "(or none)", source, type);
     const std::string where = source + ": rope_scaling";
+    if (type == "longrope" || type == "su") return longrope(j, s, source);
     if (type == "linear") {
         const double factor = field<double>(s, "factor", where);
         LEVERS_CHECK(factor > 0, "{}: factor {} must be positive", where, factor);
@@ -125,7 +155,7 @@ void per_layer(LlamaConfig& c, const nlohmann::json& j, const std::string& sourc
 
 }  // namespace
 
-const char* supported_model_types() { return "llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text"; }
+const char* supported_model_types() { return "llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text, phi3"; }
 
 LayerAttention LlamaConfig::layer(std::int64_t index) const {
     const auto i = static_cast<std::size_t>(index);
@@ -170,10 +200,12 @@ LlamaConfig parse_llama_config(const nlohmann::json& j, const std::string& sourc
     c.rope_theta = field<double>(j, "rope_theta", source, theta);
     c.initializer_range = field<double>(j, "initializer_range", source, 0.02);
     c.rope_scaling = rope_scaling(j, source);
+    c.partial_rotary_factor = field<double>(j, "partial_rotary_factor", source, 1.0);
+    c.fused_projections = c.model_type == "phi3";
     c.attention_bias = c.model_type == "qwen2" || field<bool>(j, "attention_bias", source, false);
     c.mlp_bias = field<bool>(j, "mlp_bias", source, false);
     c.qk_norm = c.model_type == "qwen3" || c.model_type == "gemma3_text";
-    if (c.model_type == "mistral" || c.model_type == "smollm3")
+    if (c.model_type == "mistral" || c.model_type == "smollm3" || c.model_type == "phi3")
         c.sliding_window = field<std::int64_t>(j, "sliding_window", source, std::int64_t{0});
     if (c.model_type == "qwen2" || c.model_type == "qwen3")
         LEVERS_CHECK(!field<bool>(j, "use_sliding_window", source, false), "{}: use_sliding_window is true; levers "
@@ -243,6 +275,15 @@ void LlamaConfig::validate() const {
                  no_rope_layers.size(), n);
     LEVERS_CHECK(norm_offset == 0 || norm_offset == 1, "norm_offset is 0 (weight) or 1 (1 + weight), got {}",
                  norm_offset);
+    LEVERS_CHECK(partial_rotary_factor > 0 && partial_rotary_factor <= 1 && rotary_dim() >= 2 && rotary_dim() % 2 == 0,
+                 "partial_rotary_factor {} must be in (0, 1] and turn an even number (>= 2) of a head's {} elements; it "
+                 "turns {}", partial_rotary_factor, head_size(), rotary_dim());
+    if (rope_scaling && rope_scaling->kind == nn::RopeScaling::Kind::longrope)
+        LEVERS_CHECK(rope_scaling->short_factor.size() == static_cast<std::size_t>(rotary_dim() / 2) &&
+                         rope_scaling->long_factor.size() == rope_scaling->short_factor.size(),
+                     "rope_scaling's short_factor and long_factor have {} and {} entries; a head turning {} elements "
+                     "needs {} each", rope_scaling->short_factor.size(), rope_scaling->long_factor.size(), rotary_dim(),
+                     rotary_dim() / 2);
 }
 
 std::int64_t LlamaConfig::parameter_count() const {
@@ -266,7 +307,7 @@ nlohmann::json LlamaConfig::to_json() const {
         if (head_dim > 0) j["head_dim"] = head_dim;
         if (model_type != "qwen2") j["attention_bias"] = attention_bias;
         if (model_type == "llama") j["mlp_bias"] = mlp_bias;
-        if (model_type == "mistral" || !layer_types.empty())
+        if (model_type == "mistral" || model_type == "phi3" || !layer_types.empty())
             j["sliding_window"] = sliding_window > 0 ? nlohmann::json(sliding_window) : nullptr;
         if (!layer_types.empty()) j["layer_types"] = layer_types;
         if (!no_rope_layers.empty()) j["no_rope_layers"] = no_rope_layers;
@@ -277,8 +318,15 @@ nlohmann::json LlamaConfig::to_json() const {
             j["attn_logit_softcapping"] = cap(attn_logit_softcapping);
             if (rope_local_base_freq > 0) j["rope_local_base_freq"] = rope_local_base_freq;
         }
+        if (partial_rotary_factor != 1) j["partial_rotary_factor"] = partial_rotary_factor;
         if (rope_scaling && rope_scaling->kind == nn::RopeScaling::Kind::linear)
             j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", rope_scaling->factor}};
+        else if (rope_scaling && rope_scaling->kind == nn::RopeScaling::Kind::longrope) {
+            j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", rope_scaling->short_factor},
+                                 {"long_factor", rope_scaling->long_factor},
+                                 {"attention_factor", rope_scaling->attention_factor}};
+            j["original_max_position_embeddings"] = rope_scaling->original_max_position_embeddings;
+        }
         else if (rope_scaling)
             j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", rope_scaling->factor},
                                  {"low_freq_factor", rope_scaling->low_freq_factor},

@@ -1,6 +1,6 @@
 // The configuration of the decoder, as Hugging Face's config.json gives it:
 // model_type llama (Llama 2, 3, 3.1, 3.2), mistral, qwen2, qwen3, smollm3,
-// gemma2 or gemma3_text. What differs across these is a field here, not
+// gemma2, gemma3_text or phi3. What differs across these is a field here, not
 // another model: grouped-query heads (num_key_value_heads), q/k/v biases
 // (qwen2; attention_bias elsewhere), per-head RMSNorm of q and k (qwen3,
 // gemma3_text), a head_dim of its own, rope scaling (llama3, linear), a
@@ -8,7 +8,8 @@
 // gemma2, gemma3_text and smollm3), layers without rotary embeddings
 // (smollm3's no_rope_layers), Gemma's norms (1 + weight, after attention and
 // around the MLP too), GeGLU, scaled embeddings and queries and soft-capped
-// scores and logits (gemma2), tied output embeddings.
+// scores and logits (gemma2), tied output embeddings, Phi-3's fused
+// qkv_proj and gate_up_proj, partial rotation and longrope scaling.
 #pragma once
 
 #include "levers/nn/rotary.hpp"
@@ -38,6 +39,8 @@ struct LlamaConfig {
     std::int64_t max_position_embeddings = 2048;
     double rms_norm_eps = 1e-5, rope_theta = 10000, initializer_range = 0.02;
     std::optional<nn::RopeScaling> rope_scaling;  // of the global (full attention) layers
+    double partial_rotary_factor = 1;  // the part of each head that rotates (phi3's Phi-4-mini: 0.75)
+    bool fused_projections = false;    // phi3: qkv_proj and gate_up_proj, each one product
     bool attention_bias = false;  // on q, k and v (always for qwen2)
     bool mlp_bias = false;
     bool qk_norm = false;          // qwen3, gemma3_text
@@ -65,6 +68,10 @@ struct LlamaConfig {
     nlohmann::json original;  // the config.json read, written back unchanged but for torch_dtype
 
     std::int64_t head_size() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
+    // The elements of a head that rotate: int(head_size · partial_rotary_factor), as transformers rounds it.
+    std::int64_t rotary_dim() const {
+        return static_cast<std::int64_t>(static_cast<double>(head_size()) * partial_rotary_factor);
+    }
     LayerAttention layer(std::int64_t index) const;
     // Throws levers::Error naming the field and what would be valid.
     void validate() const;

@@ -70,7 +70,7 @@ void save_peft_adapter(const fs::path& dir, nn::Module& model, const LoraSetting
                                    {"r", settings.rank},
                                    {"lora_alpha", settings.alpha},
                                    {"lora_dropout", 0.0},
-                                   {"target_modules", settings.targets},
+                                   {"target_modules", nn::resolved_targets(model, settings.targets)},
                                    {"bias", "none"},
                                    {"fan_in_fan_out", false},
                                    {"use_rslora", false},

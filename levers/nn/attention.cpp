@@ -50,15 +50,22 @@ Attention::Options checked(std::int64_t dim, std::int64_t heads, Attention::Opti
                  "(0: none)", o.scale, o.logit_softcap);
     return o;
 }
+
+// One of the input projections, registered, where `wanted`.
+std::unique_ptr<Linear> projection(Module& attention, bool wanted, const char* name, std::int64_t dim,
+                                   std::int64_t out, const Attention::Options& o) {
+    return wanted ? std::make_unique<Linear>(attention, name, dim, out, o.bias, o.init) : nullptr;
+}
 }  // namespace
 
 Attention::Attention(std::int64_t dim, std::int64_t heads_, Options options)
     : Attention(dim, heads_, checked(dim, heads_, options), Checked{}) {}
 
 Attention::Attention(std::int64_t dim, std::int64_t heads_, Options o, Checked)
-    : q_proj(*this, "q_proj", dim, heads_ * o.head_dim, o.bias, o.init),
-      k_proj(*this, "k_proj", dim, o.kv_heads * o.head_dim, o.bias, o.init),
-      v_proj(*this, "v_proj", dim, o.kv_heads * o.head_dim, o.bias, o.init),
+    : q_proj(projection(*this, !o.fused_qkv, "q_proj", dim, heads_ * o.head_dim, o)),
+      k_proj(projection(*this, !o.fused_qkv, "k_proj", dim, o.kv_heads * o.head_dim, o)),
+      v_proj(projection(*this, !o.fused_qkv, "v_proj", dim, o.kv_heads * o.head_dim, o)),
+      qkv_proj(projection(*this, o.fused_qkv, "qkv_proj", dim, (heads_ + 2 * o.kv_heads) * o.head_dim, o)),
       o_proj(*this, "o_proj", heads_ * o.head_dim, dim, false, o.init),
       heads(heads_),
       kv_heads(o.kv_heads),
@@ -72,7 +79,7 @@ Attention::Attention(std::int64_t dim, std::int64_t heads_, Options o, Checked)
         k_norm = std::make_unique<RMSNorm>(*this, "k_norm", head_dim, o.qk_norm_eps, o.qk_norm_offset);
     }
     if (o.rope_theta > 0) {
-        rotary = std::make_unique<RotaryEmbedding>(head_dim, o.rope_theta, o.rope_scaling);
+        rotary = std::make_unique<RotaryEmbedding>(head_dim, o.rope_theta, o.rope_scaling, o.rotary_dim);
         register_module("rotary", *rotary);
     }
 }
@@ -138,8 +145,17 @@ std::pair<Tensor, Tensor> KvCache::append(const Tensor& k, const Tensor& v) {
 Attention::Heads Attention::project(const Tensor& x, std::int64_t start, const Packed* packed) {
     const std::int64_t batch = x.dim(0), time = x.dim(1);
     // [B, T, heads, D]: the heads side by side, as the projections make them.
-    Heads h{q_proj(x).view({batch, time, heads, head_dim}), k_proj(x).view({batch, time, kv_heads, head_dim}),
-            v_proj(x).view({batch, time, kv_heads, head_dim})};
+    Heads h;
+    if (qkv_proj) {  // q, k and v side by side in one product's rows
+        const Tensor qkv = (*qkv_proj)(x);
+        const std::int64_t q = heads * head_dim, kv = kv_heads * head_dim;
+        h = {qkv.narrow(-1, 0, q).reshape({batch, time, heads, head_dim}),
+             qkv.narrow(-1, q, kv).reshape({batch, time, kv_heads, head_dim}),
+             qkv.narrow(-1, q + kv, kv).reshape({batch, time, kv_heads, head_dim})};
+    } else {
+        h = {(*q_proj)(x).view({batch, time, heads, head_dim}), (*k_proj)(x).view({batch, time, kv_heads, head_dim}),
+             (*v_proj)(x).view({batch, time, kv_heads, head_dim})};
+    }
     if (q_norm) {
         h.q = (*q_norm)(h.q);
         h.k = (*k_norm)(h.k);

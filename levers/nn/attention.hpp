@@ -2,10 +2,11 @@
 // from x [B, T, C] in one product, each head attends to the positions before
 // it, c_proj mixes the heads; it runs the fused kernel
 // (levers/kernels/flash_attention.hpp) where it applies, the packed op elsewhere.
-// Attention is the general one (Llama's, Mistral's, Qwen's): separate q, k
-// and v projections, fewer key-value heads than query heads (grouped-query
-// attention), rotary embeddings, a mask, causal or not; written from matmul
-// and softmax (ops::attention_written_out), it takes the fused kernel
+// Attention is the general one (Llama's, Mistral's, Qwen's, Phi-3's): q, k
+// and v projections (separate, or one qkv_proj as Phi-3 stores them), fewer
+// key-value heads than query heads (grouped-query attention), rotary
+// embeddings, a mask, causal or not; written from matmul and softmax
+// (ops::attention_written_out), it takes the fused kernel
 // (levers/kernels/causal_attention.hpp) where it applies.
 #pragma once
 
@@ -54,6 +55,8 @@ public:
         bool causal = true;
         double rope_theta = 0;      // > 0: rotary embeddings on q and k with this base
         std::optional<RopeScaling> rope_scaling;  // with rope_theta: rescaled frequencies (Llama 3.1's, Gemma 3's)
+        std::int64_t rotary_dim = 0;  // with rope_theta: the elements of a head that rotate (0: all; Phi-4-mini's part)
+        bool fused_qkv = false;       // one projection qkv_proj making q, k and v side by side (Phi-3's)
         double qk_norm_eps = 0;     // > 0: RMSNorm of each head's q and k before rotation (Qwen 3's q_norm, k_norm)
         double qk_norm_offset = 0;  // the q/k norms' weight offset (RMSNorm's: Gemma 3's are 1 + weight)
         std::int64_t sliding_window = 0;  // > 0 (causal only): a query sees this many keys, itself included (Mistral)
@@ -79,7 +82,9 @@ public:
     // each document would alone.
     Tensor forward_packed(const Tensor& x, const Tensor& documents);
 
-    Linear q_proj, k_proj, v_proj, o_proj;
+    // q_proj, k_proj and v_proj, or qkv_proj alone (fused_qkv); registered in that order, then o_proj.
+    std::unique_ptr<Linear> q_proj, k_proj, v_proj, qkv_proj;
+    Linear o_proj;
     std::unique_ptr<RMSNorm> q_norm, k_norm;  // when qk_norm_eps > 0
     std::unique_ptr<RotaryEmbedding> rotary;  // when rope_theta > 0
     const std::int64_t heads, kv_heads, head_dim, sliding_window;

@@ -5,23 +5,40 @@
 
 namespace levers::nn {
 
-GatedMLP::GatedMLP(std::int64_t dim, std::int64_t hidden, bool bias, Init init, Activation activation_)
-    : gate_proj(*this, "gate_proj", dim, hidden, bias, init),
-      up_proj(*this, "up_proj", dim, hidden, bias, init),
+namespace {
+std::unique_ptr<Linear> projection(Module& mlp, bool wanted, const char* name, std::int64_t dim, std::int64_t out,
+                                   bool bias, const Init& init) {
+    return wanted ? std::make_unique<Linear>(mlp, name, dim, out, bias, init) : nullptr;
+}
+}  // namespace
+
+GatedMLP::GatedMLP(std::int64_t dim, std::int64_t hidden, bool bias, Init init, Activation activation_, bool fused)
+    : gate_proj(projection(*this, !fused, "gate_proj", dim, hidden, bias, init)),
+      up_proj(projection(*this, !fused, "up_proj", dim, hidden, bias, init)),
+      gate_up_proj(projection(*this, fused, "gate_up_proj", dim, 2 * hidden, bias, init)),
       down_proj(*this, "down_proj", hidden, dim, bias, init),
       activation(activation_) {}
 
 GatedMLP::GatedMLP(Module& parent, std::string name, std::int64_t dim, std::int64_t hidden, bool bias, Init init,
-                   Activation activation_)
-    : GatedMLP(dim, hidden, bias, init, activation_) {
+                   Activation activation_, bool fused)
+    : GatedMLP(dim, hidden, bias, init, activation_, fused) {
     parent.register_module(std::move(name), *this);
 }
 
 // SwiGLU in one elementwise pass (ops::swiglu = silu(gate) · up), its reference the two ops it replaces.
 Tensor GatedMLP::forward(const Tensor& x) {
-    if (activation == Activation::gelu_tanh)
-        return down_proj(ops::gelu(gate_proj(x), ops::GeluForm::tanh) * up_proj(x));
-    return down_proj(ops::swiglu(gate_proj(x), up_proj(x)));
+    Tensor gate, up;
+    if (gate_up_proj) {  // the gate's half first, as Phi-3's chunk(2) takes them
+        const Tensor both = (*gate_up_proj)(x);
+        const std::int64_t hidden = both.dim(-1) / 2;
+        gate = both.narrow(-1, 0, hidden);
+        up = both.narrow(-1, hidden, hidden);
+    } else {
+        gate = (*gate_proj)(x);
+        up = (*up_proj)(x);
+    }
+    if (activation == Activation::gelu_tanh) return down_proj(ops::gelu(gate, ops::GeluForm::tanh) * up);
+    return down_proj(ops::swiglu(gate, up));
 }
 
 }  // namespace levers::nn

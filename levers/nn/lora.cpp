@@ -20,13 +20,30 @@ std::vector<Linear*> linear_layers(Module& model) {
     return out;
 }
 
+namespace {
+constexpr const char* kAllLinear = "all-linear";
+std::string last_part(const std::string& name) { return name.substr(name.rfind('.') + 1); }
+bool chosen_by(const Linear& l, const std::string& target) {
+    if (target == kAllLinear) return last_part(l.full_name()) != "lm_head";
+    return l.full_name() == target || l.full_name().ends_with("." + target);
+}
+}  // namespace
+
+std::vector<std::string> resolved_targets(Module& model, const std::vector<std::string>& targets) {
+    if (std::find(targets.begin(), targets.end(), kAllLinear) == targets.end()) return targets;
+    std::set<std::string> names;
+    for (const Linear* l : linear_layers(model.root()))
+        if (chosen_by(*l, kAllLinear)) names.insert(last_part(l->full_name()));
+    for (const auto& t : targets)
+        if (t != kAllLinear) names.insert(t);
+    return {names.begin(), names.end()};
+}
+
 int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const std::vector<std::string>& targets) {
     Module& root = model.root();
     LEVERS_CHECK(!has_lora(root), "this model already has LoRA adapters");
     std::vector<Linear*> chosen;
-    const auto named = [](const Linear* l, const std::string& t) {
-        return l->full_name() == t || l->full_name().ends_with("." + t);
-    };
+    const auto named = [](const Linear* l, const std::string& t) { return chosen_by(*l, t); };
     for (Linear* l : linear_layers(root))
         for (const auto& t : targets)
             if (named(l, t)) {
@@ -38,10 +55,7 @@ int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const
     for (const auto& t : targets)
         if (std::none_of(chosen.begin(), chosen.end(), [&](const Linear* l) { return named(l, t); })) {
             std::set<std::string> names;
-            for (const Linear* l : linear_layers(root)) {
-                const std::string& full = l->full_name();
-                names.insert(full.substr(full.rfind('.') + 1));
-            }
+            for (const Linear* l : linear_layers(root)) names.insert(last_part(l->full_name()));
             LEVERS_FAIL("LoRA target '{}' names no Linear layer of this model; its layers are {}", t,
                         fmt::join(names, ", "));
         }

@@ -127,7 +127,7 @@ struct TrainingDefaults {
 struct LoraDefaults {
     long r = 8;          // adapter rank; 0: every weight trains
     double alpha = 16;   // updates scaled by alpha / r
-    std::string targets = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj";
+    std::string targets = "all-linear";  // every Linear but lm_head, as PEFT's target_modules="all-linear"
 };
 
 // A recipe as declared, untyped: what the builder (below) fills and a Recipe freezes.

@@ -43,7 +43,8 @@ inline const Param<bool> checkpointing{"checkpointing", false, "recompute each b
 inline const Param<int> lora_r{"lora_r", 8, "adapter rank (0: fine-tune every weight)", at_least(0)};
 inline const Param<double> lora_alpha{"lora_alpha", 16.0,
                                       "adapter scale numerator: updates are scaled by lora_alpha / lora_r", at_least(0)};
-inline const Param<std::string> lora_targets{"lora_targets", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
-                                             "the layers adapters go on (names or their last parts, comma-separated)"};
+inline const Param<std::string> lora_targets{"lora_targets", "all-linear",
+                                             "the layers adapters go on: names or their last parts, comma-separated "
+                                             "(q_proj,v_proj); all-linear, every Linear but lm_head"};
 
 }  // namespace levers::settings

@@ -92,10 +92,11 @@ TEST_CASE("recipe run sft trains on 1 and 2 ranks, saves a HF directory and a PE
     }
 }
 
-TEST_CASE("recipe run sft lowers the loss of each family's tiny model (SmolLM3, Gemma 2, Gemma 3) and saves it back") {
+TEST_CASE("recipe run sft lowers the loss of each family's tiny model (SmolLM3, Gemma 2, Gemma 3, Phi-3) and saves it "
+          "back") {
     TempDir tmp;
     const fs::path data = examples(tmp);
-    for (const std::string type : {"smollm3", "gemma2", "gemma3_text"}) {
+    for (const std::string type : {"smollm3", "gemma2", "gemma3_text", "phi3"}) {
         CAPTURE(type);
         const fs::path model = save_tiny_llama(
             tmp.path() / type,

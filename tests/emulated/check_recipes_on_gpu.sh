@@ -101,8 +101,9 @@ run llama_base "${cpu[@]}" run pretrain_llama --threads 1 --set steps=1 --set hi
     --set eval_batches=1 --set sample_tokens=0 --set corpus="$corpus" --set tokenizer="$here/../fixtures/tiny_tokenizer" \
     --out "$work/llama_base"
 # Tiny models of the families beside Llama (each layer kind: no rotary, sliding and soft-capped, Gemma 3's norms
-# and scaled rotary), saved with the same tokenizer; sft fine-tunes each in bf16 below.
-families=(smollm3 gemma2 gemma3_text)
+# and scaled rotary, Phi-3's fused projections, partial rotation and longrope), saved with the same tokenizer;
+# sft fine-tunes each in bf16 below.
+families=(smollm3 gemma2 gemma3_text phi3)
 for type in "${families[@]}"; do
     run "tiny_$type" "$4" run tiny_model --set model_type="$type" --set dir="$work/tiny_$type" \
         --set tokenizer="$here/../fixtures/tiny_tokenizer"
@@ -191,7 +192,7 @@ run oom run_oom
 settle
 grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
     { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
-for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
+for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text bf16_sft_phi3 user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
     grep -q 'on GPU 0 (levers emulated GPU' "$run.log" || { echo "the $run run did not use the emulated GPU:"; cat "$run.log"; exit 1; }
 done
 for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 user_f32_x2 cnn_f32_x2; do
@@ -235,7 +236,8 @@ for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32'
                                     ('_tune_x2', ('f32',), 'cpu_tune_x2'), ('_sft', ('f32', 'bf16'), 'cpu_sft'),
                                     ('_sft_x2', ('f32',), 'cpu_sft_x2'), ('_sft_smollm3', ('bf16',), 'cpu_sft_smollm3'),
                                     ('_sft_gemma2', ('bf16',), 'cpu_sft_gemma2'),
-                                    ('_sft_gemma3_text', ('bf16',), 'cpu_sft_gemma3_text')):
+                                    ('_sft_gemma3_text', ('bf16',), 'cpu_sft_gemma3_text'),
+                                    ('_sft_phi3', ('bf16',), 'cpu_sft_phi3')):
     cpu = result(cpu_run)
     for precision in precisions:
         run, tolerance = precision + suffix, 1e-5 if precision == 'f32' else 0.02
@@ -262,7 +264,7 @@ def against_cpu(cpu_run, runs, accuracy):  # each run's loss within its toleranc
 against_cpu('user_cpu', (('user_f32', 1e-5), ('user_bf16', 0.02), ('user_f32_x2', 1e-5)), 'test_accuracy')
 against_cpu('cnn_cpu', (('cnn_f32', 1e-5), ('cnn_bf16', 0.02), ('cnn_f32_x2', 1e-5)), 'final_test_accuracy')
 against_cpu('logistic_cpu', (('logistic_f32', 1e-5),), 'train_accuracy')
-for family in ('smollm3', 'gemma2', 'gemma3_text'):  # sft lowers each family's validation loss on the GPU
+for family in ('smollm3', 'gemma2', 'gemma3_text', 'phi3'):  # sft lowers each family's validation loss on the GPU
     run = 'bf16_sft_' + family
     before = float(re.search(r'eval step +0 \| val_loss ([0-9.]+)', open(run + '.log').read()).group(1))
     after = result(run)['val_loss']

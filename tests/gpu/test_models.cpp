@@ -265,6 +265,8 @@ std::vector<models::LlamaConfig> llama_family() {
         out.push_back(c);
     }
     for (const char* type : {"smollm3", "gemma2", "gemma3_text"}) out.push_back(testing::tiny_of_type(type, {.vocab = 67}));
+    // A context of 16: longrope's long factors take over past 8 positions, within the rows and the generation.
+    out.push_back(testing::tiny_of_type("phi3", {.vocab = 67, .context = 16}));
     return out;
 }
 }  // namespace

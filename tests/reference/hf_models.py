@@ -3,7 +3,7 @@
 for tests/unit/models/test_llama_family.cpp.
 
 For each model_type levers reads (llama, mistral, qwen2, qwen3, smollm3,
-gemma2, gemma3_text) this makes a model of two layers with random weights,
+gemma2, gemma3_text, phi3) this makes a model of two layers with random weights,
 writes it as Hugging Face does (config.json, model.safetensors or shards with
 model.safetensors.index.json, in float32 or bfloat16), and computes with
 PyTorch in float64, from the weights as stored, what transformers'
@@ -16,8 +16,13 @@ embeddings (smollm3's no_rope_layers), and Gemma's (norms of 1 + weight
 before and after attention and the MLP, GeGLU, embeddings times
 sqrt(hidden), queries scaled by query_pre_attn_scalar, a sliding layer and a
 global one, gemma2's soft-capped scores and logits, gemma3_text's q/k norms
-and the sliding layer's own rope base with linear scaling on the global one);
-tied and separate output embeddings.
+and the sliding layer's own rope base with linear scaling on the global one),
+and Phi-3's (fused qkv_proj and gate_up_proj, a partial rotation, longrope
+scaling whose long factors take over past the original length, a sliding
+window); tied and separate output embeddings. The greedy continuation is
+what generation through transformers' cache computes: each position turned
+by the factors of the step that added it (for longrope, the short ones while
+the sequence stays within the original length).
 
     /usr/bin/python3 tests/reference/hf_models.py tests/reference/hf
 
@@ -90,6 +95,13 @@ MODELS = {
                 "layer_types": ["sliding_attention", "full_attention"], "final_logit_softcapping": None,
                 "attn_logit_softcapping": None},
         dtype="BF16", shards=2),
+    "phi3": dict(
+        config={**COMMON, "model_type": "phi3", "architectures": ["Phi3ForCausalLM"], "num_key_value_heads": 2,
+                "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False, "attention_bias": False,
+                "partial_rotary_factor": 0.75, "sliding_window": 7, "original_max_position_embeddings": 8,
+                "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.5, 2.5],
+                                 "long_factor": [3.0, 5.0, 9.0]}},
+        dtype="F32", shards=2),
 }
 BATCH, TIME = 2, 9
 
@@ -101,7 +113,7 @@ def gemma(c):
 def layer_attention(c, l):
     """(sliding window or None, rope base or None, rope_scaling or None) of layer l, as transformers reads them."""
     window, theta, scaling = None, c["rope_theta"], c.get("rope_scaling")
-    if c["model_type"] == "mistral":
+    if c["model_type"] in ("mistral", "phi3"):
         window = c.get("sliding_window")
     if gemma(c):
         types = c.get("layer_types") or ["sliding_attention" if (i + 1) % 2 else "full_attention"
@@ -119,6 +131,10 @@ def head_dim(c):
     return c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
 
 
+def rotary_dim(c):
+    return int(head_dim(c) * c.get("partial_rotary_factor", 1.0))
+
+
 def shapes(c):
     d, hd, i, v = c["hidden_size"], head_dim(c), c["intermediate_size"], c["vocab_size"]
     q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
@@ -127,9 +143,12 @@ def shapes(c):
     for l in range(c["num_hidden_layers"]):
         p = f"model.layers.{l}."
         out[p + "input_layernorm.weight"] = [d]
-        out[p + "self_attn.q_proj.weight"] = [q, d]
-        out[p + "self_attn.k_proj.weight"] = [kv, d]
-        out[p + "self_attn.v_proj.weight"] = [kv, d]
+        if c["model_type"] == "phi3":
+            out[p + "self_attn.qkv_proj.weight"] = [q + 2 * kv, d]
+        else:
+            out[p + "self_attn.q_proj.weight"] = [q, d]
+            out[p + "self_attn.k_proj.weight"] = [kv, d]
+            out[p + "self_attn.v_proj.weight"] = [kv, d]
         if bias:
             out[p + "self_attn.q_proj.bias"] = [q]
             out[p + "self_attn.k_proj.bias"] = [kv]
@@ -142,8 +161,11 @@ def shapes(c):
         if gemma(c):
             out[p + "pre_feedforward_layernorm.weight"] = [d]
             out[p + "post_feedforward_layernorm.weight"] = [d]
-        out[p + "mlp.gate_proj.weight"] = [i, d]
-        out[p + "mlp.up_proj.weight"] = [i, d]
+        if c["model_type"] == "phi3":
+            out[p + "mlp.gate_up_proj.weight"] = [2 * i, d]
+        else:
+            out[p + "mlp.gate_proj.weight"] = [i, d]
+            out[p + "mlp.up_proj.weight"] = [i, d]
         out[p + "mlp.down_proj.weight"] = [d, i]
     out["model.norm.weight"] = [d]
     if not c["tie_word_embeddings"]:
@@ -211,13 +233,19 @@ def write_model(directory, c, weights, shards):
         json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
 
 
-def inverse_frequencies(c, theta, s):
-    hd = head_dim(c)
-    inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+def inverse_frequencies(c, theta, s, length):
+    """The rotating part's frequencies for a forward reaching `length` positions."""
+    rd = rotary_dim(c)
+    inv = 1.0 / (theta ** (torch.arange(0, rd, 2, dtype=torch.float64) / rd))
     if not s:
         return inv
-    if s["rope_type"] == "linear":  # transformers' _compute_linear_scaling_rope_parameters
+    kind = s.get("rope_type", s.get("type"))
+    if kind == "linear":  # transformers' _compute_linear_scaling_rope_parameters
         return inv / s["factor"]
+    if kind == "longrope":  # transformers' _compute_longrope_parameters, chosen per forward by its length
+        original = c.get("original_max_position_embeddings", c["max_position_embeddings"])
+        factors = s["long_factor"] if length > original else s["short_factor"]
+        return inv / torch.tensor(factors, dtype=torch.float64)
     # transformers' _compute_llama3_parameters
     factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
     old = s["original_max_position_embeddings"]
@@ -239,8 +267,27 @@ def rotate_half(h):
     return torch.cat((-h[..., half:], h[..., :half]), dim=-1)
 
 
-def forward(c, w, tokens):
+def attention_factor(c, s):
+    """longrope's scale of cos and sin: sqrt(1 + ln(factor) / ln(original)), factor = longest / original."""
+    if not s or s.get("rope_type", s.get("type")) != "longrope":
+        return 1.0
+    original = c.get("original_max_position_embeddings", c["max_position_embeddings"])
+    factor = c["max_position_embeddings"] / original
+    return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+
+
+def rotate(c, x, cos, sin):
+    """Phi-3's apply_rotary_pos_emb: the first rotary_dim elements turned, the rest passed."""
+    rd = rotary_dim(c)
+    turned, rest = x[..., :rd], x[..., rd:]
+    return torch.cat((turned * cos + rotate_half(turned) * sin, rest), dim=-1)
+
+
+def forward(c, w, tokens, lengths=None):
+    """lengths[p]: the length of the forward that computed position p (all of tokens' by default; generation
+    through a cache computes each new position in a forward of its own)."""
     b, t = tokens.shape
+    lengths = lengths or [t] * t
     hd, heads, kv_heads, eps = head_dim(c), c["num_attention_heads"], c["num_key_value_heads"], c["rms_norm_eps"]
     offset = 1 if gemma(c) else 0
     norm = lambda x, name: rms_norm(x, w[name + ".weight"], eps, offset)
@@ -261,19 +308,24 @@ def forward(c, w, tokens):
         if window:  # a query sees itself and the window - 1 keys before it
             blocked |= torch.tril(torch.ones(t, t, dtype=torch.bool), -window)
         a = norm(h, p + "input_layernorm")
-        q = lin(a, p + "self_attn.q_proj").view(b, t, heads, hd)
-        k = lin(a, p + "self_attn.k_proj").view(b, t, kv_heads, hd)
-        v = lin(a, p + "self_attn.v_proj").view(b, t, kv_heads, hd).transpose(1, 2)
+        if c["model_type"] == "phi3":
+            qkv = lin(a, p + "self_attn.qkv_proj")
+            q, k, v = qkv.split([heads * hd, kv_heads * hd, kv_heads * hd], dim=-1)
+            q, k, v = q.view(b, t, heads, hd), k.view(b, t, kv_heads, hd), v.view(b, t, kv_heads, hd).transpose(1, 2)
+        else:
+            q = lin(a, p + "self_attn.q_proj").view(b, t, heads, hd)
+            k = lin(a, p + "self_attn.k_proj").view(b, t, kv_heads, hd)
+            v = lin(a, p + "self_attn.v_proj").view(b, t, kv_heads, hd).transpose(1, 2)
         if c["model_type"] in ("qwen3", "gemma3_text"):
             q = norm(q, p + "self_attn.q_norm")
             k = norm(k, p + "self_attn.k_norm")
         q, k = q.transpose(1, 2), k.transpose(1, 2)
         if theta:
-            freqs = torch.outer(torch.arange(t, dtype=torch.float64), inverse_frequencies(c, theta, scaling))
+            freqs = torch.stack([pos * inverse_frequencies(c, theta, scaling, lengths[pos]) for pos in range(t)])
             emb = torch.cat((freqs, freqs), dim=-1)
-            cos, sin = emb.cos(), emb.sin()
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
+            amplitude = attention_factor(c, scaling)
+            cos, sin = emb.cos() * amplitude, emb.sin() * amplitude
+            q, k = rotate(c, q, cos, sin), rotate(c, k, cos, sin)
         k = k.repeat_interleave(heads // kv_heads, dim=1)
         v = v.repeat_interleave(heads // kv_heads, dim=1)
         scores = q @ k.transpose(-1, -2) * scale
@@ -287,7 +339,11 @@ def forward(c, w, tokens):
         else:
             h = h + y
             m = norm(h, p + "post_attention_layernorm")
-        y = lin(act(lin(m, p + "mlp.gate_proj")) * lin(m, p + "mlp.up_proj"), p + "mlp.down_proj")
+        if c["model_type"] == "phi3":  # the gate's half first
+            gate, up = lin(m, p + "mlp.gate_up_proj").chunk(2, dim=-1)
+        else:
+            gate, up = lin(m, p + "mlp.gate_proj"), lin(m, p + "mlp.up_proj")
+        y = lin(act(gate) * up, p + "mlp.down_proj")
         h = h + (norm(y, p + "post_feedforward_layernorm") if gemma(c) else y)
     h = norm(h, "model.norm")
     head = w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]
@@ -312,10 +368,12 @@ def reference(c, stored):
     loss.backward()
     with torch.no_grad():
         prompt = tokens[0, :4].tolist()
-        for _ in range(6):
-            nxt = forward(c, w, torch.tensor([prompt]))[0, -1].argmax().item()
+        for _ in range(6):  # the prompt in one forward, then a forward per position
+            lengths = [4] * 4 + list(range(5, len(prompt) + 1))
+            nxt = forward(c, w, torch.tensor([prompt]), lengths)[0, -1].argmax().item()
             prompt.append(nxt)
-    full = ["model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.1.mlp.down_proj.weight"]
+    query = "qkv_proj" if c["model_type"] == "phi3" else "q_proj"
+    full = ["model.embed_tokens.weight", f"model.layers.0.self_attn.{query}.weight", "model.layers.1.mlp.down_proj.weight"]
     return {
         "made_by": f"tests/reference/hf_models.py with PyTorch {torch.__version__}, float64 from the stored weights",
         "tokens": tokens.reshape(-1).tolist(),

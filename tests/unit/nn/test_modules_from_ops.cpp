@@ -133,12 +133,12 @@ TEST_CASE("attention: the packed route equals the written-out one; masks; groupe
     // A mask that hides every key but the first: each position sees position 0 only.
     const Tensor first = ops::arange(5).unsqueeze(0) == 0.0;
     const Tensor only_first = attn.forward(x, first.expand({5, 5}));
-    const Tensor v0 = attn.v_proj(x).narrow(1, 0, 1);
+    const Tensor v0 = (*attn.v_proj)(x).narrow(1, 0, 1);
     check_close(only_first.values(), attn.o_proj(v0.expand({2, 5, dim})).values(), 1e-10);
     // Not causal: the last position's output is the same whoever comes after.
     nn::Attention both_ways(dim, heads, {.kv_heads = 1, .causal = false});
     both_ways.initialize(4);
-    CHECK(both_ways.k_proj.weight.shape() == Shape{4, dim});  // one key-value head of 4
+    CHECK(both_ways.k_proj->weight.shape() == Shape{4, dim});  // one key-value head of 4
     CHECK_THROWS_WITH_AS(nn::Attention(dim, 3, {.kv_heads = 2, .head_dim = 4}),
                          doctest::Contains("Attention: 3 query heads do not share 2 key-value heads evenly"), Error);
 }

@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$root/bench/install_peers.sh"
 install_peers libopenmpi-dev openmpi-bin
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

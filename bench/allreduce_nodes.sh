@@ -13,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$root/bench/install_peers.sh"
 install_peers libopenmpi-dev openmpi-bin
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 source "$root/tests/nodes/two_nodes.sh"
 trap remove_two_nodes EXIT

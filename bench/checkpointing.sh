@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=${1:-3}
 threads=${2:-2}
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -8,7 +8,7 @@
 #   bash bench/chunked_loss.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 "$build/bench/bench_chunked_loss" --rows 2048 --hidden 512 --vocab 128256 --threads 2 --steps 3 | python3 -c '
 import json, sys

@@ -17,7 +17,7 @@ rounds=${2:-2}
 warmup=10
 . "$root/bench/install_peers.sh"
 install_peers python3-torch libopenblas0-openmp
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

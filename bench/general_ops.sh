@@ -17,7 +17,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=${1:-3}
 . "$root/bench/install_peers.sh"
 install_peers python3-torch libopenblas0-pthread libopenblas0-openmp
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

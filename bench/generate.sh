@@ -8,7 +8,7 @@
 #   bash bench/generate.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 "$build/bench/bench_generate" --threads 2 --new 32 --prompts 32,128,480 | python3 -c '
 import json, sys

@@ -13,7 +13,7 @@ rounds=${1:-1}
 . "$root/bench/install_peers.sh"
 . "$root/bench/base_build.sh"
 install_peers python3-torch libopenblas0-pthread libopenblas0-openmp
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 base=$(base_build "$LEVERS_BASE_COMMIT" "${LEVERS_BASE_BUILD:-$root/build-base}")
 shape=(--layers 12 --heads 12 --embd 768 --block 256 --vocab 50257 --batch 4 --steps 3 --warmup 1)

@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$root/bench/install_peers.sh"
 install_peers python3-torch
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 /usr/bin/python3 - "$build/bench/bench_launch" "$root/bench/launch_worker.py" <<'PY'
 import json, statistics, subprocess, sys, time

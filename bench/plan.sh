@@ -21,7 +21,7 @@
 #   bash bench/plan.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 books=${LEVERS_DATA:-$HOME/.local/share/levers}/books
 out=$(mktemp -d)

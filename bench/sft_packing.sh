@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=${1:-3}
 steps=${2:-40}
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
 out=$(mktemp -d)

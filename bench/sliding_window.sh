@@ -8,7 +8,7 @@
 #   bash bench/sliding_window.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 "$build/bench/bench_sliding_window" --time 4096 --window 512 --threads 2 --steps 5 | python3 -c '
 import json, sys

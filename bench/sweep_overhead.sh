@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cells=${1:-$(nproc)}
 steps=${2:-3000}
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -9,7 +9,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=${1:-llama3}
-bash "$root/scripts/setup.sh" build
+bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
 data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
 [ -f "$data/tokenizers/.complete-4" ] || bash "$root/scripts/setup.sh" test

@@ -5,6 +5,7 @@
 #                                (first: it is what the demo runs), run the default job
 #   bash scripts/setup.sh test   the whole set-up (every data set, every target), then the test suites
 #   bash scripts/setup.sh build  the whole set-up only
+#   bash scripts/setup.sh bench  the whole set-up and the benchmark programs (what bench/'s scripts run first)
 #   bash scripts/setup.sh chat   the chat demonstration: a small Llama pretrained on the books,
 #                                fine-tuned (sft) on questions about their passages, then asked
 #                                about passages it never saw
@@ -194,7 +195,7 @@ run_tests() {
 }
 
 mode=${1:-demo}
-case "$mode" in demo|test|build|chat) ;; *) echo "usage: bash scripts/setup.sh [demo|test|build|chat]" >&2; exit 2 ;; esac
+case "$mode" in demo|test|build|bench|chat) ;; *) echo "usage: bash scripts/setup.sh [demo|test|build|bench|chat]" >&2; exit 2 ;; esac
 
 install_packages
 export LEVERS_DATA="$data"
@@ -211,9 +212,10 @@ case "$mode" in
         configure_build
         build_levers $(demo_targets)
         chat_demo ;;
-    build|test)
+    build|test|bench)
         fetch_books; fetch_gpt2_tokenizer; fetch_hf_tokenizers; make_books_chat
         build_levers
+        if [ "$mode" = bench ]; then build_levers benchmarks; fi
         if [ "$mode" = test ]; then
             packages=(slurm-wlm munge iproute2); install_packages  # for the tests' Slurm and nodes
             run_tests

@@ -46,10 +46,12 @@ inline void attach_adapters(models::LanguageModel& model, const Config& cfg, con
 }
 
 // A Hugging Face model on this rank's device in the run's precision, adapters
-// on lora_targets, its blocks checkpointed where asked.
+// on lora_targets (attached before the weights are read: the frozen base goes
+// to a GPU in bf16 alone in a bf16 run), its blocks checkpointed where asked.
 inline std::unique_ptr<models::LanguageModel> load_hf_for_tuning(const Config& cfg, const std::string& dir) {
-    auto model = models::load_hf_model(dir, dist::device(), cfg.run().compute);
-    attach_adapters(*model, cfg, lora_targets(cfg), dir);
+    auto model = models::load_hf_model(dir, dist::device(), cfg.run().compute, [&](models::Llama& declared) {
+        attach_adapters(declared, cfg, lora_targets(cfg), dir);
+    });
     model->checkpoint_blocks(cfg[settings::checkpointing]);
     return model;
 }

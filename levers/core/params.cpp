@@ -52,6 +52,22 @@ void ParamSet::to_device(Device device, DType compute) {
     ++version_;  // the compute copy is written at its first use
 }
 
+void ParamSet::hold_as(Device device, DType compute) {
+    await(size_);
+    LEVERS_CHECK(params_.defined(), "hold_as() before allocate()");
+    LEVERS_CHECK(!with_grads_, "a set with gradients keeps master values for its optimizer: to_device(), not hold_as()");
+    LEVERS_CHECK(!sharded_params(), "the parameters' master values are sharded over the ranks (ZeRO)");
+    if (params_.device() != device || params_.dtype() != compute) {
+        // Converted on the host, then copied: the device never holds a second copy while it fills.
+        Tensor held = Tensor::persistent({size_}, compute, device);
+        held.copy_from(params_.to(Device::cpu(), compute));
+        params_ = held;
+    }
+    compute_ = Tensor();
+    grad_dtype_ = compute;
+    ++version_;
+}
+
 void ParamSet::convert(DType dtype) {
     await(size_);
     LEVERS_CHECK(params_.defined(), "convert() before allocate()");

@@ -71,6 +71,11 @@ public:
     // values the optimizer updates; gradients (if the set has them) are in
     // `compute`, made zeroed at their first use.
     void to_device(Device device, DType compute);
+    // A set without gradients (frozen parameters: nothing updates them) held
+    // on `device` in `compute` alone, bf16 on a GPU: no master values in f32
+    // beside the copy computed with (a third of the memory). dtype() is then
+    // `compute`; to_device() and convert() take it back to f32 on the host.
+    void hold_as(Device device, DType compute);
     // The parameters converted to `dtype` where they are (f32 <-> f64, the CPU
     // only), computing in it; gradients alike and zeroed.
     void convert(DType dtype);

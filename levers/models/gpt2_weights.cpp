@@ -95,7 +95,7 @@ void save_gpt2_safetensors(const fs::path& path, Gpt& model) {
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (const auto& [ours, p] : model.weights()) {
         const std::string name = hf_name(ours);
-        const Tensor t = p->value().to(Device::cpu());
+        const Tensor t = p->value().to(Device::cpu(), DType::f32);  // GPT-2's files are f32
         tensors.emplace_back(name, is_conv1d(name) ? transposed(t) : t);
     }
     const GptConfig& c = model.config();

@@ -13,7 +13,9 @@ void save_gpt(const std::filesystem::path& path, Gpt& model, const nlohmann::jso
     meta["config"] = {{"vocab_size", c.vocab_size}, {"block_size", c.block_size}, {"n_layer", c.n_layer},
                       {"n_head", c.n_head}, {"n_embd", c.n_embd}};
     std::vector<NamedTensor> tensors;
-    for (const auto& [name, p] : model.weights()) tensors.push_back({name, p->value()});
+    // f32 (or f64) as levers' GPTs hold their weights; a frozen base held in bf16 on a GPU is widened.
+    for (const auto& [name, p] : model.weights())
+        tensors.push_back({name, p->value().dtype() == DType::bf16 ? p->value().to(Device::cpu(), DType::f32) : p->value()});
     write_checkpoint(path, meta, tensors);
 }
 

@@ -146,12 +146,14 @@ LlamaConfig check_hf_dir(const fs::path& dir) {
     return config;
 }
 
-std::unique_ptr<Llama> load_hf_model(const fs::path& dir, Device device, DType compute) {
+std::unique_ptr<Llama> load_hf_model(const fs::path& dir, Device device, DType compute,
+                                     const std::function<void(Llama&)>& prepare) {
     const LlamaConfig config = dir_config(dir);
     const bool shape = shape_alone(dir);
     const HfWeights weights = shape ? HfWeights{} : open_hf_weights(dir);
     auto model = std::make_unique<Llama>(config);
     if (!shape) check_tensors(dir, config, weights, expected_of(*model));
+    if (prepare) prepare(*model);
     model->to(device, compute);
     // One tensor at a time: converted to f32 on the host, then copied into its place (a shape alone: the same
     // steps, traced, on a tensor never filled).

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,9 +38,14 @@ HfWeights open_hf_weights(const std::filesystem::path& dir);
 // read: one missing, unexpected, of the wrong shape or dtype is an error
 // naming the tensor, its file and what the configuration makes of it.
 // Inside a shape trace (`recipe plan`) a directory may hold config.json
-// alone: the model is laid out from it, its weights never read.
+// alone: the model is laid out from it, its weights never read. `prepare`,
+// where given, runs on the model as declared, before it goes to the device
+// and its weights are read: LoRA adapters attached there leave a frozen base
+// that goes to a GPU as it trains (bf16 alone in a bf16 run), never whole in
+// f32 there first.
 std::unique_ptr<Llama> load_hf_model(const std::filesystem::path& dir, Device device = Device::cpu(),
-                                     DType compute = DType::f32);
+                                     DType compute = DType::f32,
+                                     const std::function<void(Llama&)>& prepare = {});
 // Only the checks load_hf_model makes before it reads (for a recipe's check step).
 LlamaConfig check_hf_dir(const std::filesystem::path& dir);
 

@@ -43,10 +43,11 @@ void Linear::attach_lora(int rank, double alpha) {
 
 void Linear::merge_lora() {
     LEVERS_CHECK(lora_a_, "merge_lora(): '{}' has no LoRA adapter", full_name());
-    // On the host (once per run: a copy there and back is cheap next to training).
-    const DType dtype = weight.value().dtype();
-    Tensor w = weight.value().to(Device::cpu());
-    const Tensor a = lora_a_->value().to(Device::cpu()), b = lora_b_->value().to(Device::cpu());
+    // On the host (once per run: a copy there and back is cheap next to training), in f32 or f64 (a frozen
+    // weight held in bf16 on a GPU is summed in f32, then rounded once).
+    const DType dtype = weight.value().dtype() == DType::f64 ? DType::f64 : DType::f32;
+    Tensor w = weight.value().to(Device::cpu(), dtype);
+    const Tensor a = lora_a_->value().to(Device::cpu(), dtype), b = lora_b_->value().to(Device::cpu(), dtype);
     const auto rank = a.dim(0);
     if (dtype == DType::f64)
         kernels::cpu::lora_merge(w.data<double>(), a.data<double>(), b.data<double>(), in_features(), out_features(),
@@ -54,7 +55,7 @@ void Linear::merge_lora() {
     else
         kernels::cpu::lora_merge(w.data<float>(), a.data<float>(), b.data<float>(), in_features(), out_features(), rank,
                                  static_cast<float>(lora_scale_));
-    weight.value().copy_from(w);
+    weight.value().copy_from(w.to(weight.value().dtype()));
     lora_b_->value().zero();
     root().parameters_changed();
 }

@@ -14,8 +14,10 @@ void save_gpt(const std::filesystem::path& path, Gpt& model, const nlohmann::jso
                       {"n_head", c.n_head}, {"n_embd", c.n_embd}};
     std::vector<NamedTensor> tensors;
     // f32 (or f64) as levers' GPTs hold their weights; a frozen base held in bf16 on a GPU is widened.
-    for (const auto& [name, p] : model.weights())
-        tensors.push_back({name, p->value().dtype() == DType::bf16 ? p->value().to(Device::cpu(), DType::f32) : p->value()});
+    for (const auto& [name, p] : model.weights()) {
+        const Tensor value = p->value();
+        tensors.push_back({name, value.dtype() == DType::bf16 ? value.to(Device::cpu(), DType::f32) : value});
+    }
     write_checkpoint(path, meta, tensors);
 }
 

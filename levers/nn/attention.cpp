@@ -50,22 +50,17 @@ Attention::Options checked(std::int64_t dim, std::int64_t heads, Attention::Opti
                  "(0: none)", o.scale, o.logit_softcap);
     return o;
 }
-
-// One of the input projections, registered, where `wanted`.
-std::unique_ptr<Linear> projection(Module& attention, bool wanted, const char* name, std::int64_t dim,
-                                   std::int64_t out, const Attention::Options& o) {
-    return wanted ? std::make_unique<Linear>(attention, name, dim, out, o.bias, o.init) : nullptr;
-}
 }  // namespace
 
 Attention::Attention(std::int64_t dim, std::int64_t heads_, Options options)
     : Attention(dim, heads_, checked(dim, heads_, options), Checked{}) {}
 
 Attention::Attention(std::int64_t dim, std::int64_t heads_, Options o, Checked)
-    : q_proj(projection(*this, !o.fused_qkv, "q_proj", dim, heads_ * o.head_dim, o)),
-      k_proj(projection(*this, !o.fused_qkv, "k_proj", dim, o.kv_heads * o.head_dim, o)),
-      v_proj(projection(*this, !o.fused_qkv, "v_proj", dim, o.kv_heads * o.head_dim, o)),
-      qkv_proj(projection(*this, o.fused_qkv, "qkv_proj", dim, (heads_ + 2 * o.kv_heads) * o.head_dim, o)),
+    : q_proj(optional_linear(*this, !o.fused_qkv, "q_proj", dim, heads_ * o.head_dim, o.bias, o.init)),
+      k_proj(optional_linear(*this, !o.fused_qkv, "k_proj", dim, o.kv_heads * o.head_dim, o.bias, o.init)),
+      v_proj(optional_linear(*this, !o.fused_qkv, "v_proj", dim, o.kv_heads * o.head_dim, o.bias, o.init)),
+      qkv_proj(optional_linear(*this, o.fused_qkv, "qkv_proj", dim, (heads_ + 2 * o.kv_heads) * o.head_dim, o.bias,
+                               o.init)),
       o_proj(*this, "o_proj", heads_ * o.head_dim, dim, false, o.init),
       heads(heads_),
       kv_heads(o.kv_heads),

@@ -5,17 +5,10 @@
 
 namespace levers::nn {
 
-namespace {
-std::unique_ptr<Linear> projection(Module& mlp, bool wanted, const char* name, std::int64_t dim, std::int64_t out,
-                                   bool bias, const Init& init) {
-    return wanted ? std::make_unique<Linear>(mlp, name, dim, out, bias, init) : nullptr;
-}
-}  // namespace
-
 GatedMLP::GatedMLP(std::int64_t dim, std::int64_t hidden, bool bias, Init init, Activation activation_, bool fused)
-    : gate_proj(projection(*this, !fused, "gate_proj", dim, hidden, bias, init)),
-      up_proj(projection(*this, !fused, "up_proj", dim, hidden, bias, init)),
-      gate_up_proj(projection(*this, fused, "gate_up_proj", dim, 2 * hidden, bias, init)),
+    : gate_proj(optional_linear(*this, !fused, "gate_proj", dim, hidden, bias, init)),
+      up_proj(optional_linear(*this, !fused, "up_proj", dim, hidden, bias, init)),
+      gate_up_proj(optional_linear(*this, fused, "gate_up_proj", dim, 2 * hidden, bias, init)),
       down_proj(*this, "down_proj", hidden, dim, bias, init),
       activation(activation_) {}
 

@@ -41,6 +41,11 @@ void Linear::attach_lora(int rank, double alpha) {
     lora_scale_ = alpha / rank;
 }
 
+std::unique_ptr<Linear> optional_linear(Module& parent, bool wanted, std::string name, std::int64_t in,
+                                        std::int64_t out, bool bias, Init weight_init) {
+    return wanted ? std::make_unique<Linear>(parent, std::move(name), in, out, bias, weight_init) : nullptr;
+}
+
 void Linear::merge_lora() {
     LEVERS_CHECK(lora_a_, "merge_lora(): '{}' has no LoRA adapter", full_name());
     // On the host (once per run: a copy there and back is cheap next to training), in f32 or f64 (a frozen

@@ -7,6 +7,7 @@
 #include "levers/kernels/elementwise.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 namespace levers::nn {
@@ -41,6 +42,12 @@ private:
     Parameter* lora_b_ = nullptr;
     double lora_scale_ = 0;
 };
+
+// A Linear registered in `parent` as `name` where `wanted`, else none: a
+// layer's projections that its options choose (Phi-3's fused ones in place
+// of separate ones).
+std::unique_ptr<Linear> optional_linear(Module& parent, bool wanted, std::string name, std::int64_t in,
+                                        std::int64_t out, bool bias, Init weight_init);
 
 // A lookup table: tokens (i32, any shape) to rows of weight [count, dim].
 class Embedding : public Layer {

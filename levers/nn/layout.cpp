@@ -96,7 +96,7 @@ void Layout::place(Device to, DType dtype) {
     }
     trainable.to_device(to, dtype);  // a compute copy where `dtype` is not `master` (bf16 on a GPU)
     // Frozen weights (LoRA's base) take no optimizer step: on a GPU they are held in the compute dtype alone.
-    if (dtype != master && !frozen.has_grads())
+    if (dtype != master)
         frozen.hold_as(to, dtype);
     else
         frozen.to_device(to, dtype);

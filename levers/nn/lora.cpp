@@ -43,17 +43,16 @@ int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const
     Module& root = model.root();
     LEVERS_CHECK(!has_lora(root), "this model already has LoRA adapters");
     std::vector<Linear*> chosen;
-    const auto named = [](const Linear* l, const std::string& t) { return chosen_by(*l, t); };
     for (Linear* l : linear_layers(root))
         for (const auto& t : targets)
-            if (named(l, t)) {
+            if (chosen_by(*l, t)) {
                 chosen.push_back(l);
                 break;
             }
     // Each target names some layer: a target of another family's (Phi-3's qkv_proj on a Llama) is a mistake,
     // not a layer to skip quietly.
     for (const auto& t : targets)
-        if (std::none_of(chosen.begin(), chosen.end(), [&](const Linear* l) { return named(l, t); })) {
+        if (std::none_of(chosen.begin(), chosen.end(), [&](const Linear* l) { return chosen_by(*l, t); })) {
             std::set<std::string> names;
             for (const Linear* l : linear_layers(root)) names.insert(last_part(l->full_name()));
             LEVERS_FAIL("LoRA target '{}' names no Linear layer of this model; its layers are {}", t,

@@ -3,8 +3,8 @@
 #
 #   bash scripts/setup.sh demo   install what is missing, fetch the books, build the recipe command
 #                                (first: it is what the demo runs), run the default job
-#   bash scripts/setup.sh test   the whole set-up (every data set, every target), then the test suites
-#   bash scripts/setup.sh build  the whole set-up only
+#   bash scripts/setup.sh test   the whole set-up (every data set, every target but the benchmarks), then the test suites
+#   bash scripts/setup.sh build  the whole set-up only (the benchmarks not built)
 #   bash scripts/setup.sh bench  the whole set-up and the benchmark programs (what bench/'s scripts run first)
 #   bash scripts/setup.sh chat   the chat demonstration: a small Llama pretrained on the books,
 #                                fine-tuned (sft) on questions about their passages, then asked

@@ -63,6 +63,7 @@ LoopResult train_loop(ParamSet& params, const LoopOptions& options,
     LoopResult result;
     LoopState& st = result.end;
     st = options.start;
+    result.loss = st.last_loss;  // what a run resumed at its last step, with nothing left to train, reports
 
     // ZeRO's gathered parameters arrive while the next forward runs (on the group's communication thread under
     // shared memory): the loop's own collectives (evaluation's means, checkpoints) wait for them first.

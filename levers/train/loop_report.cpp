@@ -22,6 +22,7 @@ void LoopReport::log_window(LoopState& st, double lr, double grad_norm, LoopResu
                               options_.steps, mean, lr, grad_norm,
                               static_cast<double>(window_items_) / seconds_since(window_start_), options_.unit));
     result.loss = mean;
+    st.last_loss = mean;
     result.loss_curve.emplace_back(st.step, mean);
     window_start_ = Clock::now();
     st.window_loss = 0;

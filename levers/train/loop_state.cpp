@@ -11,6 +11,7 @@ nlohmann::json to_json(const LoopState& s) {
             {"items", s.items},
             {"window_loss", s.window_loss},
             {"window_steps", s.window_steps},
+            {"last_loss", s.last_loss},
             {"have_best", s.have_best},
             {"best_metric", s.best_metric},
             {"best_step", s.best_step},
@@ -25,6 +26,7 @@ LoopState loop_state_from_json(const nlohmann::json& j, const std::string& file)
         s.items = j.at("items").get<std::int64_t>();
         s.window_loss = j.at("window_loss").get<double>();
         s.window_steps = j.at("window_steps").get<long>();
+        s.last_loss = j.value("last_loss", 0.0);  // absent from checkpoints written before it was kept
         s.have_best = j.at("have_best").get<bool>();
         s.best_metric = j.at("best_metric").get<double>();
         s.best_step = j.at("best_step").get<long>();

@@ -14,6 +14,7 @@ struct LoopState {
     std::int64_t items = 0;    // tokens or samples trained on, all ranks
     double window_loss = 0;    // the open progress window: loss sum and steps
     long window_steps = 0;
+    double last_loss = 0;      // the last closed window's mean: a run resumed at its last step reports it
     bool have_best = false;    // early stopping's and the best checkpoint's record
     double best_metric = 0;
     long best_step = 0;

@@ -72,6 +72,14 @@ TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run en
         CHECK(ra["loss"] == rb["loss"]);
         CHECK(ra["val_loss"] == rb["val_loss"]);
         CHECK(nlohmann::json::parse(read_text(resumed / "config.json"))["resumed_from"] == at4.string());
+        // Resumed at its last step (a job killed after its final checkpoint), nothing is left to train: the run
+        // reports the loss it ended with, not none.
+        auto at_end = tiny_pretrain(tmp.path() / ("at_end" + std::to_string(gpus)), gpus);
+        at_end.insert(at_end.end(), {"--resume", (full / "checkpoints" / "step-00000008.ckpt").string()});
+        auto e = recipe(at_end);
+        INFO(e.output);
+        REQUIRE(e.code == 0);
+        CHECK(nlohmann::json::parse(last_line(e.output))["loss"] == ra["loss"]);
     }
     // On another GPU count it continues, the global batch kept (test_zero_runs.cpp checks the curve).
     auto other = tiny_pretrain(tmp.path() / "other", 1);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,6 +42,13 @@ MappedFile MappedFile::open(const fs::path& path) {
     f.data_ = std::shared_ptr<const std::byte>(static_cast<const std::byte*>(p),
                                                [size](const std::byte* q) { ::munmap(const_cast<std::byte*>(q), size); });
     return f;
+}
+
+void release_pages(const std::byte* data, std::size_t bytes) {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) / page * page;
+    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) / page * page;
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice: failure is harmless
 }
 
 fs::path cache_dir() {

@@ -26,6 +26,12 @@ private:
     std::size_t size_ = 0;
 };
 
+// Drops the pages of [data, data + bytes) in a file mapping from this
+// process's memory once read (the page cache keeps them; reading them again
+// maps them again): a pass over a large mapped file keeps only what it
+// works on resident. Only whole pages inside the range are dropped.
+void release_pages(const std::byte* data, std::size_t bytes);
+
 // $LEVERS_CACHE if set, else $XDG_CACHE_HOME/levers, else ~/.cache/levers.
 std::filesystem::path cache_dir();
 

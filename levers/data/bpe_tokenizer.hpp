@@ -79,6 +79,8 @@ public:
     std::optional<std::int32_t> token_id(std::string_view token) const;
     bool is_special(std::int32_t id) const;
     const std::string& name() const { return spec_.name; }
+    // What it was made of (GGUF export writes the vocabulary and merges from it).
+    const Spec& spec() const { return spec_; }
 
 private:
     struct Engine;

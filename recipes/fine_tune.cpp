@@ -56,8 +56,11 @@ void check(const Config& cfg) {
         const fs::path dir = cfg[model_dir];
         models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
         recipes::check_lora(cfg);
+        recipes::check_gguf(cfg, dir);
         return;
     }
+    LEVERS_CHECK(cfg[recipes::gguf].empty(), "--set gguf={} goes with --set model=DIR (a Hugging Face model); a "
+                 "GPT has no GGUF form here", cfg[recipes::gguf]);
     const fs::path from = cfg[base];
     LEVERS_CHECK(fs::exists(from), "fine_tune: base checkpoint {} not found; run `recipe run pretrain` first, or give "
                  "one with --set base=PATH (or a Hugging Face directory with --set model=DIR)", from.string());
@@ -103,7 +106,7 @@ std::unique_ptr<Text> load_text(const Config& cfg) {
 
 Result save(Model& model, Text& d, const LoopResult& run, const Config& cfg) {
     const fs::path& run_dir = cfg.run().dir;
-    if (!d.model_dir.empty()) return recipes::save_hf_tuned(model, d.model_dir, d.lora, run_dir);
+    if (!d.model_dir.empty()) return recipes::save_hf_tuned(model, d.model_dir, d.lora, run_dir, cfg[recipes::gguf]);
     Result out = {{"trainable_parameters", model.params().size()}};
     const bool lora = nn::has_lora(model);
     auto& gpt = dynamic_cast<models::Gpt&>(model);
@@ -126,7 +129,7 @@ LEVERS_RECIPE(fine_tune) {
                    .batch_size = 16, .seed = 1337, .eval_every = 100})
         .lora({})
         .activation_checkpointing()
-        .params(model_dir, base, recipes::n_head, corpus, context, recipes::eval_batches)
+        .params(model_dir, base, recipes::n_head, corpus, context, recipes::eval_batches, recipes::gguf)
         .check(check)
         .model(load_base)
         .data(load_text)

@@ -10,6 +10,7 @@
 #include "levers/models/peft_adapter.hpp"
 #include "levers/nn/lora.hpp"
 #include "levers/recipe/recipe.hpp"
+#include "recipes/gguf_params.hpp"
 
 #include <filesystem>
 #include <memory>
@@ -57,9 +58,10 @@ inline std::unique_ptr<models::LanguageModel> load_hf_for_tuning(const Config& c
 }
 
 // The PEFT adapter (when there are adapters) and the merged model, into the run directory (rank 0 writes;
-// none without one).
+// none without one), and the merged model as GGUF of `gguf_type` beside it where one is asked for.
 inline Result save_hf_tuned(models::LanguageModel& model, const std::filesystem::path& base_dir,
-                            const models::LoraSettings& lora, const std::filesystem::path& run_dir) {
+                            const models::LoraSettings& lora, const std::filesystem::path& run_dir,
+                            const std::string& gguf_type = "") {
     Result out = {{"trainable_parameters", model.params().size()}};
     const bool adapters = nn::has_lora(model);
     if (dist::is_main() && !run_dir.empty() && adapters) {
@@ -70,6 +72,10 @@ inline Result save_hf_tuned(models::LanguageModel& model, const std::filesystem:
     if (dist::is_main() && !run_dir.empty()) {
         models::save_hf_model(run_dir / "model", dynamic_cast<models::Llama&>(model), {.tokenizer_from = base_dir});
         out["model"] = (run_dir / "model").string();
+        if (!gguf_type.empty()) {  // the run's own file: a resumed run writes it again
+            const auto gguf_file = run_dir / ("model-" + gguf_type + ".gguf");
+            out["gguf"] = write_gguf(run_dir / "model", gguf_file, gguf_type, true).file.string();
+        }
     }
     return out;
 }

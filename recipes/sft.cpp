@@ -81,6 +81,7 @@ void check(const Config& cfg) {
     LEVERS_CHECK(held >= 0 && held < 1, "--set val_fraction={} must be in [0, 1)", held);
     too_long(cfg);
     recipes::check_lora(cfg);
+    recipes::check_gguf(cfg, dir);
     // The data read, rendered and laid out once here too, so a bad line stops the job before anything starts.
     prepare(cfg);
 }
@@ -184,7 +185,7 @@ Metrics validate(models::LanguageModel& model, Examples& d) {
 }
 
 Result save(models::LanguageModel& model, Examples& d, const LoopResult&, const Config& cfg) {
-    return recipes::save_hf_tuned(model, d.model_dir, d.lora, cfg.run().dir);
+    return recipes::save_hf_tuned(model, d.model_dir, d.lora, cfg.run().dir, cfg[recipes::gguf]);
 }
 
 }  // namespace
@@ -198,7 +199,7 @@ LEVERS_RECIPE(sft) {
         .lora({})
         .activation_checkpointing()
         .params(model_dir, data_file, context, packing, too_long_rule, val_fraction,
-                recipes::eval_batches.with_default(8))
+                recipes::eval_batches.with_default(8), recipes::gguf)
         .check(check)
         .model(load_model)
         .data(load_examples)

@@ -35,6 +35,7 @@ Examples:
   {recipe} submit {pretrain} --nodes 2 --gpus 8     hand the job to Slurm
   {recipe} status                                GPUs, who holds them, who waits
   {recipe} tokenize --tokenizer DIR notes.txt    text to token ids with a model's tokenizer
+  {recipe} gguf-info model.gguf                  a GGUF file's metadata and tensors
   {recipe} workspace multi-gpu off               refuse jobs of more than one GPU
   {recipe} help env                              every environment variable levers reads)";
 
@@ -97,7 +98,8 @@ int main(int argc, char** argv) {
     HelpCommand& help_command = *help;
     std::vector<std::unique_ptr<Command>> commands;
     for (auto make : {list_command, show_command, run_command, plan_command, submit_command, sweep_command,
-                      plot_command, bench_command, status_command, workspace_command, tokenize_command})
+                      plot_command, bench_command, status_command, workspace_command, tokenize_command,
+                      gguf_info_command})
         commands.push_back(make());
     commands.push_back(std::move(help));
     for (auto& c : commands) c->add_to(app, ex);

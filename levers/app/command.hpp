@@ -36,5 +36,6 @@ std::unique_ptr<Command> bench_command();     // bench/bench_cli.cpp
 std::unique_ptr<Command> status_command();    // status_command.cpp: status
 std::unique_ptr<Command> workspace_command();  // status_command.cpp: workspace
 std::unique_ptr<Command> tokenize_command();  // tokenize_command.cpp
+std::unique_ptr<Command> gguf_info_command();  // gguf_info_command.cpp
 
 }  // namespace levers

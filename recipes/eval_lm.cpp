@@ -1,7 +1,8 @@
 // eval_lm: the mean loss of a language model on a text (or on token ids), in
 // nats per token over non-overlapping windows of its context, so the number
 // compares with other implementations' (Hugging Face's perplexity with
-// stride = context). The model is GPT-2's (--set weights=) or a Hugging Face
+// stride = context), or, with llama_cpp=true, as llama.cpp's llama-perplexity
+// scores (so a GGUF export's figure compares with ours). The model is GPT-2's (--set weights=) or a Hugging Face
 // directory of the Llama family (--set model=DIR, read with its own
 // tokenizer). Works on any GPU count: each rank scores its share of the windows.
 #include "levers/core/read_file.hpp"
@@ -30,6 +31,9 @@ const Param<long> context{"context", 0, "window length in tokens (0: the model's
                           "text is one window)", at_least(0)};
 const Param<long> batch_size{"batch_size", 4, "windows per forward pass", at_least(1)};
 const Param<long> max_tokens{"max_tokens", 0, "score only the first N tokens (0: all)", at_least(0)};
+const Param<bool> llama_cpp{"llama_cpp", false, "score as llama.cpp's llama-perplexity does: windows of `context` "
+                            "tokens, each opening with BOS (where the tokenizer adds one), the predictions of each "
+                            "window's second half counted"};
 
 void check(const Config& cfg) {
     const std::string weights = cfg[weights_file], dir = cfg[model_dir];
@@ -100,14 +104,37 @@ Result eval_lm(const Config& cfg) {
                      n, window, n - 1);
         window = n - 1;
     }
-    const std::int64_t windows = (n - 1) / window;
-    dist::print0("{}: {}; {} tokens ({}), {} windows of {}\n", source, model->summary(), tokens.size(), how, windows,
-                 window);
-    const double loss = train::mean_window_loss(*model, data::TokenFile::from(tokens), cfg[batch_size], window, 0);
+    std::int64_t windows = (n - 1) / window;
+    std::function<double(const data::TokenBatch&)> mean_loss = [&](const data::TokenBatch& b) {
+        return model->loss(b.inputs, b.targets).item();
+    };
+    std::int64_t scored = windows * window;
+    if (cfg[llama_cpp]) {
+        // llama-perplexity's chunks: every whole window of the text, BOS in its first place, and the
+        // predictions of positions context/2 to context-2 (the last one's target is the next chunk's).
+        windows = n / window;
+        LEVERS_CHECK(windows >= 1, "llama_cpp=true needs at least one window of {} tokens; {} has {}", window, how, n);
+        tokens.resize(static_cast<std::size_t>(windows * window));
+        const auto prefix = dir.empty() ? std::vector<std::int32_t>{} : models::hf_codec(dir, model->vocab_size()).encode("");
+        for (std::int64_t w = 0; w < windows && !prefix.empty(); ++w) tokens[static_cast<std::size_t>(w * window)] = prefix.front();
+        tokens.push_back(0);  // a target for the last position, which is not scored
+        mean_loss = [&](const data::TokenBatch& b) {
+            Tensor targets = b.targets.to(Device::cpu()).clone();
+            auto* t = targets.data<std::int32_t>();
+            for (std::int64_t r = 0; r < b.batch; ++r)
+                for (std::int64_t p = 0; p < b.time; ++p)
+                    if (p < window / 2 || p == window - 1) t[r * b.time + p] = -100;
+            return model->loss(b.inputs, targets.to(b.targets.device())).item();
+        };
+        scored = windows * (window - 1 - window / 2);
+    }
+    dist::print0("{}: {}; {} tokens ({}), {} windows of {}{}\n", source, model->summary(), tokens.size(), how, windows,
+                 window, cfg[llama_cpp] ? ", scored as llama-perplexity scores" : "");
+    const double loss = train::mean_window_loss(*model, data::TokenFile::from(tokens), cfg[batch_size], window, 0, mean_loss);
     dist::print0("mean loss {:.4f} nats/token, perplexity {:.2f}\n", loss, std::exp(loss));
     return {{"loss", loss},
             {"perplexity", std::exp(loss)},
-            {"tokens_scored", windows * window},
+            {"tokens_scored", scored},
             {"windows", windows},
             {"context", window}};
 }
@@ -118,7 +145,7 @@ LEVERS_RECIPE(eval_lm) {
     return levers::recipe("eval_lm")
         .describe("mean loss and perplexity of a language model (a HF directory, GPT-2 safetensors or a levers "
                   "model) on a text or token ids")
-        .params(model_dir, weights_file, text_file, ids_file, recipes::n_head, context, batch_size, max_tokens)
+        .params(model_dir, weights_file, text_file, ids_file, recipes::n_head, context, batch_size, max_tokens, llama_cpp)
         .check(check)
         .run(eval_lm);
 }

@@ -229,23 +229,23 @@ void set_architecture(data::GgufWriter& w, const LlamaConfig& c, const Arch& arc
 
 // Row `r` of a stored 2-d (or 1-d: r = 0) tensor as f32.
 void read_row(const data::StoredTensor& t, std::int64_t r, std::int64_t cols, float* out) {
-    const auto at = static_cast<std::size_t>(r * cols);
-    const std::byte* p = t.data;
+    const auto n = static_cast<std::size_t>(cols);
+    const std::byte* p = t.data + static_cast<std::size_t>(r) * n * data::stored_bytes(1, t.dtype);
     if (t.dtype == "F32") {
-        std::memcpy(out, p + at * 4, static_cast<std::size_t>(cols) * 4);
-        return;
-    }
-    for (std::int64_t i = 0; i < cols; ++i) {
-        const auto k = at + static_cast<std::size_t>(i);
-        if (t.dtype == "F64") {
+        std::memcpy(out, p, n * 4);
+    } else if (t.dtype == "F64") {
+        for (std::size_t i = 0; i < n; ++i) {
             double v;
-            std::memcpy(&v, p + k * 8, 8);
+            std::memcpy(&v, p + i * 8, 8);
             out[i] = static_cast<float>(v);
-        } else {
-            std::uint16_t h;
-            std::memcpy(&h, p + k * 2, 2);
-            out[i] = t.dtype == "BF16" ? bf16_to_float(h) : data::half_to_float(h);
         }
+    } else {
+        std::vector<std::uint16_t> h(n);
+        std::memcpy(h.data(), p, n * 2);
+        if (t.dtype == "BF16")
+            for (std::size_t i = 0; i < n; ++i) out[i] = bf16_to_float(h[i]);
+        else
+            for (std::size_t i = 0; i < n; ++i) out[i] = data::half_to_float(h[i]);
     }
 }
 

@@ -207,16 +207,14 @@ std::string GgufValue::summary() const {
                 return type == Type::boolean ? (v ? "true" : "false") : fmt::format("{}", v);
             } else if constexpr (std::is_same_v<T, double>) {
                 return fmt::format("{:g}", v);
-            } else if constexpr (std::is_same_v<T, std::string>) {
-                std::string s = v.size() > 60 ? v.substr(0, 60) + "..." : v;
-                for (char& c : s)
-                    if (c == '\n') c = ' ';
-                return fmt::format("\"{}\"{}", s, v.size() > 60 ? fmt::format(" ({} characters)", v.size()) : "");
+            } else if constexpr (std::is_same_v<T, std::string>) {  // quoted and escaped, as C++ would write it
+                return v.size() > 60 ? fmt::format("{:?}... ({} characters)", v.substr(0, 60), v.size())
+                                     : fmt::format("{:?}", v);
             } else {
                 std::string items;
                 for (std::size_t i = 0; i < std::min(kShown, v.size()); ++i) {
                     if constexpr (std::is_same_v<T, std::vector<std::string>>)
-                        items += fmt::format("{}\"{}\"", i ? ", " : "", v[i]);
+                        items += fmt::format("{}{:?}", i ? ", " : "", v[i]);
                     else
                         items += fmt::format("{}{}", i ? ", " : "", v[i]);
                 }

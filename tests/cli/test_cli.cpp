@@ -77,7 +77,7 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
         {"run classify --set hidden=16,x", "parameter 'hidden': '16,x' is not a comma-separated list"},
         {"run pretrain --threads -1", "--threads must be >= 0"},
         {"frobnicate", "unknown command 'frobnicate'; valid commands: list, show, run, plan, submit, sweep, plot, bench, "
-                       "status, workspace, tokenize, help"},
+                       "status, workspace, tokenize, gguf-info, help"},
         {"help frobs", "topic: frobs not in {env}"},
         {"run pretrain --gpus 0", "--gpus must be >= 1, got 0"},
         {"run pretrain --gpus -2", "--gpus must be >= 1, got -2"},

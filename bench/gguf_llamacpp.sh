@@ -115,13 +115,13 @@ echo "|---|---|---|"
 for m in demo_run/model onebee; do
     echo "| $m: $(du -m "$m"/model.safetensors | cut -f1) MiB of safetensors | | |"
     measure "levers: recipe run export type=q4_k_m" "$build/recipe" run export --threads 2 --set model="$m" \
-        --set to="$m-ours.gguf" --set type=q4_k_m
+        --set to="$m-ours.gguf" --set type=q4_k_m --set overwrite=true
     measure "llama.cpp: convert_hf_to_gguf.py --outtype f16" /usr/bin/python3 "$src/convert_hf_to_gguf.py" "$m" \
         --outtype f16 --outfile "$m-f16.gguf"
     if [[ -f $m-f16.gguf ]]; then
         measure "llama.cpp: llama-quantize f16 -> Q4_K_M" "$bin/llama-quantize" "$m-f16.gguf" "$m-theirs.gguf" Q4_K_M 2
     else
-        recipe export --set model="$m" --set to="$m-f16.gguf" --set type=f16 >/dev/null
+        recipe export --set model="$m" --set to="$m-f16.gguf" --set type=f16 --set overwrite=true >/dev/null
         measure "llama.cpp: llama-quantize of levers' f16 export -> Q4_K_M" "$bin/llama-quantize" "$m-f16.gguf" \
             "$m-theirs.gguf" Q4_K_M 2
     fi

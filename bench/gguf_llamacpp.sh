@@ -77,7 +77,9 @@ for model in $models; do
         seconds=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
         PYTHONPATH="$src/gguf-py" /usr/bin/python3 -c "import gguf, sys; gguf.GGUFReader(sys.argv[1])" "$out" ||
             fail "$out: gguf-py cannot read it"
-        theirs_text=$("$bin/llama-simple" -m "$out" -n 32 "$prompt" 2>/dev/null) || fail "$out: llama.cpp cannot load it"
+        loads=yes
+        theirs_text=$("$bin/llama-simple" -m "$out" -n 32 "$prompt" 2>/dev/null) ||
+            { loads=NO; fail "$out: llama.cpp cannot load it"; }
         same=n/a
         if [[ ($type == f32 || $type == f16) && $model != llama2 ]]; then
             if [[ "$theirs_text" == "$ours_text" ]]; then same=yes; else same=NO; fail "$out: greedy text differs"; fi
@@ -93,7 +95,7 @@ for model in $models; do
                 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 1.01 * float(sys.argv[2]) else 1)" \
                     "$file_ppl" "$quantized" || fail "$out: PPL $file_ppl, llama-quantize's $quantized";;
         esac
-        echo "| $type | $(python3 -c "import os, sys; print(f'{os.path.getsize(sys.argv[1]) / 2**20:.1f}')" "$out") | $seconds | yes | $same | $file_ppl | ${quantized:-} |"
+        echo "| $type | $(python3 -c "import os, sys; print(f'{os.path.getsize(sys.argv[1]) / 2**20:.1f}')" "$out") | $seconds | $loads | $same | $file_ppl | ${quantized:-} |"
     done
     echo "levers' eval_lm (llama_cpp=true) on the directory: PPL $ours_ppl; greedy text: $(echo "$ours_text" | head -c 80 | tr '\n' ' ')"
 done

@@ -146,33 +146,63 @@ struct Affine {
     float scale = 0, offset = 0;  // x ≈ scale·q − offset, offset ≥ 0
 };
 
+// Rounds to the nearest integer (ties to even) in float arithmetic, for
+// |v| < 2^22: adding 1.5·2^23 leaves no bits below the point. Unlike
+// nearbyint, a loop of it vectorises.
+float round_even(float v) {
+    constexpr float kShift = 12582912.f;
+    return (v + kShift) - kShift;
+}
+float clamp_level(float q, float lo, float hi) { return std::min(std::max(q, lo), hi); }
+
+// The candidates are searched side by side: each loop over a sub-block's
+// values runs an inner loop across candidates, which vectorises (a loop of
+// sums over 32 values would not, without reassociating floats). Float sums
+// over 32 values are exact enough; each candidate's 2x2 solve is in double.
+// 32 candidates, level counts top (or half) + 0.1·(−16..15) across the range:
+// a whole number of vectors of 8 or 16 floats, so no lane is left to scalar code.
+constexpr int kSteps = 32;
+float spacing_step(int c) { return 0.1f * static_cast<float>(c - kSteps / 2); }
+
 // q ∈ [0, top], the offset kept ≥ 0 (the format stores it unsigned).
 Affine fit_affine(const float* x, const float* w, int n, int top) {
-    float lo = std::min(0.f, *std::min_element(x, x + n));
+    const float lo = std::min(0.f, *std::min_element(x, x + n));
     const float hi = *std::max_element(x, x + n);
     if (hi <= lo) return {0, -lo};
-    Affine best{(hi - lo) / static_cast<float>(top), -lo};
-    float best_err = INFINITY;
-    for (int step = -10; step <= 10; ++step) {
-        const float inv = (static_cast<float>(top) + 0.1f * static_cast<float>(step)) / (hi - lo);
-        double sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
-        for (int i = 0; i < n; ++i) {
-            const double q = std::clamp(nearest(inv * (x[i] - lo)), 0, top);
-            sw += w[i], sq += w[i] * q, sqq += w[i] * q * q, sx += w[i] * x[i], sqx += w[i] * q * x[i];
+    const float ftop = static_cast<float>(top);
+    std::array<float, kSteps> inv{}, sq{}, sqq{}, sqx{};
+    for (int c = 0; c < kSteps; ++c) inv[c] = (ftop + spacing_step(c)) / (hi - lo);
+    float sw = 0, sx = 0;
+    for (int i = 0; i < n; ++i) {
+        const float wi = w[i], xi = x[i], u = xi - lo;
+        sw += wi, sx += wi * xi;
+        for (int c = 0; c < kSteps; ++c) {
+            const float q = clamp_level(round_even(inv[c] * u), 0.f, ftop);
+            sq[c] += wi * q, sqq[c] += wi * q * q, sqx[c] += wi * q * xi;
         }
-        const double det = sw * sqq - sq * sq;
-        if (det <= 0) continue;
-        double scale = (sw * sqx - sq * sx) / det, shift = (sqq * sx - sq * sqx) / det;  // x ≈ scale·q + shift
-        if (shift > 0) shift = 0, scale = sqx / sqq;
-        if (scale <= 0) continue;
-        double err = 0;
-        for (int i = 0; i < n; ++i) {
-            const double q = std::clamp(nearest(static_cast<float>((x[i] - shift) / scale)), 0, top);
-            const double e = scale * q + shift - x[i];
-            err += w[i] * e * e;
-        }
-        if (err < best_err) best_err = static_cast<float>(err), best = {static_cast<float>(scale), static_cast<float>(-shift)};
     }
+    std::array<float, kSteps> scale{}, shift{}, rscale{}, err{};  // x ≈ scale·q + shift
+    for (int c = 0; c < kSteps; ++c) {
+        const double det = double{sw} * sqq[c] - double{sq[c]} * sq[c];
+        if (det <= 0) continue;
+        double s = (double{sw} * sqx[c] - double{sq[c]} * sx) / det;
+        double m = (double{sqq[c]} * sx - double{sq[c]} * sqx[c]) / det;
+        if (m > 0) m = 0, s = double{sqx[c]} / sqq[c];
+        if (s <= 0) continue;
+        scale[c] = static_cast<float>(s), shift[c] = static_cast<float>(m), rscale[c] = static_cast<float>(1 / s);
+    }
+    for (int i = 0; i < n; ++i) {
+        const float wi = w[i], xi = x[i];
+        for (int c = 0; c < kSteps; ++c) {
+            const float q = clamp_level(round_even((xi - shift[c]) * rscale[c]), 0.f, ftop);
+            const float e = scale[c] * q + shift[c] - xi;
+            err[c] += wi * e * e;
+        }
+    }
+    Affine best{(hi - lo) / ftop, -lo};
+    float best_err = INFINITY;
+    for (int c = 0; c < kSteps; ++c)
+        if (scale[c] > 0 && err[c] < best_err) best_err = err[c], best = {scale[c], -shift[c]};
     return best;
 }
 
@@ -180,24 +210,30 @@ Affine fit_affine(const float* x, const float* w, int n, int top) {
 float fit_symmetric(const float* x, const float* w, int n, int half) {
     const float peak = signed_peak(x, n);
     if (peak == 0) return 0;
-    float best = peak / -static_cast<float>(half), best_err = INFINITY;
-    for (int step = -9; step <= 9; ++step) {
-        const float inv = -(static_cast<float>(half) + 0.1f * static_cast<float>(step)) / peak;
-        double sqq = 0, sqx = 0;
-        for (int i = 0; i < n; ++i) {
-            const double q = std::clamp(nearest(inv * x[i]), -half, half - 1);
-            sqq += w[i] * q * q, sqx += w[i] * q * x[i];
+    const float fhalf = static_cast<float>(half);
+    std::array<float, kSteps> inv{}, sqq{}, sqx{};
+    for (int c = 0; c < kSteps; ++c) inv[c] = -(fhalf + spacing_step(c)) / peak;
+    for (int i = 0; i < n; ++i) {
+        const float wi = w[i], xi = x[i];
+        for (int c = 0; c < kSteps; ++c) {
+            const float q = clamp_level(round_even(inv[c] * xi), -fhalf, fhalf - 1);
+            sqq[c] += wi * q * q, sqx[c] += wi * q * xi;
         }
-        if (sqq <= 0) continue;
-        const double scale = sqx / sqq;
-        double err = 0;
-        for (int i = 0; i < n; ++i) {
-            const double q = std::clamp(nearest(static_cast<float>(x[i] / scale)), -half, half - 1);
-            const double e = scale * q - x[i];
-            err += w[i] * e * e;
-        }
-        if (err < best_err) best_err = static_cast<float>(err), best = static_cast<float>(scale);
     }
+    std::array<float, kSteps> scale{}, rscale{}, err{};
+    for (int c = 0; c < kSteps; ++c)
+        if (sqq[c] > 0 && sqx[c] != 0) scale[c] = sqx[c] / sqq[c], rscale[c] = sqq[c] / sqx[c];
+    for (int i = 0; i < n; ++i) {
+        const float wi = w[i], xi = x[i];
+        for (int c = 0; c < kSteps; ++c) {
+            const float q = clamp_level(round_even(xi * rscale[c]), -fhalf, fhalf - 1);
+            const float e = scale[c] * q - xi;
+            err[c] += wi * e * e;
+        }
+    }
+    float best = peak / -fhalf, best_err = INFINITY;
+    for (int c = 0; c < kSteps; ++c)
+        if (scale[c] != 0 && err[c] < best_err) best_err = err[c], best = scale[c];
     return best;
 }
 

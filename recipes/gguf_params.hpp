@@ -21,9 +21,9 @@ inline const Param<std::string> gguf{"gguf", "", "also export the saved model to
 
 // Writes the file with a progress line on a terminal, then says what it wrote.
 inline models::GgufExportReport write_gguf(const std::filesystem::path& dir, const std::filesystem::path& out,
-                                           const std::string& type, bool replace) {
+                                           const std::string& type, bool replace, const std::string& name = "") {
     const bool live = live_progress_mode() == LiveProgress::terminal;
-    models::GgufExportOptions options{.type = type, .overwrite = replace};
+    models::GgufExportOptions options{.type = type, .overwrite = replace, .name = name};
     options.progress = [live](std::size_t done, std::size_t total, const std::string& name, const std::string& as) {
         if (live) fmt::print(stderr, "\r\x1b[2K[export] {}/{} {} ({})", done, total, name, as);
     };

@@ -18,13 +18,16 @@
 
 namespace levers::recipes {
 
-inline std::vector<std::string> lora_targets(const Config& cfg) {
+// "q_proj,v_proj" as its names (empty items left out).
+inline std::vector<std::string> split_targets(const std::string& text) {
     std::vector<std::string> out;
-    std::stringstream list(cfg[settings::lora_targets]);
+    std::stringstream list(text);
     for (std::string t; std::getline(list, t, ',');)
         if (!t.empty()) out.push_back(t);
     return out;
 }
+
+inline std::vector<std::string> lora_targets(const Config& cfg) { return split_targets(cfg[settings::lora_targets]); }
 
 inline models::LoraSettings lora_settings(const Config& cfg) {
     return {.rank = cfg[settings::lora_r], .alpha = cfg[settings::lora_alpha], .targets = lora_targets(cfg)};

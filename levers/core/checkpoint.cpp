@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -113,20 +114,56 @@ void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& m
     }
 }
 
+namespace {
+
+// Checks the prefix and the header of a checkpoint whose first bytes are
+// `head` (the whole file, or at least its prefix, header and header CRC) and
+// whose size is `size`; returns the header's JSON text.
+std::string checked_header(const std::string& head, std::size_t size, const std::string& file) {
+    LEVERS_CHECK(head.size() >= kPrefix && std::memcmp(head.data(), kMagic, sizeof kMagic) == 0,
+                 "{}: not a levers checkpoint (no LEVERSCK magic)", file);
+    const auto version = take<std::uint32_t>(head, 8);
+    LEVERS_CHECK(version == kCheckpointVersion, "{}: checkpoint format version {}, this levers reads version {}", file,
+                 version, kCheckpointVersion);
+    const auto header_len = take<std::uint64_t>(head, 12);
+    LEVERS_CHECK(header_len <= size - kPrefix && size - kPrefix - header_len >= 4 &&
+                     head.size() >= kPrefix + header_len + 4,
+                 "{}: truncated: the header of {} bytes does not fit in {} bytes", file, header_len, size);
+    std::string header = head.substr(kPrefix, header_len);
+    LEVERS_CHECK(take<std::uint32_t>(head, kPrefix + header_len) == crc32(header.data(), header.size()),
+                 "{}: corrupted: the header's checksum does not match", file);
+    return header;
+}
+
+}  // namespace
+
+nlohmann::json read_checkpoint_metadata(const std::filesystem::path& path) {
+    const std::string file = path.string();
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    LEVERS_CHECK(!ec, "{}: {} (expected a levers checkpoint)", file, ec.message());
+    std::ifstream in(path, std::ios::binary);
+    std::string head(static_cast<std::size_t>(std::min<std::uintmax_t>(size, kPrefix)), '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    if (in && head.size() == kPrefix) {  // then the header and its checksum, where the file holds them
+        const auto header_len = take<std::uint64_t>(head, 12);
+        if (header_len <= size - kPrefix && size - kPrefix - header_len >= 4) {
+            head.resize(kPrefix + header_len + 4);
+            in.read(head.data() + kPrefix, static_cast<std::streamsize>(header_len + 4));
+        }
+    }
+    try {
+        return nlohmann::json::parse(checked_header(head, size, file)).at("metadata");
+    } catch (const nlohmann::json::exception& e) {
+        LEVERS_FAIL("{}: malformed checkpoint header: {}", file, e.what());
+    }
+}
+
 Checkpoint read_checkpoint(const std::filesystem::path& path) {
     const std::string file = path.string();
     const std::string bytes = read_file(path, "expected a levers checkpoint");
-    LEVERS_CHECK(bytes.size() >= kPrefix && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0,
-                 "{}: not a levers checkpoint (no LEVERSCK magic)", file);
-    const auto version = take<std::uint32_t>(bytes, 8);
-    LEVERS_CHECK(version == kCheckpointVersion, "{}: checkpoint format version {}, this levers reads version {}", file,
-                 version, kCheckpointVersion);
-    const auto header_len = take<std::uint64_t>(bytes, 12);
-    LEVERS_CHECK(header_len <= bytes.size() - kPrefix && bytes.size() - kPrefix - header_len >= 4,
-                 "{}: truncated: the header of {} bytes does not fit in {} bytes", file, header_len, bytes.size());
-    const std::string header = bytes.substr(kPrefix, header_len);
-    LEVERS_CHECK(take<std::uint32_t>(bytes, kPrefix + header_len) == crc32(header.data(), header.size()),
-                 "{}: corrupted: the header's checksum does not match", file);
+    const std::string header = checked_header(bytes, bytes.size(), file);
+    const std::size_t header_len = header.size();
     const std::size_t data_start = (kPrefix + header_len + 4 + kAlign - 1) / kAlign * kAlign;
     Checkpoint out;
     nlohmann::json parsed;

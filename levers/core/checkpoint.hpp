@@ -42,4 +42,14 @@ void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& m
 // file is refused with a levers::Error naming the file and the fault.
 Checkpoint read_checkpoint(const std::filesystem::path& path);
 
+// The metadata alone, from the header (the tensors neither read nor checked):
+// a look at a checkpoint before loading it. Refuses what read_checkpoint
+// refuses in the header.
+nlohmann::json read_checkpoint_metadata(const std::filesystem::path& path);
+
+// The metadata alone, read from the header (the tensors are neither read nor
+// checked): for looking at a checkpoint before loading it. Refuses what
+// read_checkpoint refuses in the header.
+nlohmann::json read_checkpoint_metadata(const std::filesystem::path& path);
+
 }  // namespace levers

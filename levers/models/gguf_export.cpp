@@ -355,7 +355,7 @@ GgufExportReport export_gguf(const fs::path& model_dir, const fs::path& out, con
 
     if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
     data::GgufWriter writer(out);
-    std::string name = fs::weakly_canonical(model_dir).filename().string();
+    std::string name = options.name.empty() ? fs::weakly_canonical(model_dir).filename().string() : options.name;
     set_architecture(writer, config, arch, ft, name.empty() ? "model" : name);
     for (const auto& [key, value] : vocab.metadata) writer.set(key, value);
     for (const auto& t : plan) writer.add_tensor(t.name, t.dims, t.type);

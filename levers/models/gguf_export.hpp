@@ -27,6 +27,7 @@ struct GgufExportOptions {
     std::string type = "f16";  // one of gguf_file_types()
     bool overwrite = false;     // replace an existing file (and Modelfile)
     bool modelfile = true;      // write an Ollama Modelfile beside the file
+    std::string name;           // general.name (empty: the model directory's name)
     // Called after each tensor is written: tensors done, of how many, its name and type.
     std::function<void(std::size_t, std::size_t, const std::string&, const std::string&)> progress;
 };

@@ -49,6 +49,7 @@ TEST_CASE("checkpoints round-trip tensors and metadata exactly") {
     CHECK(ck.at("w").data<float>()[14] == 21.0f);
     CHECK(ck.at("adam.m").data<double>()[6] == -3.0);
     CHECK(ck.at("cursor").data<std::int32_t>()[1] == 42);
+    CHECK(read_checkpoint_metadata(path) == ck.metadata);  // the header alone gives the same metadata
     CHECK_THROWS_WITH_AS(ck.at("v"), doctest::Contains("no tensor 'v'; it holds: w, adam.m, cursor"), Error);
     CHECK_FALSE(std::filesystem::exists(path.string() + ".tmp"));
 }
@@ -83,8 +84,19 @@ TEST_CASE("truncated, corrupted, foreign and other-version checkpoints are refus
         CAPTURE(error);
         CHECK(error.find(p.string() + ": ") != std::string::npos);
         CHECK(error.find(c.message) != std::string::npos);
+        // The metadata reader refuses the same header faults; it reads no tensor, so damage there passes.
+        const std::string meta_error = error_of([&] { read_checkpoint_metadata(p); });
+        CAPTURE(meta_error);
+        if (c.message == std::string("truncated: tensor") || c.message == std::string("tensor 'w' does not match its checksum")) {
+            CHECK(meta_error == "(no error)");
+        } else {
+            CHECK(meta_error.find(p.string() + ": ") != std::string::npos);
+            CHECK(meta_error.find(c.message) != std::string::npos);
+        }
     }
     CHECK_THROWS_WITH_AS(read_checkpoint(dir.path() / "none.levers"), doctest::Contains("no such file"), Error);
+    CHECK_THROWS_WITH_AS(read_checkpoint_metadata(dir.path() / "none.levers"), doctest::Contains("none.levers: "),
+                         Error);
 }
 
 TEST_CASE("a checkpoint write killed at random moments never loses the previous checkpoint") {

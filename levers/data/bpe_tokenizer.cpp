@@ -79,6 +79,7 @@ BpeTokenizer::BpeTokenizer(Spec spec) : spec_(std::move(spec)), engine_(std::mak
         if (static_cast<std::size_t>(a.id) >= spec_.vocab.size()) spec_.vocab.resize(static_cast<std::size_t>(a.id) + 1);
         spec_.vocab[static_cast<std::size_t>(a.id)] = a.content;
     }
+    e.token_to_id.reserve(spec_.vocab.size());  // no rehash on the way: each walks every node, missing the cache
     for (std::size_t id = 0; id < spec_.vocab.size(); ++id)
         if (!spec_.vocab[id].empty()) e.token_to_id.emplace(spec_.vocab[id], static_cast<std::int32_t>(id));
     e.special.assign(spec_.vocab.size(), 0);
@@ -105,9 +106,12 @@ BpeTokenizer::BpeTokenizer(Spec spec) : spec_(std::move(spec)), engine_(std::mak
         for (int b = 0; b < 256; ++b)
             LEVERS_CHECK(e.token_to_id.contains(e.byte_to_char[b]),
                          "{}: byte {} has no token; a byte-level BPE vocabulary needs all 256", spec_.name, b);
+    e.merges.reserve(spec_.merges.size());
+    std::string joined;
     for (std::size_t rank = 0; rank < spec_.merges.size(); ++rank) {
         const auto& [left, right] = spec_.merges[rank];
-        const auto l = e.token_to_id.find(left), r = e.token_to_id.find(right), m = e.token_to_id.find(left + right);
+        joined.assign(left).append(right);
+        const auto l = e.token_to_id.find(left), r = e.token_to_id.find(right), m = e.token_to_id.find(joined);
         LEVERS_CHECK(l != e.token_to_id.end() && r != e.token_to_id.end() && m != e.token_to_id.end(),
                      "{}: merge {} '{} {}' joins tokens that are not all in the vocabulary", spec_.name, rank + 1, left,
                      right);

@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <numbers>
 #include <optional>
 #include <regex>
@@ -315,17 +317,41 @@ const char* gguf_file_types() { return "f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k
 void check_gguf_file_type(const std::string& type) { file_type(type); }
 const char* gguf_model_types() { return "llama (Llama 2, 3, 3.1, 3.2), mistral, qwen2, qwen3"; }
 
-void check_gguf_source(const fs::path& model_dir) {
-    const LlamaConfig config = check_hf_dir(model_dir);
-    arch_of(config, model_dir);
-    gguf_vocab(model_dir, config);
+namespace {
+
+// What the checks read and the export writes from. The vocabulary of the
+// last directory read is kept (while its tokenizer files are unchanged): a
+// recipe's check step and its run read a 128k-token tokenizer.json once.
+struct Source {
+    LlamaConfig config;
+    Arch arch;
+    std::shared_ptr<const GgufVocab> vocab;
+};
+
+Source checked_source(const fs::path& dir) {
+    static std::mutex mutex;
+    static std::string last_key;
+    static std::shared_ptr<const GgufVocab> last_vocab;
+    Source src{.config = check_hf_dir(dir), .arch = {}, .vocab = {}};
+    src.arch = arch_of(src.config, dir);
+    std::error_code ec;
+    std::string key = fs::weakly_canonical(dir, ec).string() + '\n' + std::to_string(src.config.vocab_size);
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}) {
+        const auto time = fs::last_write_time(dir / f, ec);
+        key += '\n' + (ec ? std::string("-") : std::to_string(time.time_since_epoch().count()));
+    }
+    const std::lock_guard lock(mutex);
+    if (key != last_key || !last_vocab) {
+        last_vocab = std::make_shared<const GgufVocab>(gguf_vocab(dir, src.config));
+        last_key = key;
+    }
+    src.vocab = last_vocab;
+    return src;
 }
 
-void check_gguf_export(const fs::path& model_dir, const fs::path& out, const GgufExportOptions& options) {
-    file_type(options.type);
+void check_output(const fs::path& out, const GgufExportOptions& options) {
     LEVERS_CHECK(out.extension() == ".gguf", "to={}: give a file name ending in .gguf", out.string());
     LEVERS_CHECK(!fs::is_directory(out), "to={} is a directory; give a file name ending in .gguf", out.string());
-    check_gguf_source(model_dir);
     if (!options.overwrite) {
         LEVERS_CHECK(!fs::exists(out), "{} exists; --set overwrite=true replaces it", out.string());
         LEVERS_CHECK(!options.modelfile || !fs::exists(modelfile_of(out)),
@@ -334,12 +360,23 @@ void check_gguf_export(const fs::path& model_dir, const fs::path& out, const Ggu
     }
 }
 
+}  // namespace
+
+void check_gguf_source(const fs::path& model_dir) { checked_source(model_dir); }
+
+void check_gguf_export(const fs::path& model_dir, const fs::path& out, const GgufExportOptions& options) {
+    file_type(options.type);
+    check_output(out, options);
+    checked_source(model_dir);
+}
+
 GgufExportReport export_gguf(const fs::path& model_dir, const fs::path& out, const GgufExportOptions& options) {
-    check_gguf_export(model_dir, out, options);
     const FileType& ft = file_type(options.type);
-    const LlamaConfig config = check_hf_dir(model_dir);
-    const Arch arch = arch_of(config, model_dir);
-    const GgufVocab vocab = gguf_vocab(model_dir, config);
+    check_output(out, options);
+    const Source src = checked_source(model_dir);
+    const LlamaConfig& config = src.config;
+    const Arch& arch = src.arch;
+    const GgufVocab& vocab = *src.vocab;
     const HfWeights weights = open_hf_weights(model_dir);
 
     GgufExportReport report;

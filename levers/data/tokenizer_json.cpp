@@ -126,38 +126,89 @@ void check_decoder(const json& j, const BpeTokenizer::Spec& s, const std::string
     }
 }
 
+// The model's vocabulary and merges, taken as the parser meets them instead of
+// built into the document first (Llama 3's 128K tokens and 280K merges: the
+// document's nodes cost more than the parse); the rest of the file is parsed
+// as usual.
+struct BpeTables {
+    std::vector<std::pair<std::string, json>> vocab;  // token, id as written
+    std::vector<std::pair<std::string, std::string>> merges;
+    std::vector<std::string> bad_merges;  // as written, for the error
+    bool has_vocab = false, has_merges = false;
+};
+
+json parse_capturing(const std::string& text, BpeTables& t) {
+    std::vector<std::string> path(8);  // the key at each depth
+    std::string key, left;
+    int pair_items = 0;  // merges written as ["left", "right"]: items seen of the current pair
+    auto in = [&](int depth, const char* list) { return depth >= 2 && path[1] == "model" && path[2] == list; };
+    const json::parser_callback_t take = [&](int depth, json::parse_event_t event, json& parsed) {
+        using E = json::parse_event_t;
+        if (event == E::key && depth < static_cast<int>(path.size())) {
+            path[static_cast<std::size_t>(depth)] = parsed.get<std::string>();
+            for (std::size_t d = static_cast<std::size_t>(depth) + 1; d < path.size(); ++d) path[d].clear();
+        }
+        if (depth == 2 && event == E::object_start && in(2, "vocab")) t.has_vocab = true;
+        if (depth == 2 && event == E::array_start && in(2, "merges")) t.has_merges = true;
+        if (in(depth, "vocab") && depth == 3) {
+            if (event == E::key) return key = parsed.get<std::string>(), false;
+            if (event == E::value) return t.vocab.emplace_back(std::move(key), std::move(parsed)), false;
+        }
+        if (in(depth, "merges") && depth >= 3) {
+            if (depth == 3 && event == E::value) {
+                if (!parsed.is_string()) return t.bad_merges.push_back(parsed.dump()), false;
+                auto line = parsed.get<std::string>();
+                const auto space = line.find(' ', 1);
+                if (space == std::string::npos) return t.bad_merges.push_back(line), false;
+                t.merges.emplace_back(line.substr(0, space), line.substr(space + 1));
+                return false;
+            }
+            if (depth == 3 && event == E::array_start) pair_items = 0;
+            if (depth == 4 && event == E::value) {
+                if (!parsed.is_string()) return t.bad_merges.push_back(parsed.dump()), false;
+                if (++pair_items == 1) left = parsed.get<std::string>();
+                else if (pair_items == 2) t.merges.emplace_back(std::move(left), parsed.get<std::string>());
+                return false;
+            }
+            if (depth == 3 && event == E::array_end) {
+                if (pair_items != 2) t.bad_merges.push_back(fmt::format("a list of {} items", pair_items));
+                return false;
+            }
+        }
+        return true;
+    };
+    return json::parse(text, take, false);
+}
+
 }  // namespace
 
 BpeTokenizer BpeTokenizer::from_tokenizer_json(const std::filesystem::path& path) {
     const std::string file = path.string();
-    const json j = json::parse(read_file(path, "a Hugging Face tokenizer.json"), nullptr, false);
+    BpeTables tables;
+    const json j = parse_capturing(read_file(path, "a Hugging Face tokenizer.json"), tables);
     LEVERS_CHECK(j.is_object() && j.contains("model"), "{}: not a tokenizer.json (a JSON object with a \"model\")", file);
     const json& model = j.at("model");
-    const std::string type = model.value("type", model.contains("merges") ? "BPE" : "");
+    const std::string type = model.value("type", tables.has_merges ? "BPE" : "");
     LEVERS_CHECK(type == "BPE", "{}: model type \"{}\" is not supported; levers reads BPE tokenizers (Llama, Qwen, "
                  "Mistral, GPT-2)", file, type);
-    LEVERS_CHECK(model.contains("vocab") && model.at("vocab").is_object() && model.contains("merges"),
-                 "{}: a BPE model needs \"vocab\" and \"merges\"", file);
+    LEVERS_CHECK(tables.has_vocab && tables.has_merges, "{}: a BPE model needs \"vocab\" and \"merges\"", file);
+    LEVERS_CHECK(tables.bad_merges.empty(), "{}: merge '{}' is not 'left right'", file,
+                 tables.bad_merges.empty() ? "" : tables.bad_merges.front());
     LEVERS_CHECK(model.value("continuing_subword_prefix", json()).is_null() ||
                      model.at("continuing_subword_prefix") == "",
                  "{}: a continuing_subword_prefix is not supported", file);
     Spec s;
-    s.vocab.resize(model.at("vocab").size());
-    for (const auto& [token, id] : model.at("vocab").items()) {
+    s.vocab.resize(tables.vocab.size());
+    std::optional<std::int32_t> unk;
+    const std::string unk_token = model.value("unk_token", json()).is_string() ? model.at("unk_token").get<std::string>() : "";
+    for (auto& [token, id] : tables.vocab) {
+        LEVERS_CHECK(id.is_number_unsigned(), "{}: token '{}' has id {}, expected an integer >= 0", file, token, id.dump());
         const auto at = id.get<std::size_t>();
         if (at >= s.vocab.size()) s.vocab.resize(at + 1);
-        s.vocab[at] = token;
+        if (!unk_token.empty() && token == unk_token) unk = static_cast<std::int32_t>(at);
+        s.vocab[at] = std::move(token);
     }
-    for (const json& m : model.at("merges")) {
-        if (m.is_array()) {
-            s.merges.emplace_back(m.at(0).get<std::string>(), m.at(1).get<std::string>());
-        } else {
-            const std::string line = m.get<std::string>();
-            const auto space = line.find(' ', 1);
-            LEVERS_CHECK(space != std::string::npos, "{}: merge '{}' is not 'left right'", file, line);
-            s.merges.emplace_back(line.substr(0, space), line.substr(space + 1));
-        }
-    }
+    s.merges = std::move(tables.merges);
     s.byte_fallback = model.value("byte_fallback", false);
     s.ignore_merges = model.value("ignore_merges", false);
     std::map<std::string, std::int32_t> added;
@@ -169,10 +220,7 @@ BpeTokenizer BpeTokenizer::from_tokenizer_json(const std::filesystem::path& path
                            .rstrip = a.value("rstrip", false)});
         added[s.added.back().content] = s.added.back().id;
     }
-    if (!model.value("unk_token", json()).is_null()) {
-        const std::string unk = model.at("unk_token").get<std::string>();
-        if (auto it = model.at("vocab").find(unk); it != model.at("vocab").end()) s.unk = it->get<std::int32_t>();
-    }
+    s.unk = unk;
     read_normalizer(j.value("normalizer", json()), s, file);
     read_pre_tokenizer(j.value("pre_tokenizer", json()), s, file);
     read_post_processor(j.value("post_processor", json()), s, file, added);

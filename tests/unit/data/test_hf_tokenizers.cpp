@@ -119,6 +119,17 @@ TEST_CASE("an unsupported tokenizer.json is refused naming the part and what lev
         {write("bad_merge.json", {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}}}, {"merges", {"a b"}}}}}),
          "merge 1 'a b' joins tokens that are not all in the vocabulary"},
         {dir.write("not_json.json", "{"), "not a tokenizer.json"},
+        {write("merge_no_space.json", {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", {"ab"}}}}}),
+         "merge 'ab' is not 'left right'"},
+        {write("merge_number.json", {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", {7}}}}}),
+         "merge '7' is not 'left right'"},
+        {write("merge_triple.json",
+               {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", {{"a", "b", "c"}}}}}}),
+         "merge 'a list of 3 items' is not 'left right'"},
+        {write("negative_id.json", {{"model", {{"type", "BPE"}, {"vocab", {{"a", -1}}}, {"merges", {"a b"}}}}}),
+         "token 'a' has id -1, expected an integer >= 0"},
+        {write("no_merges.json", {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}}}}),
+         "a BPE model needs \"vocab\" and \"merges\""},
         {write("prepend_alone.json",
                {{"model", bpe}, {"normalizer", {{"type", "Prepend"}, {"prepend", "\u2581"}}}}),
          "a Prepend(\"▁\") normalizer without Replace(\" \", \"▁\") is not supported"},
@@ -142,4 +153,11 @@ TEST_CASE("an unsupported tokenizer.json is refused naming the part and what lev
     const BpeTokenizer tiny = BpeTokenizer::from_tokenizer_json(file);
     CHECK(tiny.encode("a a!") == std::vector<std::int32_t>{2, 2, 3});
     CHECK(tiny.decode({2, 2, 3}) == "a a!");
+    // Merges written as pairs (["▁", "a"], as newer tokenizers write them) read as the same merges.
+    nlohmann::json pairs = nlohmann::json::parse(read_file(file));
+    pairs["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"\u2581", "a"})});
+    const BpeTokenizer from_pairs = BpeTokenizer::from_tokenizer_json(write("pairs.json", pairs));
+    CHECK(from_pairs.spec().merges == tiny.spec().merges);
+    CHECK(from_pairs.encode("a a!") == std::vector<std::int32_t>{2, 2, 3});
+    CHECK(from_pairs.spec().unk == tiny.spec().unk);
 }

@@ -63,6 +63,11 @@ public:
     // naming the file and the unsupported part (model type, normaliser,
     // pre-tokenizer, decoder) with those levers reads.
     static BpeTokenizer from_tokenizer_json(const std::filesystem::path& path);
+    // What from_tokenizer_json builds the tokenizer from, read and checked
+    // as far as the file's parts go (its merges are not matched against the
+    // vocabulary: that is the tokenizer's construction), for a reader that
+    // needs the tables only (GGUF export).
+    static Spec read_tokenizer_json(const std::filesystem::path& path);
 
     ~BpeTokenizer();
     BpeTokenizer(BpeTokenizer&&) noexcept;

@@ -183,6 +183,15 @@ json parse_capturing(const std::string& text, BpeTables& t) {
 }  // namespace
 
 BpeTokenizer BpeTokenizer::from_tokenizer_json(const std::filesystem::path& path) {
+    Spec s = read_tokenizer_json(path);
+    try {
+        return BpeTokenizer(std::move(s));
+    } catch (const Error& e) {
+        LEVERS_FAIL("{}: {}", path.string(), e.message());
+    }
+}
+
+BpeTokenizer::Spec BpeTokenizer::read_tokenizer_json(const std::filesystem::path& path) {
     const std::string file = path.string();
     BpeTables tables;
     const json j = parse_capturing(read_file(path, "a Hugging Face tokenizer.json"), tables);
@@ -229,11 +238,7 @@ BpeTokenizer BpeTokenizer::from_tokenizer_json(const std::filesystem::path& path
     for (const auto& a : s.added) tokens = std::max(tokens, static_cast<std::size_t>(a.id) + 1);
     s.name = fmt::format("{} ({} BPE, {} tokens)", path.filename().string(),
                          s.byte_level ? "byte-level" : "SentencePiece-style", tokens);
-    try {
-        return BpeTokenizer(std::move(s));
-    } catch (const Error& e) {
-        LEVERS_FAIL("{}: {}", file, e.message());
-    }
+    return s;
 }
 
 }  // namespace levers::data

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -115,11 +116,26 @@ const char* split_name(const data::BpeTokenizer::Spec& spec, const fs::path& dir
                 (dir / "tokenizer.json").string(), spec.split_pattern.empty() ? "none" : spec.split_pattern);
 }
 
+// A token's id as the tokenizer gives it: the lowest id that spells `text`, an
+// added token standing in for the vocabulary's at its id (a few lookups: a scan).
+std::optional<std::int64_t> token_id(const data::BpeTokenizer::Spec& spec, const std::string& text) {
+    std::map<std::int64_t, const std::string*> added;
+    for (const auto& a : spec.added) added[a.id] = &a.content;
+    std::optional<std::int64_t> best;
+    for (std::size_t id = 0; id < spec.vocab.size(); ++id)
+        if (spec.vocab[id] == text && !added.contains(static_cast<std::int64_t>(id))) {
+            best = static_cast<std::int64_t>(id);
+            break;
+        }
+    for (const auto& [id, content] : added)
+        if (*content == text && (!best || id < *best)) return id;
+    return best;
+}
+
 }  // namespace
 
 GgufVocab gguf_vocab(const fs::path& dir, const LlamaConfig& config) {
-    const auto tokenizer = hf_tokenizer(dir, config.vocab_size);  // refuses a directory with no tokenizer.json
-    const auto& spec = tokenizer->spec();
+    const auto spec = hf_tokenizer_tables(dir, config.vocab_size);  // refuses a directory with no tokenizer.json
     const json tok_config = read_json(dir / "tokenizer_config.json");
     const auto size = static_cast<std::size_t>(config.vocab_size);
 
@@ -146,7 +162,7 @@ GgufVocab gguf_vocab(const fs::path& dir, const LlamaConfig& config) {
 
     auto id_of = [&](const char* key, std::int64_t fallback) -> std::int64_t {
         if (auto text = token_text(tok_config, key))
-            if (auto id = tokenizer->token_id(*text)) return *id;
+            if (auto id = token_id(spec, *text)) return *id;
         return fallback;
     };
     const std::int64_t bos = id_of("bos_token", config.bos_token_id);

@@ -67,6 +67,10 @@ void save_hf_model(const std::filesystem::path& dir, Llama& model, const HfSaveO
 TextCodec hf_codec(const std::filesystem::path& dir, std::int64_t vocab);
 // The tokenizer itself, under the same checks.
 std::shared_ptr<data::BpeTokenizer> hf_tokenizer(const std::filesystem::path& dir, std::int64_t vocab);
+// Its tables alone, under the same checks but for matching the merges to the
+// vocabulary (what building the tokenizer does): for GGUF export, which
+// writes the tables and encodes nothing.
+data::BpeTokenizer::Spec hf_tokenizer_tables(const std::filesystem::path& dir, std::int64_t vocab);
 // The same checks for a recipe's check step (the tokenizer is read, the model is not).
 void check_hf_tokenizer(const LlamaConfig& config, const std::filesystem::path& dir);
 

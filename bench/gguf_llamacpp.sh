@@ -5,7 +5,8 @@
 # Qwen 3 of the same size with Qwen's tokenizer (random, then fine_tune on the
 # books with every weight), and a random one with Llama 2's SentencePiece-
 # style tokenizer (GGUF's "llama" vocabulary: its perplexity equal to ours
-# means llama.cpp tokenizes the text as levers does). For each model:
+# means llama.cpp tokenizes the text as levers does), and a random SmolLM3
+# (llama.cpp's smollm3: every fourth layer without rope). For each model:
 #   - every file type exports, gguf-py (llama.cpp's Python reader) reads it,
 #     and llama.cpp loads it and generates;
 #   - f32 and f16: llama.cpp's greedy continuation equals levers' greedy
@@ -41,7 +42,7 @@ printf '%s' "$(tail -c 40000 "$data/books/mobydick.txt")" >text.txt
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-models=${GGUF_MODELS:-llama qwen3 llama2}
+models=${GGUF_MODELS:-llama qwen3 llama2 smollm3}
 echo "== models: $models"
 has() { [[ " $models " == *" $1 "* ]]; }
 has llama && recipe pretrain_llama --set hidden=256 --set intermediate=768 --set steps=300 --set sample_tokens=0 --out llama_run |
@@ -53,6 +54,10 @@ has qwen3 && recipe fine_tune --set model=qwen3_init --set lora_r=0 --set steps=
 if has llama2; then
     /usr/bin/python3 "$root/bench/llama_dir.py" llama2_run/model "$data/tokenizers/llama2" --vocab 32000 --hidden 256 \
         --layers 2 --heads 4 --kv-heads 4 --intermediate 768 --context 256
+fi
+if has smollm3; then  # 4 layers: the last one without rope
+    /usr/bin/python3 "$root/bench/llama_dir.py" smollm3_run/model "$data/tokenizers/llama3" --model-type smollm3 \
+        --vocab 128256 --hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 --context 256
 fi
 
 ppl() {  # llama-perplexity's final estimate
@@ -81,7 +86,7 @@ for model in $models; do
         theirs_text=$("$bin/llama-simple" -m "$out" -n 32 "$prompt" 2>/dev/null) ||
             { loads=NO; fail "$out: llama.cpp cannot load it"; }
         same=n/a
-        if [[ ($type == f32 || $type == f16) && $model != llama2 ]]; then
+        if [[ ($type == f32 || $type == f16) && $model != llama2 && $model != smollm3 ]]; then  # random ones: PPL only
             if [[ "$theirs_text" == "$ours_text" ]]; then same=yes; else same=NO; fail "$out: greedy text differs"; fi
         fi
         file_ppl=$(ppl "$out")

@@ -3,7 +3,8 @@
 benchmarks that run a recipe on one (bench/emulated_llama_step.sh):
 config.json and model.safetensors (float32, or bfloat16 with --dtype
 bf16), tied output embeddings, the tokenizer files of TOKENIZER_DIR copied
-beside them; --model-type qwen3 adds Qwen 3's per-head q and k norms.
+beside them; --model-type qwen3 adds Qwen 3's per-head q and k norms,
+--model-type smollm3 makes a SmolLM3 (every fourth layer without rope).
 Python's standard library only: a tensor of more than 2^20 values repeats
 one random block of that many, so a 1B-parameter shape takes seconds.
 
@@ -26,7 +27,7 @@ def main():
     for name, default in (("vocab", 32000), ("hidden", 128), ("layers", 2), ("heads", 2), ("kv-heads", 1),
                           ("intermediate", 352), ("context", 128)):
         p.add_argument("--" + name, type=int, default=default)
-    p.add_argument("--model-type", choices=("llama", "qwen3"), default="llama")
+    p.add_argument("--model-type", choices=("llama", "qwen3", "smollm3"), default="llama")
     p.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
     a = p.parse_args()
     head_dim = a.hidden // a.heads
@@ -40,6 +41,9 @@ def main():
     if a.model_type == "qwen3":
         config.update({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": head_dim,
                        "rms_norm_eps": 1e-6, "rope_theta": 1000000.0})
+    if a.model_type == "smollm3":  # every fourth layer without rope, as SmolLM3-3B
+        config.update({"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "no_rope_layer_interval": 4,
+                       "rope_theta": 2000000.0, "rms_norm_eps": 1e-6})
     shapes = {"model.embed_tokens.weight": [a.vocab, a.hidden], "model.norm.weight": [a.hidden]}
     for i in range(a.layers):
         layer = f"model.layers.{i}."

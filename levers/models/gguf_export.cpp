@@ -57,6 +57,18 @@ Arch arch_of(const LlamaConfig& c, const fs::path& dir) {
     if (c.model_type == "llama" || c.model_type == "mistral") arch = Arch{"llama", true};
     if (c.model_type == "qwen2") arch = Arch{"qwen2", false};
     if (c.model_type == "qwen3") arch = Arch{"qwen3", false};
+    if (c.model_type == "smollm3") {
+        // llama.cpp's smollm3 is llama's with every fourth layer unrotated, fixed: a config that leaves out
+        // others, or slides a window, has no form there.
+        for (std::size_t i = 0; i < c.no_rope_layers.size(); ++i)
+            LEVERS_CHECK(c.no_rope_layers[i] == ((i + 1) % 4 != 0 ? 1 : 0), "{}: no_rope_layers {} rotates layer {} "
+                         "otherwise than llama.cpp's smollm3 architecture (every fourth layer without rope)", where,
+                         fmt::join(c.no_rope_layers, ","), i);
+        for (const auto& t : c.layer_types)
+            LEVERS_CHECK(t != "sliding_attention", "{}: a sliding_attention layer, and llama.cpp's smollm3 "
+                         "architecture has no sliding window", where);
+        arch = Arch{"smollm3", true};
+    }
     LEVERS_CHECK(arch.has_value(), "{}: model_type {} has no GGUF export in levers yet; it exports {}", where,
                  c.model_type, gguf_model_types());
     LEVERS_CHECK(!c.mlp_bias, "{}: mlp_bias is true, and llama.cpp's {} architecture has no MLP biases", where,
@@ -219,7 +231,7 @@ void set_architecture(data::GgufWriter& w, const LlamaConfig& c, const Arch& arc
         w.set(a + ".attention.key_length", u32(c.head_dim));
         w.set(a + ".attention.value_length", u32(c.head_dim));
     }
-    if (a == "llama") {
+    if (a == "llama" || a == "smollm3") {  // llama.cpp's converter writes these for its llama family
         w.set(a + ".vocab_size", u32(c.vocab_size));
         w.set(a + ".rope.dimension_count", u32(c.head_size()));
     }
@@ -315,7 +327,7 @@ void write_modelfile(const fs::path& path, const fs::path& gguf, const std::vect
 
 const char* gguf_file_types() { return "f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k"; }
 void check_gguf_file_type(const std::string& type) { file_type(type); }
-const char* gguf_model_types() { return "llama (Llama 2, 3, 3.1, 3.2), mistral, qwen2, qwen3"; }
+const char* gguf_model_types() { return "llama (Llama 2, 3, 3.1, 3.2), mistral, qwen2, qwen3, smollm3"; }
 
 namespace {
 

@@ -178,6 +178,31 @@ TEST_CASE("GGUF export of a Qwen 3 with tied embeddings: its own names, q and k 
     CHECK(data::GgufFile::open(tmp.path() / "k.gguf").tensor("token_embd.weight")->type == GgmlType::q6_K);
 }
 
+TEST_CASE("GGUF export of a SmolLM3: llama.cpp's smollm3 (every fourth layer without rope); other patterns refused") {
+    testing::TempDir tmp;
+    testing::TinyLlama four = shape();
+    four.layers = 4;
+    nlohmann::json j = testing::tiny_of_type("smollm3", four).to_json();
+    j["no_rope_layers"] = {1, 1, 1, 0};  // SmolLM3-3B's pattern, at 4 layers
+    const auto config = models::parse_llama_config(j, "smollm3");
+    const auto dir = testing::save_tiny_llama(tmp.path() / "smol", config, 8);
+    models::export_gguf(dir, tmp.path() / "s.gguf", {.type = "f32"});
+    const auto f = data::GgufFile::open(tmp.path() / "s.gguf");
+    CHECK(f.at("general.architecture").as_string("") == "smollm3");
+    CHECK(f.at("smollm3.block_count").as_int("") == 4);
+    CHECK(f.at("smollm3.rope.dimension_count").as_int("") == 64);
+    CHECK(f.at("smollm3.vocab_size").as_int("") == testing::kTinyTokenizerVocab);
+    check_values(f, dir, config, true);  // q and k in llama.cpp's llama order
+
+    // The fixture's own pattern (every second layer unrotated) has no form in llama.cpp.
+    const auto other = testing::save_tiny_llama(tmp.path() / "other", testing::tiny_of_type("smollm3", shape()), 9);
+    CHECK_THROWS_WITH_AS(models::export_gguf(other, tmp.path() / "o" / "o.gguf", {}),
+                         doctest::Contains("no_rope_layers 1,0 rotates layer 1 otherwise than llama.cpp's smollm3 "
+                                           "architecture (every fourth layer without rope)"),
+                         Error);
+    CHECK(!fs::exists(tmp.path() / "o"));
+}
+
 TEST_CASE("GGUF export: rows a K-quant cannot divide fall back as llama.cpp's do, and say so") {
     testing::TempDir tmp;
     const auto config = testing::tiny_llama(shape(false, 384));

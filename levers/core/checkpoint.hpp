@@ -47,9 +47,4 @@ Checkpoint read_checkpoint(const std::filesystem::path& path);
 // refuses in the header.
 nlohmann::json read_checkpoint_metadata(const std::filesystem::path& path);
 
-// The metadata alone, read from the header (the tensors are neither read nor
-// checked): for looking at a checkpoint before loading it. Refuses what
-// read_checkpoint refuses in the header.
-nlohmann::json read_checkpoint_metadata(const std::filesystem::path& path);
-
 }  // namespace levers

@@ -11,6 +11,7 @@
 //   -> merges applied lowest rank first -> ids, then the BOS a template adds.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -47,6 +48,13 @@ public:
         std::vector<std::int32_t> prefix, suffix;  // what the post-processor adds around a text (BOS)
         std::optional<std::int32_t> unk;
         std::string name;  // for messages: "tokenizer.json (byte-level BPE, 128256 tokens)"
+
+        // Ids in use: the vocabulary's and the added tokens' (which may lie past it).
+        std::size_t token_count() const {
+            std::size_t n = vocab.size();
+            for (const auto& a : added) n = std::max(n, static_cast<std::size_t>(a.id) + 1);
+            return n;
+        }
     };
 
     // GPT-2's pre-tokenisation: contractions, letters, numbers, other symbols, spaces.
@@ -68,6 +76,8 @@ public:
     // vocabulary: that is the tokenizer's construction), for a reader that
     // needs the tables only (GGUF export).
     static Spec read_tokenizer_json(const std::filesystem::path& path);
+    // The tokenizer of `spec` read from `file`, a fault in it named with the file.
+    static BpeTokenizer built_from(Spec spec, const std::filesystem::path& file);
 
     ~BpeTokenizer();
     BpeTokenizer(BpeTokenizer&&) noexcept;

@@ -183,11 +183,14 @@ json parse_capturing(const std::string& text, BpeTables& t) {
 }  // namespace
 
 BpeTokenizer BpeTokenizer::from_tokenizer_json(const std::filesystem::path& path) {
-    Spec s = read_tokenizer_json(path);
+    return built_from(read_tokenizer_json(path), path);
+}
+
+BpeTokenizer BpeTokenizer::built_from(Spec spec, const std::filesystem::path& file) {
     try {
-        return BpeTokenizer(std::move(s));
+        return BpeTokenizer(std::move(spec));
     } catch (const Error& e) {
-        LEVERS_FAIL("{}: {}", path.string(), e.message());
+        LEVERS_FAIL("{}: {}", file.string(), e.message());
     }
 }
 
@@ -234,10 +237,8 @@ BpeTokenizer::Spec BpeTokenizer::read_tokenizer_json(const std::filesystem::path
     read_pre_tokenizer(j.value("pre_tokenizer", json()), s, file);
     read_post_processor(j.value("post_processor", json()), s, file, added);
     check_decoder(j.value("decoder", json()), s, file);
-    std::size_t tokens = s.vocab.size();
-    for (const auto& a : s.added) tokens = std::max(tokens, static_cast<std::size_t>(a.id) + 1);
     s.name = fmt::format("{} ({} BPE, {} tokens)", path.filename().string(),
-                         s.byte_level ? "byte-level" : "SentencePiece-style", tokens);
+                         s.byte_level ? "byte-level" : "SentencePiece-style", s.token_count());
     return s;
 }
 

@@ -169,20 +169,14 @@ data::BpeTokenizer::Spec hf_tokenizer_tables(const fs::path& dir, std::int64_t v
     LEVERS_CHECK(fs::is_regular_file(dir / "tokenizer.json"), "{}: no tokenizer.json; the model's text goes through "
                  "its own tokenizer (or give token ids as JSON)", dir.string());
     auto spec = data::BpeTokenizer::read_tokenizer_json(dir / "tokenizer.json");
-    auto tokens = static_cast<std::int64_t>(spec.vocab.size());
-    for (const auto& a : spec.added) tokens = std::max<std::int64_t>(tokens, a.id + 1);
-    LEVERS_CHECK(tokens <= vocab, "{}: tokenizer.json has {} tokens, more than the model's vocabulary of {}",
-                 dir.string(), tokens, vocab);
+    LEVERS_CHECK(static_cast<std::int64_t>(spec.token_count()) <= vocab, "{}: tokenizer.json has {} tokens, more than "
+                 "the model's vocabulary of {}", dir.string(), spec.token_count(), vocab);
     return spec;
 }
 
 std::shared_ptr<data::BpeTokenizer> hf_tokenizer(const fs::path& dir, std::int64_t vocab) {
-    auto spec = hf_tokenizer_tables(dir, vocab);
-    try {
-        return std::make_shared<data::BpeTokenizer>(std::move(spec));
-    } catch (const Error& e) {
-        LEVERS_FAIL("{}: {}", (dir / "tokenizer.json").string(), e.message());
-    }
+    return std::make_shared<data::BpeTokenizer>(
+        data::BpeTokenizer::built_from(hf_tokenizer_tables(dir, vocab), dir / "tokenizer.json"));
 }
 
 void check_hf_tokenizer(const LlamaConfig& config, const fs::path& dir) { hf_tokenizer(dir, config.vocab_size); }

@@ -49,7 +49,38 @@ const FileType& file_type(const std::string& name) {
 struct Arch {
     const char* name;  // general.architecture
     bool interleave_qk;  // llama.cpp's llama rotates adjacent pairs: q and k rows reordered from HF's halves
+    std::int64_t sliding_period = 0;  // > 0: sliding_window_pattern, where it differs from llama.cpp's default
 };
+
+// llama.cpp's sliding layers repeat with a period p: layer i slides where i % p < p - 1 (p = 1: none).
+std::optional<std::int64_t> sliding_period(const LlamaConfig& c) {
+    for (std::int64_t p = 1; p <= c.num_hidden_layers + 1; ++p) {
+        bool fits = true;
+        for (std::int64_t i = 0; i < c.num_hidden_layers && fits; ++i)
+            fits = (c.layer(i).sliding_window > 0) == (i % p < p - 1);
+        if (fits) return p;
+    }
+    return std::nullopt;
+}
+
+// Gemma's checks: what llama.cpp's gemma2 and gemma3 hard-code must be what the model does.
+Arch gemma_arch(const LlamaConfig& c, const std::string& where, const char* name, std::int64_t default_period,
+                std::int64_t layers_27b) {
+    LEVERS_CHECK(c.hidden_act == "gelu_pytorch_tanh", "{}: hidden_act {}, and llama.cpp's {} architecture computes "
+                 "gelu_pytorch_tanh", where, c.hidden_act, name);
+    LEVERS_CHECK(!c.attention_bias, "{}: attention_bias is true, and llama.cpp's {} architecture has no attention "
+                 "biases", where, name);
+    // llama.cpp scales queries by head size^-1/2, or (hidden / heads)^-1/2 for the 27B's layer count.
+    const std::int64_t scale = c.num_hidden_layers == layers_27b ? c.hidden_size / c.num_attention_heads : c.head_size();
+    const double asked = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_size());
+    LEVERS_CHECK(asked == static_cast<double>(scale), "{}: query_pre_attn_scalar {}, and llama.cpp's {} architecture "
+                 "scales queries by {}^-1/2 at {} layers", where, asked, name, scale, c.num_hidden_layers);
+    const auto period = sliding_period(c);
+    LEVERS_CHECK(period.has_value(), "{}: layer_types {} has no form in llama.cpp's {} architecture (sliding layers "
+                 "repeating with a period, each period ending in one full_attention layer)", where,
+                 fmt::join(c.layer_types, ","), name);
+    return Arch{name, false, *period == default_period ? 0 : *period};
+}
 
 Arch arch_of(const LlamaConfig& c, const fs::path& dir) {
     const std::string where = (dir / "config.json").string();
@@ -69,11 +100,29 @@ Arch arch_of(const LlamaConfig& c, const fs::path& dir) {
                          "architecture has no sliding window", where);
         arch = Arch{"smollm3", true};
     }
+    if (c.model_type == "gemma2") {
+        LEVERS_CHECK(c.tie_word_embeddings, "{}: tie_word_embeddings is false, and llama.cpp's gemma2 architecture "
+                     "takes the embeddings as the output", where);
+        arch = gemma_arch(c, where, "gemma2", 2, 46);
+    }
+    if (c.model_type == "gemma3_text") {
+        LEVERS_CHECK(c.attn_logit_softcapping == 0, "{}: attn_logit_softcapping {}, and llama.cpp's gemma3 "
+                     "architecture caps no attention scores", where, c.attn_logit_softcapping);
+        arch = gemma_arch(c, where, "gemma3", 6, 62);
+    }
+    if (c.model_type == "phi3") {
+        LEVERS_CHECK(!c.attention_bias, "{}: attention_bias is true, and llama.cpp's phi3 architecture has no "
+                     "attention biases", where);
+        LEVERS_CHECK(c.head_size() * c.num_attention_heads == c.hidden_size, "{}: heads of {} x {} make {} wide, and "
+                     "llama.cpp's phi3 architecture takes attention as wide as hidden_size {}", where,
+                     c.num_attention_heads, c.head_size(), c.head_size() * c.num_attention_heads, c.hidden_size);
+        arch = Arch{"phi3", false};
+    }
     LEVERS_CHECK(arch.has_value(), "{}: model_type {} has no GGUF export in levers yet; it exports {}", where,
                  c.model_type, gguf_model_types());
     LEVERS_CHECK(!c.mlp_bias, "{}: mlp_bias is true, and llama.cpp's {} architecture has no MLP biases", where,
                  arch->name);
-    LEVERS_CHECK(!c.rope_scaling || c.rope_scaling->kind != nn::RopeScaling::Kind::longrope,
+    LEVERS_CHECK(c.model_type == "phi3" || !c.rope_scaling || c.rope_scaling->kind != nn::RopeScaling::Kind::longrope,
                  "{}: longrope scaling has no form in llama.cpp's {} architecture", where, arch->name);
     return *arch;
 }
@@ -91,10 +140,14 @@ constexpr std::pair<const char*, const char*> kLayerNames[] = {
     {"self_attn.o_proj.bias", "attn_output.bias"},
     {"self_attn.q_norm.weight", "attn_q_norm.weight"},
     {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-    {"post_attention_layernorm.weight", "ffn_norm.weight"},
+    {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // phi3's fused q, k, v
+    {"post_attention_layernorm.weight", "ffn_norm.weight"},  // Gemma's: post_attention_norm (below)
+    {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
     {"mlp.gate_proj.weight", "ffn_gate.weight"},
     {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight"},  // phi3's gate and up, one product, as llama.cpp takes them
     {"mlp.down_proj.weight", "ffn_down.weight"},
+    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
 };
 
 // One tensor of the file.
@@ -105,6 +158,7 @@ struct Planned {
     std::vector<std::int64_t> dims;              // innermost first
     GgmlType type = GgmlType::f32;
     std::int64_t interleave_heads = 0;  // > 0: rows reordered, this many heads
+    float offset = 0;                   // added to every value (Gemma's norms: 1 + weight)
     std::pair<std::int64_t, int> order;  // (layer, slot); -1 before the layers, n_layers after
 };
 
@@ -131,6 +185,8 @@ GgmlType choose_type(const FileType& ft, const Planned& t, std::int64_t layers, 
     } else if (k_mix && (t.name.ends_with("attn_v.weight") || t.name.ends_with("ffn_down.weight")) &&
                more_bits(layer, layers)) {
         type = GgmlType::q6_K;
+    } else if (k_mix && t.name.ends_with("attn_qkv.weight")) {
+        type = ft.id == 15 ? GgmlType::q5_K : GgmlType::q6_K;  // a step above the mix's base, on every layer
     }
     const auto block = [](GgmlType x) { return data::ggml_type_info(x)->block; };
     if (cols % block(type) == 0) return type;
@@ -188,7 +244,8 @@ std::vector<Planned> plan_tensors(const LlamaConfig& c, const Arch& arch, const 
                                          [&](const auto& p) { return m[2] == p.first; });
             LEVERS_CHECK(it != std::end(kLayerNames), "{}: tensor {} ({}) has no name in llama.cpp's {} architecture",
                          dir.string(), hf, weights.file_of.at(hf), arch.name);
-            t.name = fmt::format("blk.{}.{}", m[1].str(), it->second);
+            const bool post_attention = m[2] == "post_attention_layernorm.weight" && c.sandwich_norms;
+            t.name = fmt::format("blk.{}.{}", m[1].str(), post_attention ? "post_attention_norm.weight" : it->second);
             t.order = {std::stoll(m[1].str()), static_cast<int>(it - std::begin(kLayerNames))};
             const bool q = m[2].str().starts_with("self_attn.q_proj"), k = m[2].str().starts_with("self_attn.k_proj");
             if (arch.interleave_qk && (q || k)) t.interleave_heads = q ? c.num_attention_heads : c.num_key_value_heads;
@@ -196,6 +253,7 @@ std::vector<Planned> plan_tensors(const LlamaConfig& c, const Arch& arch, const 
             LEVERS_FAIL("{}: tensor {} ({}) has no name in llama.cpp's {} architecture", dir.string(), hf,
                         weights.file_of.at(hf), arch.name);
         }
+        if (hf.ends_with("norm.weight")) t.offset = static_cast<float>(c.norm_offset);
         const auto dims = stored->shape.dims();
         t.dims.assign(dims.rbegin(), dims.rend());
         plan.push_back(std::move(t));
@@ -206,6 +264,16 @@ std::vector<Planned> plan_tensors(const LlamaConfig& c, const Arch& arch, const 
         t.values = llama3_rope_factors(c);
         t.dims = {static_cast<std::int64_t>(t.values.size())};
         plan.push_back(std::move(t));
+    }
+    if (c.rope_scaling && c.rope_scaling->kind == nn::RopeScaling::Kind::longrope) {  // phi3's, per frequency
+        int slot = 1;
+        for (const auto* factors : {&c.rope_scaling->long_factor, &c.rope_scaling->short_factor}) {
+            Planned t;
+            t.name = slot == 1 ? "rope_factors_long.weight" : "rope_factors_short.weight", t.order = {-1, slot++};
+            t.values.assign(factors->begin(), factors->end());
+            t.dims = {static_cast<std::int64_t>(t.values.size())};
+            plan.push_back(std::move(t));
+        }
     }
     std::sort(plan.begin(), plan.end(), [](const Planned& a, const Planned& b) { return a.order < b.order; });
     return plan;
@@ -227,9 +295,35 @@ void set_architecture(data::GgufWriter& w, const LlamaConfig& c, const Arch& arc
     w.set(a + ".attention.head_count_kv", u32(c.num_key_value_heads));
     w.set(a + ".rope.freq_base", GgufValue::f32(c.rope_theta));
     w.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(c.rms_norm_eps));
-    if (c.head_dim > 0) {
-        w.set(a + ".attention.key_length", u32(c.head_dim));
-        w.set(a + ".attention.value_length", u32(c.head_dim));
+    const bool gemma = a == "gemma2" || a == "gemma3";
+    if (c.head_dim > 0 || gemma) {
+        w.set(a + ".attention.key_length", u32(c.head_size()));
+        w.set(a + ".attention.value_length", u32(c.head_size()));
+    }
+    if (gemma) {
+        bool sliding = false;
+        for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) sliding = sliding || c.layer(i).sliding_window > 0;
+        if (sliding) w.set(a + ".attention.sliding_window", u32(c.sliding_window));
+        if (sliding && arch.sliding_period > 0)
+            w.set(a + ".attention.sliding_window_pattern", u32(arch.sliding_period));
+        if (c.attn_logit_softcapping > 0)
+            w.set(a + ".attn_logit_softcapping", GgufValue::f32(c.attn_logit_softcapping));
+        if (c.final_logit_softcapping > 0)
+            w.set(a + ".final_logit_softcapping", GgufValue::f32(c.final_logit_softcapping));
+        if (a == "gemma3" && sliding)  // the sliding layers' own base, unscaled
+            w.set(a + ".rope.freq_base_swa",
+                  GgufValue::f32(c.rope_local_base_freq > 0 ? c.rope_local_base_freq : c.rope_theta));
+    }
+    if (a == "phi3") {
+        const auto& original = c.original;
+        const std::int64_t original_context =
+            c.rope_scaling ? c.rope_scaling->original_max_position_embeddings
+                           : original.value("original_max_position_embeddings", c.max_position_embeddings);
+        w.set(a + ".rope.dimension_count", u32(c.rotary_dim()));
+        w.set(a + ".rope.scaling.original_context_length", u32(original_context));
+        w.set(a + ".attention.sliding_window", u32(c.sliding_window));
+        if (c.rope_scaling && c.rope_scaling->kind == nn::RopeScaling::Kind::longrope)
+            w.set(a + ".rope.scaling.attn_factor", GgufValue::f32(c.rope_scaling->attention_factor));
     }
     if (a == "llama" || a == "smollm3") {  // llama.cpp's converter writes these for its llama family
         w.set(a + ".vocab_size", u32(c.vocab_size));
@@ -290,6 +384,8 @@ void write_tensor(data::GgufWriter& w, const Planned& t) {
 #pragma omp for schedule(static)
             for (std::int64_t i = 0; i < n; ++i) {
                 read_row(*t.source, source_row(first + i, rows, t.interleave_heads), cols, row.data());
+                if (t.offset != 0)
+                    for (float& v : row) v += t.offset;
                 data::ggml_quantize_row(t.type, row.data(), out.data() + static_cast<std::size_t>(i) * row_bytes, cols);
             }
         }
@@ -327,7 +423,9 @@ void write_modelfile(const fs::path& path, const fs::path& gguf, const std::vect
 
 const char* gguf_file_types() { return "f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k"; }
 void check_gguf_file_type(const std::string& type) { file_type(type); }
-const char* gguf_model_types() { return "llama (Llama 2, 3, 3.1, 3.2), mistral, qwen2, qwen3, smollm3"; }
+const char* gguf_model_types() {
+    return "llama (Llama 2, 3, 3.1, 3.2), mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text, phi3 (Phi-3, Phi-4)";
+}
 
 namespace {
 
@@ -400,6 +498,10 @@ GgufExportReport export_gguf(const fs::path& model_dir, const fs::path& out, con
     if (arch.interleave_qk && config.sliding_window > 0)
         report.notes.push_back(fmt::format("sliding_window {} not written: llama.cpp's llama architecture has none "
                                            "(its own converter leaves it out too)",
+                                           config.sliding_window));
+    if (arch.name == std::string("phi3") && config.sliding_window > 0)
+        report.notes.push_back(fmt::format("sliding_window {} written as llama.cpp's converter writes it; llama.cpp's "
+                                           "phi3 architecture runs without it, attending to every earlier position",
                                            config.sliding_window));
 
     if (!out.parent_path().empty()) fs::create_directories(out.parent_path());

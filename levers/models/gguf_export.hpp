@@ -1,4 +1,5 @@
-// A Hugging Face directory of the Llama family to one GGUF file, as
+// A Hugging Face directory of the Llama family (Gemma 2 and 3 and Phi-3
+// included) to one GGUF file, as
 // llama.cpp's own converter and quantizer would write it: the architecture's
 // metadata keys, llama.cpp's tensor names (q and k rows reordered for the
 // llama architecture's interleaved rotation), the tokenizer

@@ -131,7 +131,7 @@ TEST_CASE("bad export input: exit 2 and one line naming the fault, nothing writt
         {{"run", "export", "--set", model, "--set", to, "--set", "type=q3_k_m"},
          "type=q3_k_m is not a GGUF file type levers writes (f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)"},
         {{"run", "export", "--set", "model=" + gemma.string(), "--set", to},
-         "model_type gemma2 has no GGUF export in levers yet; it exports llama"},
+         "query_pre_attn_scalar 16, and llama.cpp's gemma2 architecture scales queries by"},
         {{"run", "export", "--set", "model=" + (tmp.path() / "bare").string(), "--set", to}, "tokenizer.json"},
         {{"run", "export", "--set", model, "--set", "to=" + taken.string()},
          taken.string() + " exists; --set overwrite=true replaces it"},

@@ -46,19 +46,25 @@ double allowed(GgmlType t) {
 // The source row of a GGUF q/k row interleaved from HF's halves (head size d).
 std::int64_t hf_row(std::int64_t r, std::int64_t d) { return r / d * d + (r % d % 2) * (d / 2) + r % d / 2; }
 
-// Every tensor of `file` against the directory's: names mapped, rows reordered where `interleave`.
+// Every tensor of `file` against the directory's: names mapped (Gemma's sandwich norms, Phi-3's fused
+// products), rows reordered where `interleave`, Gemma's norms read as 1 + weight.
 void check_values(const data::GgufFile& file, const fs::path& dir, const models::LlamaConfig& c, bool interleave) {
     const auto source = data::SafeTensorsFile::open(dir / "model.safetensors");
-    const std::map<std::string, std::string> names = {
+    std::map<std::string, std::string> names = {
         {"token_embd.weight", "model.embed_tokens.weight"}, {"output_norm.weight", "model.norm.weight"},
         {"output.weight", "lm_head.weight"},           {"attn_norm.weight", "input_layernorm.weight"},
         {"attn_q.weight", "self_attn.q_proj.weight"},  {"attn_k.weight", "self_attn.k_proj.weight"},
         {"attn_v.weight", "self_attn.v_proj.weight"},  {"attn_output.weight", "self_attn.o_proj.weight"},
         {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
         {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
-        {"ffn_up.weight", "mlp.up_proj.weight"},       {"ffn_down.weight", "mlp.down_proj.weight"}};
+        {"ffn_up.weight", "mlp.up_proj.weight"},       {"ffn_down.weight", "mlp.down_proj.weight"},
+        {"attn_qkv.weight", "self_attn.qkv_proj.weight"}, {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+        {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}};
+    if (c.sandwich_norms) names["ffn_norm.weight"] = "pre_feedforward_layernorm.weight";
+    if (c.fused_projections) names["ffn_up.weight"] = "mlp.gate_up_proj.weight";
     for (const auto& t : file.tensors()) {
         CAPTURE(t.name);
+        if (t.name.starts_with("rope_factors_")) continue;  // made from the configuration, checked by the test
         std::string hf;
         if (t.name.starts_with("blk.")) {
             const auto dot = t.name.find('.', 4);
@@ -66,7 +72,9 @@ void check_values(const data::GgufFile& file, const fs::path& dir, const models:
         } else {
             hf = names.at(t.name);
         }
-        const auto expected = source.tensors().at(hf).to_f32().values();
+        auto expected = source.tensors().at(hf).to_f32().values();
+        if (hf.ends_with("norm.weight"))
+            for (auto& v : expected) v += c.norm_offset;
         const auto got = file.read_f32(t);
         REQUIRE(got.size() == expected.size());
         const bool q = t.name.ends_with("attn_q.weight"), k = t.name.ends_with("attn_k.weight");
@@ -80,6 +88,15 @@ void check_values(const data::GgufFile& file, const fs::path& dir, const models:
         }
         CHECK(std::sqrt(err / ref) <= allowed(t.type));
     }
+}
+
+// A tiny Gemma whose queries llama.cpp scales as it does (by the head size's root).
+models::LlamaConfig tiny_gemma(const std::string& type, std::int64_t layers) {
+    testing::TinyLlama t = shape(true);
+    t.layers = layers;
+    nlohmann::json j = testing::tiny_of_type(type, t).to_json();
+    j["query_pre_attn_scalar"] = type == "gemma2" ? 64 : j.at("head_dim").get<int>();
+    return models::parse_llama_config(j, type);
 }
 
 std::string text_of(const fs::path& p) {
@@ -203,6 +220,89 @@ TEST_CASE("GGUF export of a SmolLM3: llama.cpp's smollm3 (every fourth layer wit
     CHECK(!fs::exists(tmp.path() / "o"));
 }
 
+TEST_CASE("GGUF export of Gemma 2 and 3: norms as 1 + weight, sandwich norms by llama.cpp's names, soft caps, windows") {
+    testing::TempDir tmp;
+    const auto gemma2 = tiny_gemma("gemma2", 2);
+    const auto dir2 = testing::save_tiny_llama(tmp.path() / "g2", gemma2, 10);
+    models::export_gguf(dir2, tmp.path() / "g2.gguf", {.type = "f32", .modelfile = false});
+    const auto f2 = data::GgufFile::open(tmp.path() / "g2.gguf");
+    CHECK(f2.at("general.architecture").as_string("") == "gemma2");
+    CHECK(f2.at("gemma2.attention.sliding_window").as_int("") == 4);
+    CHECK(f2.find("gemma2.attention.sliding_window_pattern") == nullptr);  // llama.cpp's default, every other layer
+    CHECK(f2.at("gemma2.attn_logit_softcapping").as_real("") == doctest::Approx(2.0));
+    CHECK(f2.at("gemma2.final_logit_softcapping").as_real("") == doctest::Approx(3.0));
+    CHECK(f2.at("gemma2.attention.key_length").as_int("") == 64);
+    for (const char* name : {"blk.1.post_attention_norm.weight", "blk.1.ffn_norm.weight", "blk.1.post_ffw_norm.weight"})
+        CHECK(f2.tensor(name) != nullptr);
+    CHECK(f2.tensor("output.weight") == nullptr);
+    check_values(f2, dir2, gemma2, false);  // rotated by halves in llama.cpp too: q and k as they are
+
+    const auto gemma3 = tiny_gemma("gemma3_text", 3);  // sliding, full, sliding: a period of two
+    const auto dir3 = testing::save_tiny_llama(tmp.path() / "g3", gemma3, 11);
+    models::export_gguf(dir3, tmp.path() / "g3.gguf", {.type = "f32", .modelfile = false});
+    const auto f3 = data::GgufFile::open(tmp.path() / "g3.gguf");
+    CHECK(f3.at("general.architecture").as_string("") == "gemma3");
+    CHECK(f3.at("gemma3.attention.sliding_window_pattern").as_int("") == 2);  // llama.cpp's default is 6
+    CHECK(f3.at("gemma3.rope.freq_base").as_real("") == doctest::Approx(1e6));
+    CHECK(f3.at("gemma3.rope.freq_base_swa").as_real("") == doctest::Approx(1e4));
+    CHECK(f3.at("gemma3.rope.scaling.type").as_string("") == "linear");
+    CHECK(f3.find("gemma3.attn_logit_softcapping") == nullptr);
+    CHECK(f3.tensor("blk.2.attn_q_norm.weight") != nullptr);
+    check_values(f3, dir3, gemma3, false);
+
+    // What llama.cpp hard-codes must be what the model does: its query scale, its sliding pattern, tied output.
+    const auto out = tmp.path() / "o" / "g.gguf";
+    const auto scaled = testing::save_tiny_llama(tmp.path() / "scaled", testing::tiny_of_type("gemma2", shape(true)), 12);
+    CHECK_THROWS_WITH_AS(models::export_gguf(scaled, out, {}),
+                         doctest::Contains("query_pre_attn_scalar 16, and llama.cpp's gemma2 architecture scales queries "
+                                           "by 64^-1/2 at 2 layers"), Error);
+    nlohmann::json j = tiny_gemma("gemma3_text", 3).to_json();
+    j["layer_types"] = {"full_attention", "sliding_attention", "full_attention"};
+    const auto odd = testing::save_tiny_llama(tmp.path() / "odd", models::parse_llama_config(j, "odd"), 13);
+    CHECK_THROWS_WITH_AS(models::export_gguf(odd, out, {}),
+                         doctest::Contains("layer_types full_attention,sliding_attention,full_attention has no form in "
+                                           "llama.cpp's gemma3 architecture"), Error);
+    j = tiny_gemma("gemma2", 2).to_json();
+    j["tie_word_embeddings"] = false;
+    const auto untied = testing::save_tiny_llama(tmp.path() / "untied", models::parse_llama_config(j, "untied"), 14);
+    CHECK_THROWS_WITH_AS(models::export_gguf(untied, out, {}),
+                         doctest::Contains("tie_word_embeddings is false, and llama.cpp's gemma2 architecture takes the "
+                                           "embeddings as the output"), Error);
+    CHECK(!fs::exists(tmp.path() / "o"));
+}
+
+TEST_CASE("GGUF export of a Phi-3: fused qkv and gate_up as llama.cpp's phi3 takes them, longrope's factors") {
+    testing::TempDir tmp;
+    const auto config = testing::tiny_of_type("phi3", shape());
+    const auto dir = testing::save_tiny_llama(tmp.path() / "phi", config, 15);
+    const auto report = models::export_gguf(dir, tmp.path() / "p.gguf", {.type = "f32"});
+    const auto f = data::GgufFile::open(tmp.path() / "p.gguf");
+    CHECK(f.at("general.architecture").as_string("") == "phi3");
+    CHECK(f.at("phi3.rope.dimension_count").as_int("") == 48);  // three quarters of 64 turn
+    CHECK(f.at("phi3.rope.scaling.original_context_length").as_int("") == 32);
+    CHECK(f.at("phi3.rope.scaling.attn_factor").as_real("") ==
+          doctest::Approx(std::sqrt(1 + std::log(2.0) / std::log(32.0))));
+    CHECK(f.at("phi3.attention.sliding_window").as_int("") == 6);
+    REQUIRE(report.notes.size() == 1);
+    CHECK(report.notes[0].find("llama.cpp's phi3 architecture runs without it") != std::string::npos);
+    CHECK(f.tensor("blk.0.attn_qkv.weight")->dims == std::vector<std::int64_t>{256, 256 + 2 * 2 * 64});
+    CHECK(f.tensor("blk.0.ffn_up.weight")->dims == std::vector<std::int64_t>{256, 2 * 512});
+    CHECK(f.tensor("blk.0.ffn_gate.weight") == nullptr);
+    const auto long_factors = f.read_f32(*f.tensor("rope_factors_long.weight"));
+    const auto short_factors = f.read_f32(*f.tensor("rope_factors_short.weight"));
+    REQUIRE(long_factors.size() == 24);
+    REQUIRE(short_factors.size() == 24);
+    for (std::size_t i = 0; i < 24; ++i) {
+        CHECK(long_factors[i] == static_cast<float>(config.rope_scaling->long_factor[i]));
+        CHECK(short_factors[i] == static_cast<float>(config.rope_scaling->short_factor[i]));
+    }
+    check_values(f, dir, config, false);
+    models::export_gguf(dir, tmp.path() / "k.gguf", {.type = "q4_k_m", .modelfile = false});
+    const auto k = data::GgufFile::open(tmp.path() / "k.gguf");
+    CHECK(k.tensor("blk.0.attn_qkv.weight")->type == GgmlType::q5_K);  // llama.cpp's q4_k_m puts fused qkv a step up
+    CHECK(k.tensor("rope_factors_long.weight")->type == GgmlType::f32);
+}
+
 TEST_CASE("GGUF export: rows a K-quant cannot divide fall back as llama.cpp's do, and say so") {
     testing::TempDir tmp;
     const auto config = testing::tiny_llama(shape(false, 384));
@@ -229,9 +329,13 @@ TEST_CASE("GGUF export refuses bad input before it writes anything") {
     CHECK_THROWS_WITH_AS(models::export_gguf(dir, tmp.path() / "m.bin", {}),
                          doctest::Contains((("to=" + (tmp.path() / "m.bin").string() + ": give a file name ending in .gguf")).c_str()),
                          Error);
-    const auto gemma = testing::save_tiny_llama(tmp.path() / "g", testing::tiny_of_type("gemma2", shape()), 7);
-    CHECK_THROWS_WITH_AS(models::export_gguf(gemma, out, {}),
-                         doctest::Contains("model_type gemma2 has no GGUF export in levers yet; it exports llama"), Error);
+    nlohmann::json bert = testing::tiny_llama(shape()).to_json();
+    fs::create_directories(tmp.path() / "bert");
+    fs::copy(dir / "model.safetensors", tmp.path() / "bert");
+    fs::copy(dir / "tokenizer.json", tmp.path() / "bert");
+    bert["model_type"] = "bert";
+    std::ofstream(tmp.path() / "bert" / "config.json") << bert.dump();
+    CHECK_THROWS_WITH_AS(models::export_gguf(tmp.path() / "bert", out, {}), doctest::Contains("bert"), Error);
     fs::create_directories(tmp.path() / "bare");
     fs::copy(dir / "config.json", tmp.path() / "bare");
     fs::copy(dir / "model.safetensors", tmp.path() / "bare");

@@ -5,8 +5,11 @@
 # Qwen 3 of the same size with Qwen's tokenizer (random, then fine_tune on the
 # books with every weight), and a random one with Llama 2's SentencePiece-
 # style tokenizer (GGUF's "llama" vocabulary: its perplexity equal to ours
-# means llama.cpp tokenizes the text as levers does), and a random SmolLM3
-# (llama.cpp's smollm3: every fourth layer without rope). For each model:
+# means llama.cpp tokenizes the text as levers does), a random SmolLM3
+# (llama.cpp's smollm3: every fourth layer without rope), and random Gemma 2,
+# Gemma 3 (Gemma 3's tokenizer, a sliding window inside the context) and
+# Phi-3 (Llama 2's tokenizer, partial rotation, longrope's long factors):
+# bench/llama_dir.py says what each holds. For each model:
 #   - every file type exports, gguf-py (llama.cpp's Python reader) reads it,
 #     and llama.cpp loads it and generates;
 #   - f32 and f16: llama.cpp's greedy continuation equals levers' greedy
@@ -19,7 +22,7 @@
 # a 1B-shaped model (Llama 3.2 1B's shape, random bf16 weights) to q4_k_m,
 # against llama.cpp's converter + quantizer where they run here.
 #
-#   bash bench/gguf_llamacpp.sh        (about 40 minutes on 2 cores, the first llama.cpp build included)
+#   bash bench/gguf_llamacpp.sh        (about an hour on 2 cores, the first llama.cpp build included)
 #   GGUF_MODELS="llama2" GGUF_SPEED=0 bash bench/gguf_llamacpp.sh     (some models, no export timing)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,7 +45,7 @@ printf '%s' "$(tail -c 40000 "$data/books/mobydick.txt")" >text.txt
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-models=${GGUF_MODELS:-llama qwen3 llama2 smollm3}
+models=${GGUF_MODELS:-llama qwen3 llama2 smollm3 gemma2 gemma3 phi3}
 echo "== models: $models"
 has() { [[ " $models " == *" $1 "* ]]; }
 has llama && recipe pretrain_llama --set hidden=256 --set intermediate=768 --set steps=300 --set sample_tokens=0 --out llama_run |
@@ -59,6 +62,13 @@ if has smollm3; then  # 4 layers: the last one without rope
     /usr/bin/python3 "$root/bench/llama_dir.py" smollm3_run/model "$data/tokenizers/llama3" --model-type smollm3 \
         --vocab 128256 --hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 --context 256
 fi
+for gemma in gemma2 gemma3; do  # Gemma 3's tokenizer for both (262,145 ids, padded as Gemma 3 4B's)
+    has $gemma && /usr/bin/python3 "$root/bench/llama_dir.py" ${gemma}_run/model "$data/tokenizers/gemma3" \
+        --model-type $([[ $gemma == gemma2 ]] && echo gemma2 || echo gemma3_text) --vocab 262208 --hidden 256 \
+        --layers 4 --heads 4 --kv-heads 2 --intermediate 768 --context 256
+done
+has phi3 && /usr/bin/python3 "$root/bench/llama_dir.py" phi3_run/model "$data/tokenizers/llama2" --model-type phi3 \
+    --vocab 32000 --hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 --context 256
 
 ppl() {  # llama-perplexity's final estimate
     "$bin/llama-perplexity" -m "$1" -f text.txt -c $ctx -b $ctx -t 2 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p'
@@ -86,7 +96,7 @@ for model in $models; do
         theirs_text=$("$bin/llama-simple" -m "$out" -n 32 "$prompt" 2>/dev/null) ||
             { loads=NO; fail "$out: llama.cpp cannot load it"; }
         same=n/a
-        if [[ ($type == f32 || $type == f16) && $model != llama2 && $model != smollm3 ]]; then  # random ones: PPL only
+        if [[ ($type == f32 || $type == f16) && ($model == llama || $model == qwen3) ]]; then  # random ones: PPL only
             if [[ "$theirs_text" == "$ours_text" ]]; then same=yes; else same=NO; fail "$out: greedy text differs"; fi
         fi
         file_ppl=$(ppl "$out")

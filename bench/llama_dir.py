@@ -4,7 +4,12 @@ benchmarks that run a recipe on one (bench/emulated_llama_step.sh):
 config.json and model.safetensors (float32, or bfloat16 with --dtype
 bf16), tied output embeddings, the tokenizer files of TOKENIZER_DIR copied
 beside them; --model-type qwen3 adds Qwen 3's per-head q and k norms,
---model-type smollm3 makes a SmolLM3 (every fourth layer without rope).
+smollm3 makes a SmolLM3 (every fourth layer without rope), gemma2 and
+gemma3_text a Gemma (sandwich norms stored as weight - 1, soft caps, a
+sliding window of a quarter of the context on every other layer, Gemma 3's local
+rope base and linear scaling), phi3 a Phi-4-mini-like Phi-3 (fused qkv and
+gate-up, three quarters of each head rotated, longrope past a quarter of the
+context).
 Python's standard library only: a tensor of more than 2^20 values repeats
 one random block of that many, so a 1B-parameter shape takes seconds.
 
@@ -27,7 +32,8 @@ def main():
     for name, default in (("vocab", 32000), ("hidden", 128), ("layers", 2), ("heads", 2), ("kv-heads", 1),
                           ("intermediate", 352), ("context", 128)):
         p.add_argument("--" + name, type=int, default=default)
-    p.add_argument("--model-type", choices=("llama", "qwen3", "smollm3"), default="llama")
+    p.add_argument("--model-type", choices=("llama", "qwen3", "smollm3", "gemma2", "gemma3_text", "phi3"),
+                   default="llama")
     p.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
     a = p.parse_args()
     head_dim = a.hidden // a.heads
@@ -44,9 +50,39 @@ def main():
     if a.model_type == "smollm3":  # every fourth layer without rope, as SmolLM3-3B
         config.update({"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "no_rope_layer_interval": 4,
                        "rope_theta": 2000000.0, "rms_norm_eps": 1e-6})
+    gemma = a.model_type in ("gemma2", "gemma3_text")
+    if gemma:  # query scale head_dim^-1/2: what llama.cpp uses below the 27B's layer count
+        config.update({"architectures": ["Gemma2ForCausalLM" if a.model_type == "gemma2" else "Gemma3ForCausalLM"],
+                       "model_type": a.model_type, "head_dim": head_dim, "query_pre_attn_scalar": head_dim,
+                       "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
+                       "sliding_window": a.context // 4, "final_logit_softcapping": 30.0})
+        del config["hidden_act"]
+    if a.model_type == "gemma2":
+        config["attn_logit_softcapping"] = 50.0
+    if a.model_type == "gemma3_text":  # every other layer global: a pattern other than llama.cpp's default 6
+        config.update({"rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "sliding_window_pattern": 2,
+                       "rope_scaling": {"rope_type": "linear", "factor": 8.0}})
+    if a.model_type == "phi3":  # long factors past a quarter of the context, as a long prompt runs
+        rotary = head_dim * 3 // 4
+        rope_rng = random.Random(2)
+        config.update({"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "partial_rotary_factor": 0.75,
+                       "sliding_window": 4 * a.context, "original_max_position_embeddings": a.context // 4,
+                       "rope_scaling": {"type": "longrope",
+                                        "short_factor": [round(rope_rng.uniform(1, 2), 4) for _ in range(rotary // 2)],
+                                        "long_factor": [round(rope_rng.uniform(1, 8), 4) for _ in range(rotary // 2)]}})
     shapes = {"model.embed_tokens.weight": [a.vocab, a.hidden], "model.norm.weight": [a.hidden]}
     for i in range(a.layers):
         layer = f"model.layers.{i}."
+        if a.model_type == "phi3":
+            shapes.update({
+                layer + "input_layernorm.weight": [a.hidden],
+                layer + "post_attention_layernorm.weight": [a.hidden],
+                layer + "self_attn.qkv_proj.weight": [(a.heads + 2 * a.kv_heads) * head_dim, a.hidden],
+                layer + "self_attn.o_proj.weight": [a.hidden, a.heads * head_dim],
+                layer + "mlp.gate_up_proj.weight": [2 * a.intermediate, a.hidden],
+                layer + "mlp.down_proj.weight": [a.hidden, a.intermediate],
+            })
+            continue
         shapes.update({
             layer + "input_layernorm.weight": [a.hidden],
             layer + "post_attention_layernorm.weight": [a.hidden],
@@ -58,7 +94,10 @@ def main():
             layer + "mlp.up_proj.weight": [a.intermediate, a.hidden],
             layer + "mlp.down_proj.weight": [a.hidden, a.intermediate],
         })
-        if a.model_type == "qwen3":
+        if gemma:
+            shapes.update({layer + "pre_feedforward_layernorm.weight": [a.hidden],
+                           layer + "post_feedforward_layernorm.weight": [a.hidden]})
+        if a.model_type in ("qwen3", "gemma3_text"):
             shapes.update({layer + "self_attn.q_norm.weight": [head_dim], layer + "self_attn.k_norm.weight": [head_dim]})
     rng = random.Random(1)
     width = 4 if a.dtype == "f32" else 2
@@ -79,8 +118,10 @@ def main():
         for name, shape in shapes.items():  # written as declared, one tensor in memory at a time
             n = header[name]["data_offsets"][1] // width - header[name]["data_offsets"][0] // width
             block = min(n, 1 << 20)
-            values = array.array("f", [1.0] * block if name.endswith("norm.weight") else
-                                 (rng.gauss(0, 0.02) for _ in range(block)))
+            if name.endswith("norm.weight"):  # Gemma's scale 1 + weight about 1, as the others' weight
+                values = array.array("f", (rng.gauss(0, 0.1) for _ in range(block)) if gemma else [1.0] * block)
+            else:
+                values = array.array("f", (rng.gauss(0, 0.02) for _ in range(block)))
             if a.dtype == "bf16":  # an f32's high half (truncated)
                 halves = array.array("H")
                 halves.frombytes(values.tobytes())

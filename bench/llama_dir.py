@@ -6,8 +6,8 @@ bf16), tied output embeddings, the tokenizer files of TOKENIZER_DIR copied
 beside them; --model-type qwen3 adds Qwen 3's per-head q and k norms,
 smollm3 makes a SmolLM3 (every fourth layer without rope), gemma2 and
 gemma3_text a Gemma (sandwich norms stored as weight - 1, soft caps, a
-sliding window of a quarter of the context on every other layer, Gemma 3's local
-rope base and linear scaling), phi3 a Phi-4-mini-like Phi-3 (fused qkv and
+sliding window of a quarter of the context on every other layer, Gemma
+3's local rope base and linear scaling), phi3 a Phi-4-mini-like Phi-3 (fused qkv and
 gate-up, three quarters of each head rotated, longrope past a quarter of the
 context).
 Python's standard library only: a tensor of more than 2^20 values repeats
@@ -73,27 +73,17 @@ def main():
     shapes = {"model.embed_tokens.weight": [a.vocab, a.hidden], "model.norm.weight": [a.hidden]}
     for i in range(a.layers):
         layer = f"model.layers.{i}."
-        if a.model_type == "phi3":
-            shapes.update({
-                layer + "input_layernorm.weight": [a.hidden],
-                layer + "post_attention_layernorm.weight": [a.hidden],
-                layer + "self_attn.qkv_proj.weight": [(a.heads + 2 * a.kv_heads) * head_dim, a.hidden],
-                layer + "self_attn.o_proj.weight": [a.hidden, a.heads * head_dim],
-                layer + "mlp.gate_up_proj.weight": [2 * a.intermediate, a.hidden],
-                layer + "mlp.down_proj.weight": [a.hidden, a.intermediate],
-            })
-            continue
-        shapes.update({
-            layer + "input_layernorm.weight": [a.hidden],
-            layer + "post_attention_layernorm.weight": [a.hidden],
-            layer + "self_attn.q_proj.weight": [a.heads * head_dim, a.hidden],
-            layer + "self_attn.k_proj.weight": [a.kv_heads * head_dim, a.hidden],
-            layer + "self_attn.v_proj.weight": [a.kv_heads * head_dim, a.hidden],
-            layer + "self_attn.o_proj.weight": [a.hidden, a.heads * head_dim],
-            layer + "mlp.gate_proj.weight": [a.intermediate, a.hidden],
-            layer + "mlp.up_proj.weight": [a.intermediate, a.hidden],
-            layer + "mlp.down_proj.weight": [a.hidden, a.intermediate],
-        })
+        q, kv = a.heads * head_dim, a.kv_heads * head_dim
+        if a.model_type == "phi3":  # q, k and v one product, gate and up another
+            attention = {"self_attn.qkv_proj.weight": [q + 2 * kv, a.hidden]}
+            mlp = {"mlp.gate_up_proj.weight": [2 * a.intermediate, a.hidden]}
+        else:
+            attention = {"self_attn.q_proj.weight": [q, a.hidden], "self_attn.k_proj.weight": [kv, a.hidden],
+                         "self_attn.v_proj.weight": [kv, a.hidden]}
+            mlp = {"mlp.gate_proj.weight": [a.intermediate, a.hidden], "mlp.up_proj.weight": [a.intermediate, a.hidden]}
+        parts = {"input_layernorm.weight": [a.hidden], "post_attention_layernorm.weight": [a.hidden], **attention,
+                 "self_attn.o_proj.weight": [a.hidden, q], **mlp, "mlp.down_proj.weight": [a.hidden, a.intermediate]}
+        shapes.update({layer + name: shape for name, shape in parts.items()})
         if gemma:
             shapes.update({layer + "pre_feedforward_layernorm.weight": [a.hidden],
                            layer + "post_feedforward_layernorm.weight": [a.hidden]})

@@ -5,15 +5,21 @@
 // (examples/user_project/llama_block.hpp: forward and backward); and
 // levers' own Llama-family decoder (levers/models/llama.hpp, its fused kernels) for
 // bench/llama_step.sh: a whole training step (forward, loss over the
-// vocabulary, backward, AdamW). One JSON object: the median step.
+// vocabulary, backward, AdamW); and a DPO step of that decoder for
+// bench/dpo_step.sh (a frozen reference scores two pairs of answers, the
+// policy scores them with gradients, the sigmoid loss, backward, AdamW),
+// on token ids of a real text (--ids). One JSON object: the median step.
 //
-//   bench_model_steps --model cnn|llama_block|llama [--threads N] [--steps N]
+//   bench_model_steps --model cnn|llama_block|llama|dpo [--threads N] [--steps N] [--ids FILE.json]
 #include "examples/user_project/llama_block.hpp"
 #include "examples/user_project/small_cnn.hpp"
 #include "levers/core/rng.hpp"
 #include "levers/core/storage_pool.hpp"
 #include "levers/core/threads.hpp"
+#include "levers/core/read_file.hpp"
+#include "levers/data/preference_data.hpp"
 #include "levers/train/optimizer.hpp"
+#include "levers/train/preference_loss.hpp"
 #include "bench/llama_shape.hpp"
 #include "levers/models/llama.hpp"
 
@@ -53,9 +59,11 @@ double median_ms(int warmup, int steps, const std::function<void()>& step) {
 
 int main(int argc, char** argv) {
     CLI::App app("Training steps of models written from the general ops", "bench_model_steps");
-    std::string model = "cnn";
+    std::string model = "cnn", ids_file;
     int threads = 1, steps = 10, batch = 0;
-    app.add_option("--model", model, "cnn, llama_block or llama")->check(CLI::IsMember({"cnn", "llama_block", "llama"}));
+    app.add_option("--model", model, "cnn, llama_block, llama or dpo")
+        ->check(CLI::IsMember({"cnn", "llama_block", "llama", "dpo"}));
+    app.add_option("--ids", ids_file, "dpo: a JSON array of token ids (a text as recipe tokenize writes it)");
     app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
     app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
     app.add_option("--batch", batch, "batch (default: 64 images; 4 sequences of 256 tokens; llama: 2 of 512)");
@@ -103,6 +111,51 @@ int main(int argc, char** argv) {
         row.update({{"batch", b}, {"tokens", b * t}, {"median_step_ms", ms}, {"per_second", static_cast<double>(b * t) / ms * 1000},
                     {"unit", "tokens"}, {"final_loss", loss}, {"parameters", llama.params().size()},
                     {"activations_mb", static_cast<double>(cpu_pool().stats().peak) / (1 << 20)}});
+    } else if (model == "dpo") {
+        // Pair k: a prompt of 256 ids of the text, then 257 ids of what follows it (chosen) or of a stretch
+        // further on (rejected): four sequences of 512 positions, each its own row, the prompt not scored.
+        const auto text = nlohmann::json::parse(read_file(ids_file)).get<std::vector<std::int32_t>>();
+        const std::int64_t pairs = batch > 0 ? batch : 2, prompt = 256, answer = 257, t = prompt + answer - 1;
+        LEVERS_CHECK(static_cast<std::int64_t>(text.size()) >= pairs * 1024, "--ids: {} ids, fewer than {}", text.size(),
+                     pairs * 1024);
+        std::vector<data::PreferencePair> list;
+        for (std::int64_t k = 0; k < pairs; ++k) {
+            const auto at = text.begin() + k * 1024;
+            const auto sequence = [&](std::int64_t from) {
+                data::SftExample e;
+                e.ids.assign(at, at + prompt);
+                e.ids.insert(e.ids.end(), at + from, at + from + answer);
+                e.learned.assign(static_cast<std::size_t>(prompt), 0);
+                e.learned.resize(e.ids.size(), 1);
+                return e;
+            };
+            list.push_back({sequence(prompt), sequence(prompt + 400), prompt});
+        }
+        const data::PreferenceRows rows = data::make_preference_rows(list, t, false);
+        std::vector<std::int64_t> all;
+        for (std::int64_t p = 0; p < rows.packs(); ++p) all.push_back(p);
+        const data::PreferenceBatch b = data::packs_at(rows, all);
+        const models::LlamaConfig c = bench::llama_shape(t);
+        models::Llama policy(c, 1), reference(c, 1);
+        train::AdamW adamw(policy.params(), {.lr = 1e-4});
+        const auto score = [&](models::Llama& m) { return train::pair_logps(m.token_logprobs(b.rows.tokens, b.rows.targets), b); };
+        double loss = 0;
+        const double ms = median_ms(2, steps, [&] {
+            policy.params().zero_grad();
+            train::PairLogps ref;
+            {
+                autograd::InferenceMode inference;
+                ref = score(reference);
+            }
+            const Tensor l = train::preference_loss(score(policy), &ref, {.beta = 0.1}).loss;
+            l.backward();
+            adamw.step(1e-4);
+            loss = l.item();
+        });
+        const std::int64_t tokens = 2 * pairs * t;
+        row.update({{"batch", pairs}, {"tokens", tokens}, {"median_step_ms", ms},
+                    {"per_second", static_cast<double>(tokens) / ms * 1000}, {"unit", "tokens"}, {"final_loss", loss},
+                    {"parameters", policy.params().size()}});
     } else {
         // 8 query heads of 64 over 2 key-value heads, Llama's 8/3 MLP width (a multiple of 32).
         const user::LlamaBlockConfig c{.dim = 512, .heads = 8, .kv_heads = 2, .hidden = 1376};

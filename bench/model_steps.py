@@ -5,8 +5,11 @@ examples/user_project/llama_block.hpp and Hugging Face's LlamaDecoderLayer
 compute it), and a whole Llama-shaped model of those blocks (embeddings, 8
 blocks, final norm, its own output projection; forward, loss, backward,
 AdamW: as Hugging Face's LlamaForCausalLM computes it in PyTorch 1.13, which
-has no fused attention), the same shapes and thread count. Prints one JSON
-object."""
+has no fused attention), the same shapes and thread count; and a DPO step of
+that model (a frozen reference scores two pairs of answers, the policy scores
+them with gradients, DPO's sigmoid loss, backward, AdamW; only the answers'
+positions reach the head, as bench_model_steps does), on the same token ids of
+a real text (--ids). Prints one JSON object."""
 import argparse
 import json
 import math
@@ -84,12 +87,22 @@ class Llama(nn.Module):
             if p.dim() > 1:
                 nn.init.normal_(p, std=0.02)
 
-    def forward(self, tokens, targets):
+    def hidden(self, tokens):
         h = self.embed_tokens(tokens)
         for layer in self.layers:
             h = layer(h)
-        logits = self.lm_head(self.norm(h))
+        return self.norm(h)
+
+    def forward(self, tokens, targets):
+        logits = self.lm_head(self.hidden(tokens))
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+    def sequence_logps(self, tokens, targets, mask):
+        """Each row's summed log-probability of its targets where mask is true."""
+        picked = self.hidden(tokens)[mask]
+        logp = F.log_softmax(self.lm_head(picked).float(), dim=-1).gather(1, targets[mask].unsqueeze(1)).squeeze(1)
+        rows = torch.arange(tokens.shape[0]).unsqueeze(1).expand_as(tokens)[mask]
+        return torch.zeros(tokens.shape[0]).index_add(0, rows, logp)
 
 
 def median_ms(warmup, steps, step):
@@ -105,7 +118,8 @@ def median_ms(warmup, steps, step):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["cnn", "llama_block", "llama"], default="cnn")
+    p.add_argument("--model", choices=["cnn", "llama_block", "llama", "dpo"], default="cnn")
+    p.add_argument("--ids", help="dpo: a JSON array of token ids")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=0)
@@ -144,6 +158,35 @@ def main():
             opt.step()
         ms = median_ms(2, a.steps, step)
         row.update({"batch": b, "tokens": b * t, "median_step_ms": ms, "per_second": b * t / ms * 1e3, "unit": "tokens",
+                    "parameters": sum(p.numel() for p in model.parameters())})
+    elif a.model == "dpo":
+        text = json.load(open(a.ids))
+        pairs, prompt, answer = a.batch or 2, 256, 257
+        t = prompt + answer - 1
+        rows = []  # chosen then rejected of each pair, as bench_model_steps lays them out
+        for k in range(pairs):
+            at = k * 1024
+            for start in (prompt, prompt + 400):
+                rows.append(text[at:at + prompt] + text[at + start:at + start + answer])
+        ids = torch.tensor(rows)
+        tokens, targets = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+        mask = torch.arange(t).unsqueeze(0).expand(len(rows), t) >= prompt - 1
+        model, reference = Llama(32000, 512, 8, 8, 2, 1376), Llama(32000, 512, 8, 8, 2, 1376)
+        reference.load_state_dict(model.state_dict())
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.no_grad():
+                ref = reference.sequence_logps(tokens, targets, mask)
+            pol = model.sequence_logps(tokens, targets, mask)
+            z = (pol[0::2] - pol[1::2]) - (ref[0::2] - ref[1::2])
+            loss = -F.logsigmoid(0.1 * z).mean()
+            loss.backward()
+            opt.step()
+        ms = median_ms(2, a.steps, step)
+        n = 2 * pairs * t
+        row.update({"batch": pairs, "tokens": n, "median_step_ms": ms, "per_second": n / ms * 1e3, "unit": "tokens",
                     "parameters": sum(p.numel() for p in model.parameters())})
     else:
         b, t = a.batch or 4, 256

@@ -5,6 +5,8 @@
 // the PEFT adapter (adapter/) and the merged model (model/).
 #pragma once
 
+#include "levers/core/rng.hpp"
+#include "levers/data/chat_template.hpp"
 #include "levers/distributed/context.hpp"
 #include "levers/models/hf_dir.hpp"
 #include "levers/models/peft_adapter.hpp"
@@ -14,6 +16,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace levers::recipes {
@@ -80,6 +83,37 @@ inline Result save_hf_tuned(models::LanguageModel& model, const std::filesystem:
             out["gguf"] = write_gguf(run_dir / "model", gguf_file, gguf_type, true).file.string();
         }
     }
+    return out;
+}
+
+// The chat template of a model directory's tokenizer, or none where it has none
+// (a template it cannot read is an error).
+inline std::optional<data::ChatTemplate> chat_template_of(const std::filesystem::path& dir) {
+    namespace fs = std::filesystem;
+    if (!fs::exists(dir / "chat_template.jinja") && !fs::exists(dir / "tokenizer_config.json")) return std::nullopt;
+    try {
+        return data::ChatTemplate::from_dir(dir);
+    } catch (const Error& e) {
+        if (e.message().find("has no chat template") == std::string::npos) throw;
+        return std::nullopt;
+    }
+}
+
+// `items` split into (training, held out): `fraction` of them (at least one
+// when above 0) drawn with `seed`, the same draw on every rank. Throws
+// levers::Error when nothing would be left to train on.
+template <class T>
+std::pair<std::vector<T>, std::vector<T>> split_held_out(const std::vector<T>& items, double fraction,
+                                                         std::uint64_t seed, const char* what) {
+    const std::size_t n = items.size();
+    const std::size_t held = fraction > 0 ? std::max<std::size_t>(1, static_cast<std::size_t>(fraction * n + 0.5)) : 0;
+    LEVERS_CHECK(held < n, "{} {} cannot spare {} for validation; add more or --set val_fraction=0", n, what, held);
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    Rng rng(seed);
+    for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+    std::pair<std::vector<T>, std::vector<T>> out;
+    for (std::size_t i = 0; i < n; ++i) (i < held ? out.second : out.first).push_back(items[order[i]]);
     return out;
 }
 

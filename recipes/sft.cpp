@@ -8,7 +8,6 @@
 // weight); the result goes to the run directory as a merged HF directory
 // (model/) and the PEFT adapter (adapter/). The framework owns the loop:
 // `--gpus 8`, resume and --restarts need nothing here.
-#include "levers/core/rng.hpp"
 #include "levers/data/sft_rows.hpp"
 #include "levers/distributed/context.hpp"
 #include "levers/distributed/sample_means.hpp"
@@ -94,27 +93,10 @@ std::unique_ptr<Examples> prepare(const Config& cfg) {
     const fs::path dir = cfg[model_dir];
     const models::LlamaConfig config = models::read_llama_config(dir / "config.json");
     const auto tokenizer = models::hf_tokenizer(dir, config.vocab_size);
-    std::optional<data::ChatTemplate> chat;
-    if (fs::exists(dir / "chat_template.jinja") || fs::exists(dir / "tokenizer_config.json")) {
-        try {
-            chat.emplace(data::ChatTemplate::from_dir(dir));
-        } catch (const Error& e) {
-            if (e.message().find("has no chat template") == std::string::npos) throw;  // a template it cannot read
-        }
-    }
+    const std::optional<data::ChatTemplate> chat = recipes::chat_template_of(dir);
     const data::SftFile file = data::read_sft_file(cfg[data_file], *tokenizer, chat ? &*chat : nullptr);
-    // The held-out examples: a seeded draw, the same on every rank.
-    const std::size_t n = file.examples.size();
-    const double held = cfg[val_fraction];
-    const std::size_t validation = held > 0 ? std::max<std::size_t>(1, static_cast<std::size_t>(held * n + 0.5)) : 0;
-    LEVERS_CHECK(validation < n, "{} example(s) cannot spare {} for validation; add examples or --set val_fraction=0",
-                 n, validation);
-    std::vector<std::size_t> order(n);
-    for (std::size_t i = 0; i < n; ++i) order[i] = i;
-    Rng rng(cfg[settings::seed] + 7);
-    for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-    std::vector<data::SftExample> train, held_out;
-    for (std::size_t i = 0; i < n; ++i) (i < validation ? held_out : train).push_back(file.examples[order[i]]);
+    const auto [train, held_out] =
+        recipes::split_held_out(file.examples, cfg[val_fraction], cfg[settings::seed] + 7, "example(s)");
 
     auto d = std::make_unique<Examples>();
     const std::int64_t row = std::min<std::int64_t>(cfg[context], config.max_position_embeddings);

@@ -9,10 +9,10 @@
 #include "levers/data/sft_data.hpp"
 
 #include "levers/core/error.hpp"
+#include "levers/data/json_lines.hpp"
 
 #include <fmt/format.h>
 
-#include <fstream>
 
 namespace levers::data {
 
@@ -62,12 +62,12 @@ std::int64_t SftExample::learned_count() const {
 }
 
 SftExample encode_conversation(const Json& messages, const BpeTokenizer& tokenizer, const ChatTemplate& chat,
-                               const std::string& end, const std::string& where) {
+                               const std::string& end, const std::string& where, std::size_t first_learned) {
     check_messages(messages, where);
     const std::string whole = chat.render(messages, false);
     std::vector<std::pair<std::size_t, std::size_t>> spans;  // [begin, end) of each assistant turn in `whole`
     for (std::size_t i = 0; i < messages.size(); ++i) {
-        if (messages[i]["role"] != "assistant") continue;
+        if (messages[i]["role"] != "assistant" || i < first_learned) continue;
         const std::string before = chat.render(Json(std::vector<Json>(messages.begin(), messages.begin() + static_cast<long>(i))), true);
         LEVERS_CHECK(whole.compare(0, before.size(), before) == 0,
                      "{}: the chat template renders the turns before message {} differently alone than in the "
@@ -96,36 +96,28 @@ SftExample encode_conversation(const Json& messages, const BpeTokenizer& tokeniz
     return out;
 }
 
-SftFile read_sft_file(const std::filesystem::path& path, const BpeTokenizer& tokenizer, const ChatTemplate* chat) {
-    std::ifstream in(path);
-    LEVERS_CHECK(in.good(), "{}: no such file (the examples, one JSON object per line)", path.string());
-    SftFile out;
-    std::string line;
+std::optional<std::int32_t> eos_id(const BpeTokenizer& tokenizer, const ChatTemplate* chat) {
     const auto eos = chat ? chat->special_tokens().value("eos_token", Json()) : Json();
-    const std::optional<std::int32_t> eos_id =
-        eos.is_string() ? tokenizer.token_id(eos.get<std::string>()) : std::optional<std::int32_t>();
+    return eos.is_string() ? tokenizer.token_id(eos.get<std::string>()) : std::optional<std::int32_t>();
+}
+
+SftFile read_sft_file(const std::filesystem::path& path, const BpeTokenizer& tokenizer, const ChatTemplate* chat) {
+    SftFile out;
+    const std::optional<std::int32_t> eos = eos_id(tokenizer, chat);
     const std::string end = chat ? end_of_turn(tokenizer, *chat) : std::string();
-    for (long number = 1; std::getline(in, line); ++number) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        const std::string where = fmt::format("{} line {}", path.string(), number);
-        Json r;
-        try {
-            r = Json::parse(line);
-        } catch (const Json::exception&) {
-            LEVERS_FAIL("{}: not JSON", where);
-        }
-        LEVERS_CHECK(r.is_object() && (r.contains("messages") || r.contains("instruction") || r.contains("text")),
+    for_each_json_line(path, "the examples", [&](const Json& r, const std::string& where) {
+        LEVERS_CHECK(r.contains("messages") || r.contains("instruction") || r.contains("text"),
                      "{}: an example is {{\"messages\": [...]}}, {{\"instruction\", \"input\", \"output\"}} or "
                      "{{\"text\"}}", where);
         if (r.contains("text")) {
             LEVERS_CHECK(r["text"].is_string(), "{}: \"text\" must be a string", where);
             SftExample e;
             e.ids = tokenizer.encode(r["text"].get<std::string>(), true);
-            if (eos_id) e.ids.push_back(*eos_id);
+            if (eos) e.ids.push_back(*eos);
             e.learned.assign(e.ids.size(), 1);
             out.examples.push_back(std::move(e));
             ++out.texts;
-            continue;
+            return;
         }
         LEVERS_CHECK(chat != nullptr, "{}: conversations and instructions go through the model's chat template, and "
                      "its tokenizer has none (plain {{\"text\"}} examples need none)", where);
@@ -133,7 +125,7 @@ SftFile read_sft_file(const std::filesystem::path& path, const BpeTokenizer& tok
         out.examples.push_back(encode_conversation(conversation ? r["messages"] : instruction_messages(r, where),
                                                    tokenizer, *chat, end, where));
         ++(conversation ? out.conversations : out.instructions);
-    }
+    });
     LEVERS_CHECK(!out.examples.empty(), "{} has no examples (one JSON object per line)", path.string());
     return out;
 }

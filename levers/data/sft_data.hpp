@@ -44,7 +44,13 @@ std::string end_of_turn(const BpeTokenizer& tokenizer, const ChatTemplate& chat)
 
 // One conversation's ids and learned tokens (the assistant's turns, each
 // ending at `end`: the template's end_of_turn, found once for a whole file).
+// Assistant turns before message `first_learned` are context only (a
+// preference pair's prompt: only the answer after it is scored).
 SftExample encode_conversation(const nlohmann::ordered_json& messages, const BpeTokenizer& tokenizer,
-                               const ChatTemplate& chat, const std::string& end, const std::string& where);
+                               const ChatTemplate& chat, const std::string& end, const std::string& where,
+                               std::size_t first_learned = 0);
+
+// The tokenizer's end-of-sequence id as the template's eos_token names it (none without one).
+std::optional<std::int32_t> eos_id(const BpeTokenizer& tokenizer, const ChatTemplate* chat);
 
 }  // namespace levers::data

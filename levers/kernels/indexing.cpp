@@ -180,6 +180,16 @@ Tensor cat_of(const Tensor* tensors, std::size_t count, int dim) {
 }
 }  // namespace
 
+Tensor cast(const Tensor& x, DType dtype) {
+    check_defined("cast", "x", x);
+    if (x.dtype() == dtype) return x;
+    Tensor out = x.to(dtype);
+    struct Saved {};
+    autograd::record<Saved>(
+        "cast", [](autograd::Backward& g, const Saved&) { g.write_grad(0).copy_(g.grad_out()); }, {&x}, {&out});
+    return out;
+}
+
 Tensor cat(const std::vector<Tensor>& tensors, int dim) { return cat_of(tensors.data(), tensors.size(), dim); }
 Tensor cat(std::initializer_list<Tensor> tensors, int dim) { return cat_of(tensors.begin(), tensors.size(), dim); }
 

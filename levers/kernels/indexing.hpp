@@ -50,6 +50,10 @@ void scatter_add_(const Tensor& x, int dim, const Tensor& index, const Tensor& s
 // The slices of x along `dim` that index (i32, one dimension) names, in its order.
 Tensor index_select(const Tensor& x, int dim, const Tensor& index);
 
+// x converted to `dtype` (PyTorch's x.to(dtype)), differentiable: the
+// gradient comes back in x's dtype (bf16 logits scored in f32).
+Tensor cast(const Tensor& x, DType dtype);
+
 // Tensors of one dtype and device joined along `dim` (their other sizes equal).
 Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
 Tensor cat(std::initializer_list<Tensor> tensors, int dim = 0);  // cat({a, b}, -1), with no list on the heap

@@ -6,6 +6,8 @@
 #include "levers/kernels/chunked_cross_entropy.hpp"
 #include "levers/kernels/cross_entropy.hpp"
 #include "levers/kernels/elementwise.hpp"
+#include "levers/kernels/indexing.hpp"
+#include "levers/kernels/softmax.hpp"
 
 #include <cmath>
 
@@ -148,6 +150,31 @@ Tensor Llama::loss(const Tensor& tokens, const Tensor& targets, const Tensor& do
                  "{} loss: targets {} and documents {} must match tokens {}", config_.model_type, targets.shape().str(),
                  documents.shape().str(), tokens.shape().str());
     return next_token_loss(*this, hidden(tokens, nullptr, &documents), on_device(targets));
+}
+
+Tensor Llama::token_logprobs(const Tensor& tokens, const Tensor& targets, const Tensor* documents) {
+    LEVERS_CHECK(targets.shape() == tokens.shape() && (!documents || documents->shape() == tokens.shape()),
+                 "{} token_logprobs: targets {} (and documents) must match tokens {}", config_.model_type,
+                 targets.shape().str(), tokens.shape().str());
+    const Tensor h = hidden(tokens, nullptr, documents);
+    const std::int64_t rows = tokens.numel();
+    const Tensor host = targets.to(Device::cpu()).contiguous();
+    std::vector<std::int32_t> keep, picked;
+    for (std::int64_t r = 0; r < rows; ++r)
+        if (const std::int32_t t = host.data<std::int32_t>()[r]; t != -100) {
+            keep.push_back(static_cast<std::int32_t>(r));
+            picked.push_back(t);
+        }
+    Tensor out = Tensor::zeros({rows}, DType::f32, h.device());
+    if (keep.empty()) return out.view(tokens.shape());
+    const auto n = static_cast<std::int64_t>(keep.size());
+    const Tensor index = Tensor::from(keep, {n}).to(h.device());
+    const Tensor x = ops::index_select(h.view({rows, h.dim(2)}), 0, index);
+    // Scored in f32 whatever the run computes in: a sequence's sum of a few hundred bf16 log-probabilities
+    // would carry bf16's rounding into the preference margin.
+    const Tensor logp = ops::log_softmax(ops::cast(head(x), DType::f32), -1);
+    const Tensor chosen = ops::gather(logp, 1, Tensor::from(picked, {n, 1}).to(h.device())).view({n});
+    return ops::scatter_add(out, 0, index, chosen).view(tokens.shape());
 }
 
 LlamaCache Llama::new_cache(std::int64_t capacity) const {

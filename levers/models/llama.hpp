@@ -77,6 +77,11 @@ public:
     // and positions restart at each, so the loss equals the documents' run
     // one by one (weighted by their counted targets).
     Tensor loss(const Tensor& tokens, const Tensor& targets, const Tensor& documents);
+    // Per position, log p(target | what precedes) in f32 [B, T], 0 where the
+    // target is -100; differentiable (preference and RL losses sum them per
+    // sequence). `documents` as loss's, or null for rows of one sequence.
+    // Only the counted positions reach the head.
+    Tensor token_logprobs(const Tensor& tokens, const Tensor& targets, const Tensor* documents = nullptr);
     std::int64_t vocab_size() const override { return config_.vocab_size; }
     std::int64_t context_length() const override { return config_.max_position_embeddings; }
     std::string summary() const override;

@@ -25,7 +25,7 @@ Linear::Linear(Module& parent, std::string name, std::int64_t in, std::int64_t o
 
 Tensor Linear::forward(const Tensor& x) {
     const Tensor b = bias ? (*bias)() : Tensor();
-    if (lora_a_) return ops::lora_linear(x, weight(), b, (*lora_a_)(), (*lora_b_)(), lora_scale_);
+    if (lora_a_ && lora_enabled_) return ops::lora_linear(x, weight(), b, (*lora_a_)(), (*lora_b_)(), lora_scale_);
     return ops::linear(x, weight(), b);
 }
 

@@ -34,6 +34,10 @@ public:
     Parameter* lora_a() const { return lora_a_; }
     Parameter* lora_b() const { return lora_b_; }
     double lora_scale() const { return lora_scale_; }
+    // Whether the adapter takes part in forward (PEFT's disable_adapter: the
+    // frozen layer alone, as a preference recipe's reference).
+    void enable_lora(bool on) { lora_enabled_ = on; }
+    bool lora_enabled() const { return lora_enabled_; }
     // W += scale · B · A, then B = 0: the same function without the adapter's part.
     void merge_lora();
 
@@ -41,6 +45,7 @@ private:
     Parameter* lora_a_ = nullptr;
     Parameter* lora_b_ = nullptr;
     double lora_scale_ = 0;
+    bool lora_enabled_ = true;
 };
 
 // A Linear registered in `parent` as `name` where `wanted`, else none: a

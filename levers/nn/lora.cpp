@@ -76,6 +76,18 @@ bool has_lora(Module& model) {
     return false;
 }
 
+AdaptersOff::AdaptersOff(Module& model) {
+    for (Linear* l : linear_layers(model))
+        if (l->has_lora() && l->lora_enabled()) {
+            l->enable_lora(false);
+            switched_.push_back(l);
+        }
+}
+
+AdaptersOff::~AdaptersOff() {
+    for (Linear* l : switched_) l->enable_lora(true);
+}
+
 void merge_lora(Module& model) {
     LEVERS_CHECK(has_lora(model), "merge_lora(): this model has no LoRA adapters");
     for (Linear* l : linear_layers(model))

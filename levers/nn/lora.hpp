@@ -24,6 +24,19 @@ bool has_lora(Module& model);
 // Folds every adapter into its frozen weight (the model then computes the
 // same function without them) and zeroes them.
 void merge_lora(Module& model);
+// While one lives, every adapter of `model` is switched off: the model
+// computes its frozen base (a LoRA run's reference model, with no second
+// copy of the weights). Adapters switched off already stay so after.
+class AdaptersOff {
+public:
+    explicit AdaptersOff(Module& model);
+    ~AdaptersOff();
+    AdaptersOff(const AdaptersOff&) = delete;
+    AdaptersOff& operator=(const AdaptersOff&) = delete;
+
+private:
+    std::vector<Linear*> switched_;
+};
 // Every Linear of `model` (depth first), for code that walks the layers.
 std::vector<Linear*> linear_layers(Module& model);
 

@@ -21,8 +21,18 @@ StepGradients accumulate_gradients(ParamSet& params, dist::ParamSync& ddp, long 
         if (sync) ddp.finish();  // every bucket averaged over ranks
         out.loss += r.loss / static_cast<double>(grad_accum);
         out.items += r.items * dist::world_size();
+        for (const auto& [name, value] : r.metrics) out.metrics[name] += value / static_cast<double>(grad_accum);
     }
-    if (dist::backend()) out.loss = dist::all_reduce_mean(out.loss);
+    if (dist::backend()) {
+        out.loss = dist::all_reduce_mean(out.loss);
+        if (!out.metrics.empty()) {  // one collective for them all, in the map's order (the same on every rank)
+            std::vector<double> values;
+            for (const auto& [name, value] : out.metrics) values.push_back(value);
+            dist::all_reduce_sum(values);
+            std::size_t k = 0;
+            for (auto& [name, value] : out.metrics) value = values[k++] / dist::world_size();
+        }
+    }
     LEVERS_CHECK(std::isfinite(out.loss), "training diverged: loss is {} at step {} (try a lower lr)", out.loss, step);
     if (grad_accum > 1) scale_grads(params, 1.0f / static_cast<float>(grad_accum));
     return out;

@@ -8,6 +8,7 @@
 
 #include "levers/core/params.hpp"
 #include "levers/distributed/data_parallel.hpp"
+#include "levers/train/early_stopping.hpp"
 
 #include <functional>
 
@@ -16,11 +17,13 @@ namespace levers::train {
 struct MicroResult {
     double loss = 0;  // mean loss of this micro-batch
     long items = 0;   // tokens or samples it processed
+    Metrics metrics;  // more to log per step (a preference run's rewards): the same names every micro-batch and rank
 };
 
 struct StepGradients {
     double loss = 0;       // mean over the micro-batches and the ranks
     std::int64_t items = 0;  // processed by all ranks
+    Metrics metrics;         // each the mean over the micro-batches and the ranks
 };
 
 // Collective: zeroes the gradients, runs `micro_step(step, micro)` for micro =

@@ -18,9 +18,14 @@ double LoopReport::train_seconds() const { return train_seconds_before_ + second
 
 void LoopReport::log_window(LoopState& st, double lr, double grad_norm, LoopResult& result) {
     const double mean = st.window_loss / static_cast<double>(st.window_steps);
-    console_.line(fmt::format("step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} {}/s", st.step,
+    std::string more;
+    for (const auto& [name, sum] : window_metrics_)
+        more += fmt::format(" | {} {:.4g}", name, sum / static_cast<double>(window_metric_steps_));
+    console_.line(fmt::format("step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} {}/s{}", st.step,
                               options_.steps, mean, lr, grad_norm,
-                              static_cast<double>(window_items_) / seconds_since(window_start_), options_.unit));
+                              static_cast<double>(window_items_) / seconds_since(window_start_), options_.unit, more));
+    window_metrics_.clear();
+    window_metric_steps_ = 0;
     result.loss = mean;
     st.last_loss = mean;
     result.loss_curve.emplace_back(st.step, mean);
@@ -38,9 +43,11 @@ void LoopReport::stepped(LoopState& st, const StepGradients& grads, double lr, d
     ++st.window_steps;
     window_items_ += grads.items;
     items_here_ += grads.items;
+    for (const auto& [name, value] : grads.metrics) window_metrics_[name] += value;
+    window_metric_steps_ += grads.metrics.empty() ? 0 : 1;
     if (metrics_)
         metrics_->train(st.step, grads.loss, lr, grad_norm, st.items,
-                        static_cast<double>(grads.items) / seconds_since(began), train_seconds());
+                        static_cast<double>(grads.items) / seconds_since(began), train_seconds(), grads.metrics);
     if (st.step % options_.log_every == 0 || st.step == options_.steps) {
         log_window(st, lr, grad_norm, result);
     } else if (console_.due()) {  // formatting only when something is drawn: this is every step

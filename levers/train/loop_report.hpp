@@ -47,6 +47,8 @@ private:
     double eval_seconds_ = 0, train_seconds_before_ = 0;
     double last_lr_ = 0, last_norm_ = 0;  // the last step's, for a window cut short
     std::int64_t window_items_ = 0, items_here_ = 0;
+    Metrics window_metrics_;  // the steps' own metrics (MicroResult::metrics) summed over the window
+    long window_metric_steps_ = 0;
 };
 
 }  // namespace levers::train

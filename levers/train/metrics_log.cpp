@@ -30,10 +30,11 @@ MetricsLog::MetricsLog(const fs::path& dir) : dir_(dir) {
 }
 
 void MetricsLog::train(long step, double loss, double lr, double grad_norm, std::int64_t items,
-                       double items_per_second, double wall_s) {
+                       double items_per_second, double wall_s, const std::map<std::string, double>& more) {
     nlohmann::json j = {{"kind", "train"}, {"step", step},   {"loss", loss},
                         {"lr", lr},        {"grad_norm", grad_norm}, {"items", items},
                         {"items_per_second", items_per_second}, {"wall_s", wall_s}};
+    for (const auto& [k, v] : more) j[k] = v;
     jsonl_ << j.dump() << '\n' << std::flush;
     csv_ << fmt::format("{},{},{},{},{},{},{}\n", step, exact(loss), exact(lr), exact(grad_norm), items,
                         exact(items_per_second), exact(wall_s))

@@ -1,6 +1,7 @@
 // The metrics files of a run directory, written by rank 0 as training goes:
 //
 //   metrics.jsonl  one object per line: {"kind":"train","step":..,"loss":..,...}
+//                  (with the step's own metrics, "rewards/chosen":.. for dpo)
 //                  or {"kind":"eval","step":..,"val_loss":..,...}
 //   metrics.csv    step,loss,lr,grad_norm,items,items_per_second,wall_s (every
 //                  step; items: tokens or samples trained on so far, all ranks)
@@ -22,8 +23,9 @@ class MetricsLog {
 public:
     explicit MetricsLog(const std::filesystem::path& dir);  // appends when the files exist
 
+    // `more`: the step's own metrics (a preference run's rewards), in its metrics.jsonl row.
     void train(long step, double loss, double lr, double grad_norm, std::int64_t items, double items_per_second,
-               double wall_s);
+               double wall_s, const std::map<std::string, double>& more = {});
     void eval(long step, const std::map<std::string, double>& metrics, double wall_s);
 
 private:

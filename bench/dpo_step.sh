@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A DPO step on the CPU against the same step in PyTorch, in one run: the
+# Llama shape of bench/llama_step.sh (8 layers x 512, 8 query heads over 2
+# key-value heads, MLP 1376, vocabulary 32,000), every weight trained and a
+# frozen copy as the reference; two pairs, each a prompt of 256 tokens of
+# Moby-Dick (Llama 2's tokenizer) and two answers of 257 (what follows the
+# prompt, chosen; a stretch further on, rejected): the reference's forward,
+# the policy's forward over the answers' positions, DPO's sigmoid loss,
+# backward and AdamW (bench_model_steps --model dpo; bench/model_steps.py
+# --model dpo, written the same way), at 1 and 2 threads, alternating; the
+# median step, the peak resident memory.
+#
+#   bash bench/dpo_step.sh [rounds]     (default 1 round of 3 timed steps each)
+#
+# Installs Debian's python3-torch and OpenBLAS if missing; the peer runs with
+# both OpenBLAS builds (pthreads, OpenMP), each with and without flushing
+# subnormals to zero, and the fastest is reported (as bench/llama_step.sh does).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+rounds=${1:-1}
+. "$root/bench/install_peers.sh"
+install_peers python3-torch libopenblas0-pthread libopenblas0-openmp
+bash "$root/scripts/setup.sh" bench
+build=${LEVERS_BUILD:-$root/build}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
+ids="$out/ids.json"
+head -c 60000 "$data/books/mobydick.txt" | "$build/recipe" tokenize --tokenizer "$data/tokenizers/llama2" >"$ids"
+
+for round in $(seq "$rounds"); do
+    for threads in 1 2; do
+        "$build/bench/bench_model_steps" --model dpo --ids "$ids" --threads "$threads" --steps 3 >>"$out/levers-$threads.jsonl"
+        for variant in pthread openmp; do
+            for flush in 0 1; do
+                OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+                    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-$variant \
+                    /usr/bin/python3 "$root/bench/model_steps.py" --model dpo --ids "$ids" --threads "$threads" --steps 3 \
+                    --blas "openblas-$variant" --flush-denormal "$flush" >>"$out/torch-$threads.jsonl"
+            done
+        done
+    done
+done
+
+/usr/bin/python3 - "$out" <<'PY'
+import json, pathlib, platform, statistics, subprocess, sys
+out = pathlib.Path(sys.argv[1])
+load = lambda name: [json.loads(l) for l in (out / name).read_text().splitlines()]
+cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
+print(f"machine: {cpu}, {platform.machine()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
+print()
+print("| threads | levers tokens/s | PyTorch tokens/s | levers / PyTorch | levers step ms | PyTorch step ms | levers peak RSS MB | PyTorch peak RSS MB | PyTorch BLAS (each build's tokens/s) |")
+print("|---|---|---|---|---|---|---|---|---|")
+for t in (1, 2):
+    lv = load(f"levers-{t}.jsonl")
+    builds = {}
+    for r in load(f"torch-{t}.jsonl"):
+        builds.setdefault(r["blas_build"], []).append(r)
+    meds = {b: statistics.median(r["per_second"] for r in rs) for b, rs in builds.items()}
+    best = max(meds, key=meds.get)
+    pt = builds[best]
+    med = lambda rs, k: statistics.median(r[k] for r in rs)
+    print(f"| {t} | {med(lv, 'per_second'):.0f} | {med(pt, 'per_second'):.0f} | {med(lv, 'per_second') / med(pt, 'per_second'):.2f}x | "
+          f"{med(lv, 'median_step_ms'):.0f} | {med(pt, 'median_step_ms'):.0f} | {med(lv, 'peak_rss_mb'):.0f} | {med(pt, 'peak_rss_mb'):.0f} | "
+          f"{best} ({', '.join(f'{b} {v:.0f}' for b, v in meds.items())}) |")
+PY

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Chat examples about passages of the four books, for sft's demonstration.
+"""Chat examples about passages of the four books, for the chat demonstration.
 
-  books_chat.py make BOOKS_DIR OUT_DIR   writes OUT_DIR/books_chat.jsonl (training)
-                                         and OUT_DIR/books_chat_test.jsonl (held-out passages)
+  books_chat.py make BOOKS_DIR OUT_DIR   writes OUT_DIR/books_chat.jsonl (training),
+                                         OUT_DIR/books_chat_test.jsonl (held-out passages) and
+                                         OUT_DIR/books_pairs.jsonl (dpo's preference pairs)
   books_chat.py score TEST.jsonl ANSWERS  counts the answers that say what the reference says
                                          (ANSWERS: `recipe run chat --set questions=TEST.jsonl`'s
                                          output, one {"answer": ...} line per question, in order)
 
 Each example is one conversation: a passage of 40-110 words and a question
 about it, answered from the passage: which book it comes from, or who wrote
-it. Every tenth passage is held out. The output is
+it. Every tenth passage is held out. Each training conversation also makes
+a preference pair for dpo: its question, the right answer chosen, the same
+answer naming another book and author, up to its first wrong word,
+rejected. The output is
 the same on every machine (no randomness), so the figures in the README can
 be measured again.
 """
@@ -45,32 +49,48 @@ def passages(text):
                 piece = []
 
 
+def answer(title, author, kind):
+    return f"It is from {title}, by {author}." if kind == 0 else f"{author} wrote it, in {title}."
+
+
 def example(passage, title, author, kind):
-    if kind == 0:
-        question, answer = "Which book is this passage from?", f"It is from {title}, by {author}."
-    else:
-        question, answer = "Who wrote this passage?", f"{author} wrote it, in {title}."
+    question = "Which book is this passage from?" if kind == 0 else "Who wrote this passage?"
     return {"messages": [{"role": "user", "content": f"{question}\n\n{passage}"},
-                         {"role": "assistant", "content": answer}]}
+                         {"role": "assistant", "content": answer(title, author, kind)}]}
+
+
+def pair(ex, wrong, kind):
+    """The conversation's question; its answer chosen; rejected, the same answer naming `wrong` (a title, author)
+    up to its first wrong word. What follows that word would be right after it ("Arthur" then "Conan Doyle"):
+    left in, DPO would push it down too and teach the model to mix names."""
+    right, bad = ex["messages"][1]["content"].split(" "), answer(*wrong, kind).split(" ")
+    first = next(i for i, (a, b) in enumerate(zip(right, bad)) if a != b)
+    return {"prompt": ex["messages"][:1], "chosen": ex["messages"][1:],
+            "rejected": [{"role": "assistant", "content": " ".join(bad[:first + 1])}]}
 
 
 def make(books_dir, out_dir):
-    train, test = [], []
-    for name, (title, author) in BOOKS.items():
+    train, test, pairs = [], [], []
+    names = list(BOOKS.values())
+    for b, (name, (title, author)) in enumerate(BOOKS.items()):
         found = list(passages((Path(books_dir) / name).read_text(encoding="utf-8")))
         if len(found) < PER_BOOK:
             sys.exit(f"{name}: {len(found)} passages of running prose, {PER_BOOK} needed")
         step = len(found) / PER_BOOK  # spread over the whole book
         for i in range(PER_BOOK):
-            ex = example(found[int(i * step)], title, author, (i + i // 10) % 2)  # both kinds held out
+            kind = (i + i // 10) % 2  # both kinds held out
+            ex = example(found[int(i * step)], title, author, kind)
             (test if i % 10 == 9 else train).append(ex)
+            if i % 10 != 9:  # each other book in turn the wrong one
+                pairs.append(pair(ex, names[(b + 1 + i % 3) % len(names)], kind))
     # Books interleaved, so that any prefix of the file has all four.
     order = lambda xs: [xs[b * (len(xs) // 4) + i] for i in range(len(xs) // 4) for b in range(4)]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for path, rows in ((out / "books_chat.jsonl", order(train)), (out / "books_chat_test.jsonl", order(test))):
+    for path, rows in ((out / "books_chat.jsonl", order(train)), (out / "books_chat_test.jsonl", order(test)),
+                       (out / "books_pairs.jsonl", order(pairs))):
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        print(f"{path}: {len(rows)} conversations")
+        print(f"{path}: {len(rows)} {'pairs' if path.name == 'books_pairs.jsonl' else 'conversations'}")
 
 
 def score(test_file, answers_file):

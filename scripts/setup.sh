@@ -7,8 +7,8 @@
 #   bash scripts/setup.sh build  the whole set-up only (the benchmarks not built)
 #   bash scripts/setup.sh bench  the whole set-up and the benchmark programs (what bench/'s scripts run first)
 #   bash scripts/setup.sh chat   the chat demonstration: a small Llama pretrained on the books,
-#                                fine-tuned (sft) on questions about their passages, then asked
-#                                about passages it never saw
+#                                fine-tuned (sft) on questions about their passages, then tuned on
+#                                preferences (dpo), asked after each about passages it never saw
 #
 # Every step checks before it acts, so a second run only rebuilds what changed.
 set -euo pipefail
@@ -114,25 +114,35 @@ SUMS
 }
 
 # Conversations about passages of the books (which book is it from, who wrote
-# it), made from the books: sft's demonstration data.
+# it) and preference pairs of their answers, made from the books: the chat
+# demonstration's data.
 make_books_chat() {
-    [ -f "$data/chat/books_chat_test.jsonl" ] && return
+    [ -f "$data/chat/books_pairs.jsonl" ] && return
     say "writing questions about the books' passages into $data/chat"
     python3 "$root/scripts/books_chat.py" make "$data/books" "$data/chat" >/dev/null
 }
 
-# pretrain_llama, then sft on the books' conversations, then the held-out
-# questions answered (greedily) and scored.
+# The held-out passages' questions answered greedily by RUN's model, and scored.
+answer_held_out() {
+    local run=$1
+    say "the held-out passages' questions, answered by $run/model:"
+    "$build/recipe" run chat --set model="$run/model" --set questions="$data/chat/books_chat_test.jsonl" \
+        --set top_k=1 --set tokens=48 >"$run/answers.jsonl"
+    grep -m 4 '^{"answer"' "$run/answers.jsonl"
+    python3 "$root/scripts/books_chat.py" score "$data/chat/books_chat_test.jsonl" "$run/answers.jsonl"
+}
+
+# pretrain_llama, then sft on the books' conversations, then dpo on pairs of
+# their answers; after each tuning the held-out questions answered and scored.
 chat_demo() {
     local recipe="$build/recipe"
     "$recipe" run pretrain_llama
     "$recipe" run sft --set model=runs/pretrain_llama/latest/model --set data="$data/chat/books_chat.jsonl" \
         --set lora_r=0 --set context=256 --set batch_size=4 --set steps=600 --set lr=1e-3 --set eval_every=200
-    say "the held-out passages' questions, answered by runs/sft/latest/model:"
-    "$recipe" run chat --set model=runs/sft/latest/model --set questions="$data/chat/books_chat_test.jsonl" \
-        --set top_k=1 --set tokens=48 >runs/sft/latest/answers.jsonl
-    grep -m 4 '^{"answer"' runs/sft/latest/answers.jsonl
-    python3 "$root/scripts/books_chat.py" score "$data/chat/books_chat_test.jsonl" runs/sft/latest/answers.jsonl
+    answer_held_out runs/sft/latest
+    "$recipe" run dpo --set model=runs/sft/latest/model --set data="$data/chat/books_pairs.jsonl" \
+        --set context=256 --set batch_size=4 --set steps=200 --set lr=1e-4 --set eval_every=100
+    answer_held_out runs/dpo/latest
 }
 
 configure_build() {

@@ -1,8 +1,9 @@
 // The chat demonstration (`bash scripts/setup.sh chat`) at a size a test
 // affords: the books' conversations made by scripts/books_chat.py, a Llama
 // pretrained on the books with Llama 3's tokenizer (pretrain_llama) and saved
-// as a HF directory with the template, sft on the conversations from it,
-// chat answering the held-out questions, and the answers scored.
+// as a HF directory with the template, sft on the conversations from it, dpo
+// on the preference pairs from sft's model, chat answering the held-out
+// questions, and the answers scored.
 #include "levers/data/files.hpp"
 #include "levers/models/hf_dir.hpp"
 #include "tests/installed_data.hpp"
@@ -41,6 +42,8 @@ TEST_CASE("the chat demonstration runs end to end: books' questions, pretrain_ll
     const fs::path train = tmp.path() / "chat" / "books_chat.jsonl", test = tmp.path() / "chat" / "books_chat_test.jsonl";
     CHECK(lines_in(train) == 1440);
     CHECK(lines_in(test) == 160);
+    const fs::path pairs = tmp.path() / "chat" / "books_pairs.jsonl";
+    CHECK(lines_in(pairs) == 1440);
 
     const fs::path pretrained = tmp.path() / "pretrain";
     r = run_recipe({"run", "pretrain_llama", "--threads", "2", "--out", pretrained.string(), "--set", "hidden=16",
@@ -64,6 +67,15 @@ TEST_CASE("the chat demonstration runs end to end: books' questions, pretrain_ll
     INFO(r.output);
     REQUIRE(r.code == 0);
     CHECK(r.output.find("1440 conversations, 0 instructions, 0 texts; 72 held out") != std::string::npos);
+
+    const fs::path preferred = tmp.path() / "dpo";
+    r = run_recipe({"run", "dpo", "--threads", "2", "--out", preferred.string(), "--set",
+                    "model=" + (tuned / "model").string(), "--set", "data=" + pairs.string(), "--set", "context=256",
+                    "--set", "batch_size=2", "--set", "steps=2", "--set", "eval_every=0", "--set", "eval_batches=1"});
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK(r.output.find("1440 conversation pairs, 0 text pairs; 72 held out") != std::string::npos);
+    CHECK(fs::exists(preferred / "model" / "model.safetensors"));
 
     // The first questions of the held-out file, answered greedily, then scored.
     const fs::path few = tmp.path() / "few.jsonl";

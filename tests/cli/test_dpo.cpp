@@ -144,12 +144,15 @@ TEST_CASE("recipe run dpo: the reference precomputed, a frozen copy or another d
     INFO(learned.output);
     CHECK(result["val_rewards/margins"].get<double>() > 0.2);
     CHECK(result["val_loss"].get<double>() < 0.8 * std::log(2.0));
-    // IPO and SimPO run the same way.
+    // IPO and SimPO run the same way; gguf= writes the tuned model for llama.cpp too.
     for (const std::string loss : {"ipo", "simpo"}) {
         CAPTURE(loss);
         const Ran r = ran_ok(with(loss, {"--set", "loss=" + loss, "--set", "steps=2", "--set", "eval_every=0",
-                                         "--set", "checkpoint_every=0"}));
-        CHECK(std::isfinite(nlohmann::json::parse(r.last_line())["val_loss"].get<double>()));
+                                         "--set", "checkpoint_every=0", "--set", "gguf=f16"}));
+        const auto result = nlohmann::json::parse(r.last_line());
+        CHECK(std::isfinite(result["val_loss"].get<double>()));
+        CHECK(fs::exists(tmp.path() / loss / "model-f16.gguf"));
+        CHECK(result["gguf"] == (tmp.path() / loss / "model-f16.gguf").string());
     }
 }
 

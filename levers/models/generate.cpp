@@ -13,6 +13,19 @@ std::int32_t sample_token(const float* logits, int vocab, const SampleOptions& o
     LEVERS_CHECK(options.top_p > 0 && options.top_p <= 1, "top_p must be in (0, 1], got {}", options.top_p);
     if (options.temperature == 0)  // greedy, as transformers' do_sample=False and llama.cpp's --temp 0: no draw
         return static_cast<std::int32_t>(std::max_element(logits, logits + vocab) - logits);
+    if ((options.top_k == 0 || options.top_k >= vocab) && options.top_p >= 1) {
+        // The whole vocabulary: a draw from the softmax in token order, nothing to sort (GRPO's rollouts).
+        const double top = *std::max_element(logits, logits + vocab);
+        std::vector<double> weight(static_cast<std::size_t>(vocab));
+        double total = 0;
+        for (int i = 0; i < vocab; ++i) total += weight[static_cast<std::size_t>(i)] = std::exp((logits[i] - top) / options.temperature);
+        double u = rng.uniform() * total;
+        for (int i = 0; i < vocab; ++i) {
+            if (u < weight[static_cast<std::size_t>(i)]) return i;
+            u -= weight[static_cast<std::size_t>(i)];
+        }
+        return static_cast<std::int32_t>(std::max_element(logits, logits + vocab) - logits);  // rounding's leftover
+    }
     std::vector<int> order(static_cast<std::size_t>(vocab));
     std::iota(order.begin(), order.end(), 0);
     std::size_t keep = options.top_k == 0 ? order.size() : std::min<std::size_t>(order.size(), static_cast<std::size_t>(options.top_k));

@@ -25,7 +25,9 @@ struct SampleOptions {
 std::vector<std::int32_t> generate(LanguageModel& model, std::vector<std::int32_t> prompt,
                                    const SampleOptions& options, Rng& rng);
 
-// Draws one token from logits[vocab] with the options' temperature, top-k and top-p.
+// Draws one token from logits[vocab] with the options' temperature, top-k and
+// top-p (the kept tokens sorted; the whole vocabulary, top-k 0 and top-p 1,
+// drawn in token order without sorting).
 std::int32_t sample_token(const float* logits, int vocab, const SampleOptions& options, Rng& rng);
 
 }  // namespace levers::models

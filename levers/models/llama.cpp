@@ -65,9 +65,9 @@ LlamaLayer::LlamaLayer(const LlamaConfig& c, std::int64_t index)
       pre_feedforward_layernorm(sandwich_norm(*this, "pre_feedforward_layernorm", c)),
       post_feedforward_layernorm(sandwich_norm(*this, "post_feedforward_layernorm", c)) {}
 
-Tensor LlamaLayer::forward(const Tensor& x, nn::KvCache* cache, const Tensor* documents) {
+Tensor LlamaLayer::forward(const Tensor& x, nn::KvCache* cache, const Tensor* documents, const Tensor* starts) {
     const Tensor a = input_layernorm(x);
-    const Tensor attended = cache       ? self_attn.forward(a, *cache)
+    const Tensor attended = cache       ? (starts ? self_attn.forward(a, *cache, *starts) : self_attn.forward(a, *cache))
                             : documents ? self_attn.forward_packed(a, *documents)
                                         : self_attn.forward(a);
     if (!pre_feedforward_layernorm) {
@@ -99,7 +99,7 @@ Llama::Llama(const LlamaConfig& config, std::uint64_t seed) : Llama(config) { in
 
 nn::Parameter& Llama::head_weight() { return lm_head ? lm_head->weight : model.embed_tokens.weight; }
 
-Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* documents) {
+Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* documents, const Tensor* starts) {
     LEVERS_CHECK(tokens.ndim() == 2 && tokens.dim(0) >= 1 && tokens.dim(1) >= 1 && tokens.dtype() == DType::i32,
                  "{} forward needs i32 tokens [batch, time], got {} {}", config_.model_type, name_of(tokens.dtype()),
                  tokens.shape().str());
@@ -113,7 +113,7 @@ Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* docu
                 return layer.forward(in, nullptr, docs.defined() ? &docs : nullptr);
             });
         } else {
-            x = layer.forward(x, cache ? &cache->layers[i++] : nullptr, documents);
+            x = layer.forward(x, cache ? &cache->layers[i++] : nullptr, documents, starts);
         }
     }
     return model.norm(x);
@@ -184,11 +184,18 @@ LlamaCache Llama::new_cache(std::int64_t capacity) const {
     return cache;
 }
 
-Tensor Llama::next_logits(const Tensor& tokens, LlamaCache& cache) {
+Tensor Llama::next_logits(const Tensor& tokens, LlamaCache& cache) { return last_logits(tokens, cache, nullptr); }
+
+Tensor Llama::next_logits(const Tensor& tokens, LlamaCache& cache, const Tensor& starts) {
+    const Tensor s = on_device(starts);
+    return last_logits(tokens, cache, &s);
+}
+
+Tensor Llama::last_logits(const Tensor& tokens, LlamaCache& cache, const Tensor* starts) {
     LEVERS_CHECK(cache.layers.size() == static_cast<std::size_t>(config_.num_hidden_layers),
                  "next_logits: a cache for {} layers given to a model of {}", cache.layers.size(),
                  config_.num_hidden_layers);
-    const Tensor h = hidden(tokens, &cache);
+    const Tensor h = hidden(tokens, &cache, nullptr, starts);
     const std::int64_t time = h.dim(1);
     return head(h.narrow(1, time - 1, 1).squeeze(1));
 }

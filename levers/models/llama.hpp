@@ -31,8 +31,10 @@ namespace levers::models {
 class LlamaLayer : public nn::Module {
 public:
     LlamaLayer(const LlamaConfig& c, std::int64_t index);
-    // With a cache (generation) or documents (packed rows: attention.hpp's forward_packed), or neither.
-    Tensor forward(const Tensor& x, nn::KvCache* cache = nullptr, const Tensor* documents = nullptr);
+    // With a cache (generation; `starts`, each query's first key, for a padded batch: attention.hpp)
+    // or documents (packed rows: attention.hpp's forward_packed), or neither.
+    Tensor forward(const Tensor& x, nn::KvCache* cache = nullptr, const Tensor* documents = nullptr,
+                   const Tensor* starts = nullptr);
     nn::RMSNorm input_layernorm;
     nn::Attention self_attn;
     nn::RMSNorm post_attention_layernorm;
@@ -55,6 +57,10 @@ public:
 struct LlamaCache {
     std::vector<nn::KvCache> layers;
     std::int64_t length() const { return layers.empty() ? 0 : layers.front().length; }
+    // Keeps the batch rows `rows` (i32) in every layer: finished sequences dropped.
+    void keep_rows(const Tensor& rows) {
+        for (nn::KvCache& c : layers) c.keep_rows(rows);
+    }
 };
 
 class Llama : public LanguageModel {
@@ -92,6 +98,9 @@ public:
     // positions by new_cache). Under InferenceMode.
     LlamaCache new_cache(std::int64_t capacity) const;
     Tensor next_logits(const Tensor& tokens, LlamaCache& cache);
+    // The same for rows of different lengths: `starts` (i32 [B, T]) is the
+    // first position each query sees (a row's left padding unseen).
+    Tensor next_logits(const Tensor& tokens, LlamaCache& cache, const Tensor& starts);
 
     // The logits of features [..., hidden], soft-capped where the config says (Gemma 2).
     Tensor head(const Tensor& features);
@@ -105,7 +114,9 @@ public:
     std::unique_ptr<nn::Linear> lm_head;  // absent when tied
 
 private:
-    Tensor hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* documents = nullptr);
+    Tensor hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* documents = nullptr,
+                  const Tensor* starts = nullptr);
+    Tensor last_logits(const Tensor& tokens, LlamaCache& cache, const Tensor* starts);
     LlamaConfig config_;
 };
 

@@ -87,6 +87,13 @@ Attention::Attention(Module& parent, std::string name, std::int64_t dim, std::in
 Tensor Attention::forward(const Tensor& x) { return attend(x, nullptr, nullptr); }
 Tensor Attention::forward(const Tensor& x, const Tensor& mask) { return attend(x, &mask, nullptr); }
 Tensor Attention::forward(const Tensor& x, KvCache& cache) { return attend(x, nullptr, &cache); }
+Tensor Attention::forward(const Tensor& x, KvCache& cache, const Tensor& starts) {
+    LEVERS_CHECK(causal && starts.dtype() == DType::i32 && starts.ndim() == 2 && starts.dim(0) == x.dim(0) &&
+                     starts.dim(1) == x.dim(1),
+                 "Attention: starts are {} {}; x {} needs i32 [{}, {}] (causal attention only)",
+                 name_of(starts.dtype()), starts.shape().str(), x.shape().str(), x.dim(0), x.dim(1));
+    return attend(x, nullptr, &cache, nullptr, &starts);
+}
 
 namespace {
 
@@ -137,6 +144,14 @@ std::pair<Tensor, Tensor> KvCache::append(const Tensor& k, const Tensor& v) {
     return {keys.narrow(1, 0, length), values.narrow(1, 0, length)};
 }
 
+void KvCache::keep_rows(const Tensor& rows) {
+    LEVERS_CHECK(!autograd::grad_enabled(), "Attention: a KV cache is for generation, under autograd::InferenceMode");
+    if (!keys.defined()) return;
+    const Tensor index = rows.to(keys.device());
+    keys = ops::index_select(keys, 0, index).contiguous();
+    values = ops::index_select(values, 0, index).contiguous();
+}
+
 Attention::Heads Attention::project(const Tensor& x, std::int64_t start, const Packed* packed) {
     const std::int64_t batch = x.dim(0), time = x.dim(1);
     // [B, T, heads, D]: the heads side by side, as the projections make them.
@@ -165,15 +180,15 @@ Attention::Heads Attention::project(const Tensor& x, std::int64_t start, const P
     return h;
 }
 
-Tensor Attention::mix(const Heads& h, const Tensor* mask, bool cached, const Packed* packed) {
+Tensor Attention::mix(const Heads& h, const Tensor* mask, bool cached, const Tensor* starts) {
     const std::int64_t batch = h.q.dim(0), time = h.q.dim(1), width = heads * head_dim;
-    const ops::CausalMask reach{.starts = packed ? packed->starts : Tensor(), .window = sliding_window};
+    const ops::CausalMask reach{.starts = starts ? *starts : Tensor(), .window = sliding_window};
     // The fused kernel where it applies (causal, no mask of the caller's, no soft cap).
     if (causal && !mask && logit_softcap == 0 && ops::causal_attention_applies(h.q.device(), h.q.dtype(), head_dim))
         return ops::causal_attention(h.q, h.k, h.v, reach).reshape({batch, time, width});
     // Else GPT-2's packed op where it applies (nothing but causality, a key-value head per query head): GPUs
     // in f32, or other head sizes (GPT-2's flash kernel applies only where the fused one above already did).
-    if (causal && !mask && !cached && !packed && sliding_window == 0 && kv_heads == heads && logit_softcap == 0)
+    if (causal && !mask && !cached && !starts && sliding_window == 0 && kv_heads == heads && logit_softcap == 0)
         return ops::attention(ops::cat({h.q.reshape({batch, time, width}), h.k.reshape({batch, time, width}),
                                         h.v.reshape({batch, time, width})},
                                        -1),
@@ -181,11 +196,13 @@ Tensor Attention::mix(const Heads& h, const Tensor* mask, bool cached, const Pac
     return ops::attention_written_out(h.q, h.k, h.v, reach, causal, mask, logit_softcap).reshape({batch, time, width});
 }
 
-Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed) {
+Tensor Attention::attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed,
+                         const Tensor* starts) {
     LEVERS_CHECK(x.ndim() == 3, "Attention: x is {}, expected [batch, time, channels]", x.shape().str());
     Heads h = project(x, cache ? cache->length : 0, packed);
     if (cache) std::tie(h.k, h.v) = cache->append(h.k, h.v);
-    return o_proj(mix(h, mask, cache != nullptr, packed));
+    const Tensor* reach = packed ? &packed->starts : starts;
+    return o_proj(mix(h, mask, cache != nullptr, reach));
 }
 
 }  // namespace levers::nn

@@ -44,6 +44,8 @@ struct KvCache {
     // returns every position's held (views [B, length, kv_heads, D]). Under
     // autograd::InferenceMode only; throws levers::Error past the capacity.
     std::pair<Tensor, Tensor> append(const Tensor& k, const Tensor& v);
+    // Keeps the batch rows `rows` (i32, in that order) and drops the others: finished sequences.
+    void keep_rows(const Tensor& rows);
 };
 
 class Attention : public Layer {
@@ -75,6 +77,10 @@ public:
     // cache.length, cache.length + 1, ...; its keys and values are added to
     // the cache and the queries attend to every position held.
     Tensor forward(const Tensor& x, KvCache& cache);
+    // The same with `starts` (i32 [B, T]): the first position each query
+    // sees (rows of different lengths generated together, their left padding
+    // unseen; causal only).
+    Tensor forward(const Tensor& x, KvCache& cache, const Tensor& starts);
     // Packed sequences: `documents` (i32 [B, T], non-decreasing along each
     // row) numbers the document of each position; a query attends only to
     // keys of its own document, and rotary positions restart at each
@@ -106,8 +112,10 @@ private:
     // The projections, q and k normed and rotated, from position `start` or the packed rows' positions.
     Heads project(const Tensor& x, std::int64_t start, const Packed* packed);
     // The heads attending, by the kernel that applies: [B, T, heads x D].
-    Tensor mix(const Heads& h, const Tensor* mask, bool cached, const Packed* packed);
-    Tensor attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed = nullptr);
+    // `starts`: the first key each query sees (packed rows', or a padded batch's), else none.
+    Tensor mix(const Heads& h, const Tensor* mask, bool cached, const Tensor* starts);
+    Tensor attend(const Tensor& x, const Tensor* mask, KvCache* cache, const Packed* packed = nullptr,
+                  const Tensor* starts = nullptr);
 };
 
 }  // namespace levers::nn

@@ -105,7 +105,8 @@ Device Module::device() { return layout().device; }
 
 Tensor Module::on_device(const Tensor& x) {
     const Layout& l = layout();
-    return x.dtype() == DType::i32 ? x.to(l.device) : x.to(l.device, l.compute);
+    const bool floats = x.dtype() != DType::i32 && x.dtype() != DType::boolean;
+    return floats ? x.to(l.device, l.compute) : x.to(l.device);
 }
 DType Module::compute_dtype() { return layout().compute; }
 

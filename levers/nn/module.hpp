@@ -106,7 +106,7 @@ public:
     Device device();
     DType compute_dtype();
     // `x` where the model computes: on its device, floats in its compute
-    // dtype (integer tensors, token ids, keep theirs). A model's forward
+    // dtype (integer tensors, token ids, and masks keep theirs). A model's forward
     // starts with it, so callers pass host tensors.
     Tensor on_device(const Tensor& x);
     // Training mode (dropout on) or evaluation mode, for the whole model.

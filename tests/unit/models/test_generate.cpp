@@ -1,10 +1,13 @@
 #include "levers/core/error.hpp"
+#include "levers/models/batch_generate.hpp"
 #include "levers/models/generate.hpp"
 #include "levers/models/gpt.hpp"
+#include "tests/tiny_llama.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 using namespace levers;
 
@@ -27,6 +30,23 @@ TEST_CASE("sampling: top-k keeps the k likeliest, in softmax proportions") {
     CHECK(counts[0] + counts[3] + counts[1] == n);
     // The two kept are token 1 (weight 3) and one of the weight-1 ties.
     CHECK(static_cast<double>(counts[1]) / n == doctest::Approx(0.75).epsilon(0.03));
+}
+
+TEST_CASE("sampling: the whole vocabulary (top-k 0, top-p 1) in softmax proportions, at a temperature") {
+    const float logits[] = {0.0f, std::log(3.0f), -30.0f, std::log(2.0f)};  // p ∝ 1, 3, ~0, 2
+    Rng rng(3);
+    int counts[4] = {};
+    const int n = 30000;
+    for (int i = 0; i < n; ++i) counts[models::sample_token(logits, 4, {.temperature = 1.0, .top_k = 0}, rng)]++;
+    CHECK(counts[2] == 0);
+    CHECK(static_cast<double>(counts[0]) / n == doctest::Approx(1.0 / 6).epsilon(0.04));
+    CHECK(static_cast<double>(counts[1]) / n == doctest::Approx(3.0 / 6).epsilon(0.03));
+    CHECK(static_cast<double>(counts[3]) / n == doctest::Approx(2.0 / 6).epsilon(0.03));
+    // Temperature 2 flattens: p ∝ 1, √3, ~0, √2.
+    for (int& c : counts) c = 0;
+    for (int i = 0; i < n; ++i) counts[models::sample_token(logits, 4, {.temperature = 2.0, .top_k = 0}, rng)]++;
+    const double z = 1 + std::sqrt(3.0) + std::sqrt(2.0);
+    CHECK(static_cast<double>(counts[1]) / n == doctest::Approx(std::sqrt(3.0) / z).epsilon(0.03));
 }
 
 TEST_CASE("generate appends the requested tokens, deterministically for a seed") {
@@ -78,4 +98,42 @@ TEST_CASE("generation stops at a stop token, which it keeps") {
     // Every token stops: one is drawn, then generation ends.
     const auto out = models::generate(gpt, {1, 2}, {.max_new_tokens = 6, .top_k = 0, .stop = {0, 1, 2, 3, 4}}, rng);
     CHECK(out.size() == 3);
+}
+
+TEST_CASE("batched generation: rows of different lengths, each stopping on its own, token for token what each "
+          "generates alone (Llama, Gemma 2's window and soft caps, SmolLM3's layers without rotation)") {
+    for (const std::string type : {"llama", "gemma2", "smollm3"}) {
+        CAPTURE(type);
+        testing::TinyLlama t{.vocab = 96, .hidden = 32, .intermediate = 48, .layers = 2, .heads = 4, .kv_heads = 2,
+                             .context = 64};
+        models::Llama model(type == "llama" ? testing::tiny_llama(t) : testing::tiny_of_type(type, t), 11);
+        // The first prompt twice, as a GRPO group's completions share theirs.
+        const std::vector<std::vector<std::int32_t>> prompts = {{5, 9, 13}, {7}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, {40, 41},
+                                                                {5, 9, 13}};
+        models::SampleOptions greedy{.max_new_tokens = 12, .temperature = 0};
+        Rng rng(1);
+        // The stop token: the fourth that the first prompt makes alone, so rows end at different steps.
+        const auto first = models::generate(model, prompts[0], greedy, rng);
+        greedy.stop = {first[prompts[0].size() + 3]};
+        std::vector<std::vector<std::int32_t>> alone;
+        for (const auto& p : prompts) {
+            const auto whole = models::generate(model, p, greedy, rng);
+            alone.emplace_back(whole.begin() + static_cast<std::ptrdiff_t>(p.size()), whole.end());
+        }
+        const models::BatchGeneration together = models::generate_batch(model, prompts, greedy, rng);
+        CHECK(together.completions == alone);
+        CHECK(together.completions[0].back() == greedy.stop[0]);
+        CHECK(together.stopped[0]);
+        std::set<std::size_t> lengths;  // the rows ended at different steps
+        for (const auto& c : alone) lengths.insert(c.size());
+        CHECK(lengths.size() >= 2);
+        std::int64_t tokens = 0;
+        for (const auto& c : alone) tokens += static_cast<std::int64_t>(c.size());
+        // Each token after a prompt's first came from one row's step: a finished row is computed no more.
+        CHECK(together.row_steps == tokens - static_cast<std::int64_t>(prompts.size()));
+    }
+    models::Llama model(testing::tiny_llama({.vocab = 96}), 1);
+    Rng rng(1);
+    CHECK_THROWS_WITH_AS(models::generate_batch(model, {{1}, {}}, {}, rng),
+                         doctest::Contains("prompt 1 is empty"), Error);
 }

@@ -11,7 +11,8 @@
 # and on one. Then sft (a Llama over a small tokenizer with a chat template,
 # tests/fixtures/tiny_tokenizer, made by pretrain_llama on the CPU, fine-tuned on
 # conversations packed into rows: documents, positions restarting, the loss
-# on the answers only) likewise, on one GPU and two, and a tiny SmolLM3, Gemma 2
+# on the answers only) likewise, on one GPU and two, dpo on pairs of its answers
+# (LoRA, the base as the reference) on one GPU, and a tiny SmolLM3, Gemma 2
 # and Gemma 3 in bf16, each lowering its validation loss. Whole runs: data,
 # training loop, AdamW and clipping on the GPU, evaluation, checkpoints,
 # sampling. Then a user's own models (examples/user_project: a residual MLP
@@ -172,6 +173,17 @@ run f32_sft "${gpu[@]}" "${sft[@]}" --device cuda
 run bf16_sft "${gpu[@]}" "${sft[@]}" --device cuda --precision bf16
 run cpu_sft_x2 "${cpu[@]}" "${sft[@]}" --gpus 2
 run f32_sft_x2 env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${sft[@]}" --gpus 2 --device cuda
+# dpo on the same model (LoRA: its reference the base with the adapters switched off), pairs of answers to the sums.
+for i in $(seq 12); do
+    printf '{"prompt": [{"role": "user", "content": "What is %d plus %d?"}], "chosen": "%d.", "rejected": "%d."}\n' \
+        "$i" "$((2 * i))" "$((3 * i))" "$((3 * i + 2))"
+done >pairs.jsonl
+dpo=(run dpo --threads 1 --set model="$work/llama_base/model" --set data="$work/pairs.jsonl" --set context=64
+     --set batch_size=2 --set steps=3 --set lr=1e-2 --set eval_every=3 --set eval_batches=1 --set checkpoint_every=0
+     --set val_fraction=0.25)
+run cpu_dpo "${cpu[@]}" "${dpo[@]}"
+run f32_dpo "${gpu[@]}" "${dpo[@]}" --device cuda
+run bf16_dpo "${gpu[@]}" "${dpo[@]}" --device cuda --precision bf16
 for type in "${families[@]}"; do  # every weight trained (lora_r=0), its validation loss falling on the GPU in bf16
     family_sft=(run sft --threads 1 --set model="$work/tiny_$type" --set data="$work/chat.jsonl" --set context=64
                 --set batch_size=2 --set steps=4 --set lr=3e-3 --set lora_r=0 --set eval_every=4 --set eval_batches=1
@@ -192,7 +204,7 @@ run oom run_oom
 settle
 grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
     { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
-for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text bf16_sft_phi3 user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
+for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft f32_dpo bf16_dpo bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text bf16_sft_phi3 user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
     grep -q 'on GPU 0 (levers emulated GPU' "$run.log" || { echo "the $run run did not use the emulated GPU:"; cat "$run.log"; exit 1; }
 done
 for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 user_f32_x2 cnn_f32_x2; do
@@ -234,7 +246,8 @@ for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32'
                                     ('_x2_zero2', ('f32', 'bf16'), 'cpu_x2'),
                                     ('_nodes', ('f32',), 'cpu_x2'), ('_tune', ('f32', 'bf16'), 'cpu_tune'),
                                     ('_tune_x2', ('f32',), 'cpu_tune_x2'), ('_sft', ('f32', 'bf16'), 'cpu_sft'),
-                                    ('_sft_x2', ('f32',), 'cpu_sft_x2'), ('_sft_smollm3', ('bf16',), 'cpu_sft_smollm3'),
+                                    ('_sft_x2', ('f32',), 'cpu_sft_x2'), ('_dpo', ('f32', 'bf16'), 'cpu_dpo'),
+                                    ('_sft_smollm3', ('bf16',), 'cpu_sft_smollm3'),
                                     ('_sft_gemma2', ('bf16',), 'cpu_sft_gemma2'),
                                     ('_sft_gemma3_text', ('bf16',), 'cpu_sft_gemma3_text'),
                                     ('_sft_phi3', ('bf16',), 'cpu_sft_phi3')):

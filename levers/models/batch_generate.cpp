@@ -19,8 +19,10 @@ Tensor first_seen(const std::vector<std::int64_t>& pad, std::int64_t queries, st
 }
 }  // namespace
 
-BatchGeneration generate_batch(Llama& model, const std::vector<std::vector<std::int32_t>>& prompts,
-                               const SampleOptions& options, Rng& rng) {
+namespace {
+template <class RngOf>
+BatchGeneration generate_rows(Llama& model, const std::vector<std::vector<std::int32_t>>& prompts,
+                              const SampleOptions& options, RngOf rng_of) {
     LEVERS_CHECK(!prompts.empty(), "batched generation needs at least one prompt");
     LEVERS_CHECK(options.max_new_tokens >= 0, "max_new_tokens must be >= 0, got {}", options.max_new_tokens);
     // Each distinct prompt is computed once (a GRPO group's completions share theirs), the longest setting the padding.
@@ -68,8 +70,9 @@ BatchGeneration generate_batch(Llama& model, const std::vector<std::vector<std::
         const Tensor host = logits.to(Device::cpu(), DType::f32).contiguous();
         std::vector<std::int32_t> next, keep;
         for (std::size_t r = 0; r < prompt_of.size(); ++r) {
-            const std::int32_t token = sample_token(host.data<float>() + r * static_cast<std::size_t>(vocab), vocab, options, rng);
             const auto i = static_cast<std::size_t>(prompt_of[r]);
+            const std::int32_t token =
+                sample_token(host.data<float>() + r * static_cast<std::size_t>(vocab), vocab, options, rng_of(i));
             out.completions[i].push_back(token);
             if (std::find(options.stop.begin(), options.stop.end(), token) != options.stop.end()) {
                 out.stopped[i] = true;
@@ -95,6 +98,19 @@ BatchGeneration generate_batch(Llama& model, const std::vector<std::vector<std::
     }
     model.train(was_training);
     return out;
+}
+}  // namespace
+
+BatchGeneration generate_batch(Llama& model, const std::vector<std::vector<std::int32_t>>& prompts,
+                               const SampleOptions& options, Rng& rng) {
+    return generate_rows(model, prompts, options, [&](std::size_t) -> Rng& { return rng; });
+}
+
+BatchGeneration generate_batch(Llama& model, const std::vector<std::vector<std::int32_t>>& prompts,
+                               const SampleOptions& options, std::vector<Rng>& rngs) {
+    LEVERS_CHECK(rngs.size() == prompts.size(), "batched generation: {} generators for {} prompts", rngs.size(),
+                 prompts.size());
+    return generate_rows(model, prompts, options, [&](std::size_t i) -> Rng& { return rngs[i]; });
 }
 
 }  // namespace levers::models

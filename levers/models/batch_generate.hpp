@@ -29,5 +29,10 @@ struct BatchGeneration {
 // prompt's) where the rows' own lengths would pick differently.
 BatchGeneration generate_batch(Llama& model, const std::vector<std::vector<std::int32_t>>& prompts,
                                const SampleOptions& options, Rng& rng);
+// The same with a generator per prompt (`rngs[i]` draws prompt i's tokens),
+// so what a row draws does not depend on the rows beside it: GRPO's groups
+// sample alike on one rank or spread over several.
+BatchGeneration generate_batch(Llama& model, const std::vector<std::vector<std::int32_t>>& prompts,
+                               const SampleOptions& options, std::vector<Rng>& rngs);
 
 }  // namespace levers::models

@@ -137,3 +137,31 @@ TEST_CASE("batched generation: rows of different lengths, each stopping on its o
     CHECK_THROWS_WITH_AS(models::generate_batch(model, {{1}, {}}, {}, rng),
                          doctest::Contains("prompt 1 is empty"), Error);
 }
+
+TEST_CASE("batched sampling with a generator per prompt: what a row draws does not depend on the rows beside it") {
+    models::Llama model(testing::tiny_llama({.vocab = 96, .hidden = 32, .intermediate = 48, .layers = 2, .heads = 4,
+                                             .kv_heads = 2, .context = 64}),
+                        7);
+    const std::vector<std::vector<std::int32_t>> prompts = {{5, 9, 13}, {5, 9, 13}, {7}, {1, 2, 3, 4}};
+    const models::SampleOptions sampled{.max_new_tokens = 10, .temperature = 1.0};
+    const auto rngs_for = [](std::vector<std::uint64_t> seeds) {
+        std::vector<Rng> out;
+        for (const auto s : seeds) out.emplace_back(s);
+        return out;
+    };
+    auto all = rngs_for({11, 12, 13, 14});
+    const models::BatchGeneration together = models::generate_batch(model, prompts, sampled, all);
+    CHECK(together.completions[0] != together.completions[1]);  // one prompt, two generators: two answers
+    // Each row alone, or the last two rows as another rank's share, with the same generators: the same tokens.
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+        auto one = rngs_for({11 + i});
+        CHECK(models::generate_batch(model, {prompts[i]}, sampled, one).completions[0] == together.completions[i]);
+    }
+    auto share = rngs_for({13, 14});
+    const auto half = models::generate_batch(model, {prompts[2], prompts[3]}, sampled, share);
+    CHECK(half.completions[0] == together.completions[2]);
+    CHECK(half.completions[1] == together.completions[3]);
+    auto too_few = rngs_for({1});
+    CHECK_THROWS_WITH_AS(models::generate_batch(model, prompts, sampled, too_few),
+                         doctest::Contains("1 generators for 4 prompts"), Error);
+}

@@ -3,7 +3,9 @@
 // does not ship, written as modules and general ops: no backward code.
 // `fashion` is a residual MLP, `fashion_cnn` a small CNN, `regression` and
 // `logistic` a few lines each (MSE, and a sigmoid with BCE), and user_ops.hpp
-// defines ops of the user's own.
+// defines ops of the user's own. Linked with levers-recipes, the binary has
+// the shipped recipes too: `./my_recipes run grpo --set rewards=last_word`
+// trains with this project's own reward.
 #include <levers/data/batcher.hpp>
 #include <levers/data/idx.hpp>
 #include <levers/distributed/context.hpp>
@@ -11,10 +13,12 @@
 #include <levers/app/cli.hpp>
 #include <levers/recipe/recipe.hpp>
 #include <levers/models/mlp.hpp>
+#include <levers/train/rewards.hpp>
 #include "small_cnn.hpp"
 #include "user_ops.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 
 using namespace levers;
@@ -252,6 +256,17 @@ LEVERS_RECIPE(line) {
             loss.backward();
             return MicroResult{loss.item(), static_cast<long>(p.side.numel())};
         });
+}
+
+// A reward for the shipped grpo recipe: 1 when the answer's last word is the
+// prompt's "word" (its line in the prompts file), ignoring what follows it.
+LEVERS_REWARD(last_word, "1 when the answer's last word is the prompt's \"word\"") {
+    const std::string word = completion.field("word").get<std::string>();
+    std::string text = completion.text;
+    while (!text.empty() && !std::isalnum(static_cast<unsigned char>(text.back()))) text.pop_back();
+    const bool whole = text.size() == word.size() ||
+                       (text.size() > word.size() && !std::isalnum(static_cast<unsigned char>(text[text.size() - word.size() - 1])));
+    return text.ends_with(word) && whole ? 1.0 : 0.0;
 }
 
 int main(int argc, char** argv) { return levers::main(argc, argv); }

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Installs levers into a scratch root, compiles every installed (public)
 # header alone against `pkg-config --cflags levers`, builds the README's
-# example project against it through pkg-config (as a user would), and runs
-# its recipe.
+# example project against it through pkg-config (levers and levers-recipes,
+# as a user would), and runs its recipes.
 #   check_install.sh BUILD_DIR EXAMPLE_DIR INTERNAL_HEADER...
 set -euo pipefail
 build=$1 example=$2
@@ -43,7 +43,10 @@ export LD_LIBRARY_PATH LEVERS_LEDGER_DIR=$root/ledger
 out=$("$root/build/my_recipes" run line --gpus 2 --threads 1 --set steps=100)
 echo "$out" | tail -2
 echo "$out" | tail -1 | grep -q '"ranks":2' || { echo "the example's run did not report 2 ranks"; exit 1; }
-"$root/build/my_recipes" list | grep -q '^line ' || { echo "the example's recipe is not listed"; exit 1; }
+# Its own recipes, and the shipped ones through levers-recipes.pc (grep reads the whole list: no SIGPIPE).
+listed=$("$root/build/my_recipes" list)
+grep '^line ' <<<"$listed" >/dev/null || { echo "the example's recipe is not listed"; exit 1; }
+grep '^grpo ' <<<"$listed" >/dev/null || { echo "the shipped recipes are not in the example's binary"; exit 1; }
 # The user's own model (a residual MLP with layernorm, written as modules) on
 # 1 rank and on 2 ranks of half the batch: the same training, and it learns.
 source "$src/tests/needs_data.sh"

@@ -1,7 +1,7 @@
 // export: a Hugging Face model of the Llama family to one GGUF file for
 // llama.cpp, Ollama or LM Studio, in the file type asked for (f16 to
 // q4_k_m), with an Ollama Modelfile beside it. The model is a directory
-// (--set model=DIR) or what a fine_tune, sft or dpo run made (--set from=): a
+// (--set model=DIR) or what a fine_tune, sft, dpo or grpo run made (--set from=): a
 // finished run's model/ (LoRA merged), or one of its checkpoints, merged
 // into a Hugging Face directory beside the output first and removed after.
 #include "levers/models/gguf_export.hpp"
@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen 2/3); with "
                                    "from=CHECKPOINT, the base that run read, if it moved"};
-const Param<std::string> from_run{"from", "", "a fine_tune, sft or dpo run directory (its model/, LoRA merged; or, "
+const Param<std::string> from_run{"from", "", "a fine_tune, sft, dpo or grpo run directory (its model/, LoRA merged; or, "
                                   "unfinished, its newest checkpoint) or one of its checkpoints"};
 const Param<std::string> to_file{"to", "", "the GGUF file to write (a Modelfile for Ollama goes beside it)"};
 const Param<std::string> type{"type", "f16", "the file type: f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k"};
@@ -36,12 +36,12 @@ Source source(const Config& cfg) {
     const std::string dir = cfg[model_dir], run = cfg[from_run];
     if (run.empty()) {
         LEVERS_CHECK(!dir.empty(), "export needs one model: --set model=DIR (a Hugging Face directory) or "
-                     "--set from=RUN (a fine_tune, sft or dpo run directory, or one of its checkpoints)");
+                     "--set from=RUN (a fine_tune, sft, dpo or grpo run directory, or one of its checkpoints)");
         return {dir, {}};
     }
     const fs::path from = run;
     if (fs::is_regular_file(from)) return {{}, recipes::read_tuned_checkpoint(from, dir)};
-    LEVERS_CHECK(fs::is_directory(from), "--set from={}: no such file or directory (expected a fine_tune, sft or dpo run "
+    LEVERS_CHECK(fs::is_directory(from), "--set from={}: no such file or directory (expected a fine_tune, sft, dpo or grpo run "
                  "directory, or one of its checkpoints)", run);
     if (fs::is_directory(from / "model")) {
         LEVERS_CHECK(dir.empty(), "--set model={} with --set from={}: the run is finished and its model/ is what is "
@@ -49,7 +49,7 @@ Source source(const Config& cfg) {
         return {from / "model", {}};
     }
     const auto newest = newest_checkpoint(from);
-    LEVERS_CHECK(newest.has_value(), "--set from={}: no model/ there (saved when a fine_tune, sft or dpo run ends) and no "
+    LEVERS_CHECK(newest.has_value(), "--set from={}: no model/ there (saved when a fine_tune, sft, dpo or grpo run ends) and no "
                  "checkpoint (checkpoints/step-*.ckpt)", run);
     return {{}, recipes::read_tuned_checkpoint(*newest, dir)};
 }
@@ -95,7 +95,7 @@ Result run_export(const Config& cfg) {
 
 LEVERS_RECIPE(export) {
     return levers::recipe("export")
-        .describe("a Hugging Face model (or a fine_tune/sft/dpo run's, or one of its checkpoints) to GGUF for llama.cpp and Ollama, quantized")
+        .describe("a Hugging Face model (or a fine_tune/sft/dpo/grpo run's, or one of its checkpoints) to GGUF for llama.cpp and Ollama, quantized")
         .params(model_dir, from_run, to_file, type, recipes::overwrite)
         .check(check)
         .run(run_export);

@@ -1,4 +1,4 @@
-// GGUF export as the recipes share it: export itself, and fine_tune, sft and dpo's
+// GGUF export as the recipes share it: export itself, and fine_tune, sft, dpo and grpo's
 // --set gguf=TYPE, which writes model-TYPE.gguf (and an Ollama Modelfile)
 // beside the run's model/.
 #pragma once

@@ -15,8 +15,9 @@ TunedCheckpoint read_tuned_checkpoint(const fs::path& file, const fs::path& base
     const nlohmann::json meta = read_checkpoint_metadata(file);
     TunedCheckpoint ck{.file = file};
     ck.recipe = meta.value("recipe", "");
-    LEVERS_CHECK(ck.recipe == "fine_tune" || ck.recipe == "sft" || ck.recipe == "dpo", "{}: a checkpoint of recipe "
-                 "'{}'; export reads fine_tune, sft and dpo checkpoints of Hugging Face models", file.string(), ck.recipe);
+    LEVERS_CHECK(ck.recipe == "fine_tune" || ck.recipe == "sft" || ck.recipe == "dpo" || ck.recipe == "grpo",
+                 "{}: a checkpoint of recipe '{}'; export reads fine_tune, sft, dpo and grpo checkpoints of Hugging "
+                 "Face models", file.string(), ck.recipe);
     try {
         const nlohmann::json& cfg = meta.at("config");
         const std::string model = cfg.value("model", "");

@@ -92,4 +92,13 @@ inline std::filesystem::path save_tiny_llama(const std::filesystem::path& dir, c
     return dir;
 }
 
+// The post-training tests' model: one layer of 16 over the tokenizer above, with its chat template, in `dir`.
+inline std::filesystem::path save_tiny_chat_llama(const std::filesystem::path& dir, std::int64_t context,
+                                                  std::uint64_t seed) {
+    return save_tiny_llama(dir,
+                           tiny_llama({.vocab = kTinyTokenizerVocab, .hidden = 16, .intermediate = 32, .layers = 1,
+                                       .heads = 2, .kv_heads = 1, .context = context}),
+                           seed);
+}
+
 }  // namespace levers::testing

@@ -264,9 +264,9 @@ LEVERS_REWARD(last_word, "1 when the answer's last word is the prompt's \"word\"
     const std::string word = completion.field("word").get<std::string>();
     std::string text = completion.text;
     while (!text.empty() && !std::isalnum(static_cast<unsigned char>(text.back()))) text.pop_back();
-    const bool whole = text.size() == word.size() ||
-                       (text.size() > word.size() && !std::isalnum(static_cast<unsigned char>(text[text.size() - word.size() - 1])));
-    return text.ends_with(word) && whole ? 1.0 : 0.0;
+    if (!text.ends_with(word)) return 0.0;
+    const std::size_t before = text.size() - word.size();  // the word is whole: nothing alphanumeric just before it
+    return before == 0 || !std::isalnum(static_cast<unsigned char>(text[before - 1])) ? 1.0 : 0.0;
 }
 
 int main(int argc, char** argv) { return levers::main(argc, argv); }

@@ -4,7 +4,7 @@
 // same global batch, exact resume, the reference precomputed or a frozen
 // copy giving the same numbers, a preference learned, and bad input refused
 // with one line before anything starts.
-#include "levers/core/checkpoint.hpp"
+#include "tests/cli/run_metrics.hpp"
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 #include "tests/tiny_llama.hpp"
@@ -13,8 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <cstring>
-#include <fstream>
 
 using namespace levers;
 using namespace levers::testing;
@@ -23,10 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path tiny_model(const TempDir& tmp, const std::string& name = "model", std::uint64_t seed = 5) {
-    return save_tiny_llama(tmp.path() / name,
-                           tiny_llama({.vocab = kTinyTokenizerVocab, .hidden = 16, .intermediate = 32, .layers = 1,
-                                       .heads = 2, .kv_heads = 1, .context = 128}),
-                           seed);
+    return save_tiny_chat_llama(tmp.path() / name, 128, seed);
 }
 
 // Sums asked as conversations and as text: the right answer chosen, a wrong one rejected.
@@ -51,28 +46,6 @@ std::vector<std::string> dpo(const fs::path& model, const fs::path& data, const 
             "model=" + model.string(), "--set", "data=" + data.string(), "--set", "context=64", "--set",
             "packing=false", "--set", "global_batch=4", "--set", "steps=6", "--set", "checkpoint_every=3", "--set",
             "eval_every=3", "--set", "log_every=1", "--set", "val_fraction=0.2", "--set", "lr=1e-2"};
-}
-
-std::vector<nlohmann::json> train_rows(const fs::path& run) {
-    std::ifstream in(run / "metrics.jsonl");
-    std::vector<nlohmann::json> out;
-    for (std::string line; std::getline(in, line);)
-        if (auto j = nlohmann::json::parse(line); j["kind"] == "train") out.push_back(j);
-    return out;
-}
-
-void same_checkpoints(const fs::path& a, const fs::path& b) {
-    const auto x = read_checkpoint(a), y = read_checkpoint(b);
-    REQUIRE(x.tensors.size() == y.tensors.size());
-    for (std::size_t i = 0; i < x.tensors.size(); ++i)
-        CHECK(std::memcmp(x.tensors[i].tensor.raw(), y.tensors[i].tensor.raw(), x.tensors[i].tensor.bytes()) == 0);
-}
-
-Ran ran_ok(const std::vector<std::string>& args) {
-    const Ran r = run_recipe(args);
-    INFO(r.output);
-    REQUIRE(r.code == 0);
-    return r;
 }
 
 }  // namespace

@@ -140,7 +140,7 @@ TEST_CASE("bad export input: exit 2 and one line naming the fault, nothing writt
         {{"run", "export", "--set", "from=" + tmp.path().string(), "--set", to}, "no model/ there"},
         {{"run", "export", "--set", "from=" + taken.string(), "--set", to}, "not a levers checkpoint"},
         {{"run", "export", "--set", "from=" + pretrained.string(), "--set", to},
-         "a checkpoint of recipe 'pretrain'; export reads fine_tune, sft and dpo checkpoints"},
+         "a checkpoint of recipe 'pretrain'; export reads fine_tune, sft, dpo and grpo checkpoints"},
         {{"run", "export", "--set", "from=" + moved.string(), "--set", to},
          "its run read the base model from " + (tmp.path() / "gone").string() + ", which is not there from here"},
         {{"run", "fine_tune", "--set", model, "--set", "gguf=q2_k"}, "type=q2_k is not a GGUF file type"},

@@ -12,7 +12,9 @@
 # tests/fixtures/tiny_tokenizer, made by pretrain_llama on the CPU, fine-tuned on
 # conversations packed into rows: documents, positions restarting, the loss
 # on the answers only) likewise, on one GPU and two, dpo on pairs of its answers
-# (LoRA, the base as the reference) on one GPU, and a tiny SmolLM3, Gemma 2
+# (LoRA, the base as the reference) and grpo on its questions (answers sampled
+# together through the KV cache, the same as the CPU's in f32) on one GPU,
+# and a tiny SmolLM3, Gemma 2
 # and Gemma 3 in bf16, each lowering its validation loss. Whole runs: data,
 # training loop, AdamW and clipping on the GPU, evaluation, checkpoints,
 # sampling. Then a user's own models (examples/user_project: a residual MLP
@@ -184,6 +186,18 @@ dpo=(run dpo --threads 1 --set model="$work/llama_base/model" --set data="$work/
 run cpu_dpo "${cpu[@]}" "${dpo[@]}"
 run f32_dpo "${gpu[@]}" "${dpo[@]}" --device cuda
 run bf16_dpo "${gpu[@]}" "${dpo[@]}" --device cuda --precision bf16
+# grpo on the same model (LoRA; beta > 0, the reference the base with the adapters off): answers to the sums
+# sampled in groups through the KV cache on the GPU, two updates per generated batch (the ratio against the old
+# policy's log-probabilities).
+for i in $(seq 12); do
+    printf '{"prompt": [{"role": "user", "content": "What is %d plus %d?"}], "answer": "%d."}\n' "$i" "$((2 * i))" "$((3 * i))"
+done >prompts.jsonl
+grpo=(run grpo --threads 1 --set model="$work/llama_base/model" --set prompts="$work/prompts.jsonl" --set rewards=regex
+      --set 'reward_regex=[0-9]' --set num_generations=4 --set batch_size=2 --set max_completion_length=6 --set beta=0.04
+      --set num_iterations=2 --set steps=4 --set lr=1e-2 --set checkpoint_every=0)
+run cpu_grpo "${cpu[@]}" "${grpo[@]}" --out "$work/out_cpu_grpo"
+run f32_grpo "${gpu[@]}" "${grpo[@]}" --device cuda --out "$work/out_f32_grpo"
+run bf16_grpo "${gpu[@]}" "${grpo[@]}" --device cuda --precision bf16 --out "$work/out_bf16_grpo"
 for type in "${families[@]}"; do  # every weight trained (lora_r=0), its validation loss falling on the GPU in bf16
     family_sft=(run sft --threads 1 --set model="$work/tiny_$type" --set data="$work/chat.jsonl" --set context=64
                 --set batch_size=2 --set steps=4 --set lr=3e-3 --set lora_r=0 --set eval_every=4 --set eval_batches=1
@@ -204,7 +218,7 @@ run oom run_oom
 settle
 grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
     { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
-for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft f32_dpo bf16_dpo bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text bf16_sft_phi3 user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
+for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft f32_dpo bf16_dpo f32_grpo bf16_grpo bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text bf16_sft_phi3 user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
     grep -q 'on GPU 0 (levers emulated GPU' "$run.log" || { echo "the $run run did not use the emulated GPU:"; cat "$run.log"; exit 1; }
 done
 for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 user_f32_x2 cnn_f32_x2; do
@@ -283,6 +297,20 @@ for family in ('smollm3', 'gemma2', 'gemma3_text', 'phi3'):  # sft lowers each f
     after = result(run)['val_loss']
     failed |= not after < before
     print(f"{run} val_loss: {before:.4f} before, {after:.4f} after ({'ok' if after < before else 'NOT LOWER'})")
+def steps(run):  # metrics.jsonl's training rows
+    return [r for r in map(json.loads, open(f'out_{run}/metrics.jsonl')) if r['kind'] == 'train']
+cpu_grpo = steps('cpu_grpo')
+for run in ('f32_grpo', 'bf16_grpo'):  # f32: the same answers and rewards, the loss to 1e-5; bf16: finite, learning
+    got, ok = steps(run), True
+    for mine, theirs in zip(got, cpu_grpo):
+        if run == 'f32_grpo':
+            ok &= mine['reward'] == theirs['reward'] and mine['completions/mean_length'] == theirs['completions/mean_length']
+            ok &= abs(mine['loss'] - theirs['loss']) <= 1e-5 * (1e-3 + abs(theirs['loss']))
+        ok &= all(v == v for k, v in mine.items() if isinstance(v, float))
+    ok &= len(got) == len(cpu_grpo) == 4
+    failed |= not ok
+    print(f"{run}: rewards {[r['reward'] for r in got]}, CPU {[r['reward'] for r in cpu_grpo]}; losses "
+          f"{[round(r['loss'], 7) for r in got]}, CPU {[round(r['loss'], 7) for r in cpu_grpo]} ({'ok' if ok else 'APART'})")
 fallback = result('fallback')
 print(f"fallback: {fallback['steps']} steps on the CPU, loss {fallback['loss']:.4f}")
 failed |= fallback['steps'] != 20

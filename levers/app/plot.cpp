@@ -10,8 +10,11 @@
 
 #include <csignal>
 #include <cstdio>
+#include <fstream>
+#include <set>
 #include <sstream>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace levers {
 
@@ -57,11 +60,61 @@ std::vector<std::string> eval_columns(const fs::path& dir) {
     return names;  // step, wall_s, metrics...
 }
 
+// `metric` of each training step in metrics.jsonl, as "step value" lines in `to`; the metrics the run did
+// log, when it is not one of them. Returns the number of steps written.
+std::size_t write_metric(const fs::path& run, const std::string& metric, const fs::path& to,
+                         std::set<std::string>& logged) {
+    std::istringstream in(fs::exists(run / "metrics.jsonl") ? read_file(run / "metrics.jsonl") : "");
+    std::ofstream file(to);
+    std::size_t steps = 0;
+    for (std::string line; std::getline(in, line);) {
+        const auto row = nlohmann::json::parse(line, nullptr, false);
+        if (!row.is_object() || row.value("kind", "") != "train") continue;
+        for (const auto& [name, value] : row.items())
+            if (value.is_number()) logged.insert(name);
+        if (!row.contains(metric) || !row[metric].is_number()) continue;
+        file << row.value("step", 0L) << ' ' << row[metric].get<double>() << '\n';
+        ++steps;
+    }
+    return steps;
+}
+
+void plot_metric(const std::vector<Series>& series, const fs::path& out, const std::string& metric) {
+    const fs::path tmp = fs::temp_directory_path() / fmt::format("levers-plot-{}", ::getpid());
+    fs::create_directories(tmp);
+    std::vector<std::string> lines;
+    std::set<std::string> logged;
+    for (std::size_t i = 0; i < series.size(); ++i) {
+        const fs::path data = tmp / fmt::format("{}.dat", i);
+        if (write_metric(series[i].dir, metric, data, logged) > 0)
+            lines.push_back(fmt::format("{} using 1:2 with lines lw 1 title {}", gnuplot_quoted(data.string()),
+                                        gnuplot_quoted(series[i].title)));
+    }
+    const auto drawn = [&] {
+        LEVERS_CHECK(!lines.empty(), "--metric {}: no training step of the runs logged it (they logged: {})", metric,
+                     fmt::join(logged, ", "));
+        run_gnuplot(fmt::format("set terminal pngcairo size 900,520 font ',10'\nset output {}\n"
+                                "set termoption noenhanced\nset key top right\nset grid\nset title {}\n"
+                                "set xlabel 'step'\nplot {}\n",
+                                gnuplot_quoted(out.string()), gnuplot_quoted(metric + " (every step)"),
+                                fmt::join(lines, ", \\\n     ")),
+                    out);
+    };
+    try {
+        drawn();
+    } catch (...) {
+        fs::remove_all(tmp);
+        throw;
+    }
+    fs::remove_all(tmp);
+}
+
 }  // namespace
 
-void plot_runs(const std::vector<fs::path>& runs, const fs::path& out) {
+void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, const std::string& metric) {
     LEVERS_CHECK(!runs.empty(), "recipe plot needs at least one run directory");
     const auto series = expand(runs);
+    if (!metric.empty()) return plot_metric(series, out, metric);
     std::vector<std::string> loss, evals;
     for (const auto& s : series) {
         if (!fs::exists(s.dir / "metrics.csv")) continue;  // a cell that failed before training
@@ -120,20 +173,23 @@ public:
                                                            "cells) to a PNG");
         plot->add_option("runs", dirs_, "run directories, or a sweep's directory")->required();
         plot->add_option("--out", out_, "the PNG (default: plot.png in the first directory)");
+        plot->add_option("--metric", metric_, "draw this metric of every step (metrics.jsonl: reward, kl, "
+                                              "rewards/margins, ...) instead of the loss and evaluation");
         plot->footer(ex("\nExamples:\n  {recipe} plot runs/{pretrain}/latest\n"
-                        "  {recipe} plot runs/{classify}/sweep-latest --out sweep.png"));
+                        "  {recipe} plot runs/{classify}/sweep-latest --out sweep.png\n"
+                        "  {recipe} plot runs/grpo/latest --metric reward"));
     }
     int run(int, char**) override {
         const std::vector<fs::path> dirs(dirs_.begin(), dirs_.end());
         const fs::path out = out_.empty() ? dirs.front() / "plot.png" : fs::path(out_);
-        plot_runs(dirs, out);
+        plot_runs(dirs, out, metric_);
         fmt::print("wrote {}\n", out.string());
         return 0;
     }
 
 private:
     std::vector<std::string> dirs_;
-    std::string out_;
+    std::string out_, metric_;
 };
 
 }  // namespace

@@ -2,8 +2,9 @@
 """Chat examples about passages of the four books, for the chat demonstration.
 
   books_chat.py make BOOKS_DIR OUT_DIR   writes OUT_DIR/books_chat.jsonl (training),
-                                         OUT_DIR/books_chat_test.jsonl (held-out passages) and
-                                         OUT_DIR/books_pairs.jsonl (dpo's preference pairs)
+                                         OUT_DIR/books_chat_test.jsonl (held-out passages),
+                                         OUT_DIR/books_pairs.jsonl (dpo's preference pairs) and
+                                         OUT_DIR/books_prompts.jsonl (grpo's prompts)
   books_chat.py score TEST.jsonl ANSWERS  counts the answers that say what the reference says
                                          (ANSWERS: `recipe run chat --set questions=TEST.jsonl`'s
                                          output, one {"answer": ...} line per question, in order)
@@ -13,7 +14,8 @@ about it, answered from the passage: which book it comes from, or who wrote
 it. Every tenth passage is held out. Each training conversation also makes
 a preference pair for dpo: its question, the right answer chosen, the same
 answer naming another book and author, up to its first wrong word,
-rejected. The output is
+rejected; and a prompt for grpo: its question, with the book and the author
+its reward checks the answer against. The output is
 the same on every machine (no randomness), so the figures in the README can
 be measured again.
 """
@@ -69,8 +71,13 @@ def pair(ex, wrong, kind):
             "rejected": [{"role": "assistant", "content": " ".join(bad[:first + 1])}]}
 
 
+def prompt(ex, title, author):
+    """The conversation's question, and what grpo's reward (contains, answer_field=book,author) looks for."""
+    return {"prompt": ex["messages"][:1], "book": title, "author": author}
+
+
 def make(books_dir, out_dir):
-    train, test, pairs = [], [], []
+    train, test, pairs, prompts = [], [], [], []
     names = list(BOOKS.values())
     for b, (name, (title, author)) in enumerate(BOOKS.items()):
         found = list(passages((Path(books_dir) / name).read_text(encoding="utf-8")))
@@ -83,14 +90,15 @@ def make(books_dir, out_dir):
             (test if i % 10 == 9 else train).append(ex)
             if i % 10 != 9:  # each other book in turn the wrong one
                 pairs.append(pair(ex, names[(b + 1 + i % 3) % len(names)], kind))
+                prompts.append(prompt(ex, title, author))
     # Books interleaved, so that any prefix of the file has all four.
     order = lambda xs: [xs[b * (len(xs) // 4) + i] for i in range(len(xs) // 4) for b in range(4)]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for path, rows in ((out / "books_chat.jsonl", order(train)), (out / "books_chat_test.jsonl", order(test)),
-                       (out / "books_pairs.jsonl", order(pairs))):
+                       (out / "books_pairs.jsonl", order(pairs)), (out / "books_prompts.jsonl", order(prompts))):
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        print(f"{path}: {len(rows)} {'pairs' if path.name == 'books_pairs.jsonl' else 'conversations'}")
+        print(f"{path}: {len(rows)} lines")
 
 
 def score(test_file, answers_file):

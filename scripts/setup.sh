@@ -8,7 +8,8 @@
 #   bash scripts/setup.sh bench  the whole set-up and the benchmark programs (what bench/'s scripts run first)
 #   bash scripts/setup.sh chat   the chat demonstration: a small Llama pretrained on the books,
 #                                fine-tuned (sft) on questions about their passages, then tuned on
-#                                preferences (dpo), asked after each about passages it never saw
+#                                preferences (dpo) and with rewards (grpo), asked after each about
+#                                passages it never saw
 #
 # Every step checks before it acts, so a second run only rebuilds what changed.
 set -euo pipefail
@@ -114,10 +115,10 @@ SUMS
 }
 
 # Conversations about passages of the books (which book is it from, who wrote
-# it) and preference pairs of their answers, made from the books: the chat
-# demonstration's data.
+# it), preference pairs of their answers and the questions as prompts, made
+# from the books: the chat demonstration's data.
 make_books_chat() {
-    [ -f "$data/chat/books_pairs.jsonl" ] && return
+    [ -f "$data/chat/books_prompts.jsonl" ] && return
     say "writing questions about the books' passages into $data/chat"
     python3 "$root/scripts/books_chat.py" make "$data/books" "$data/chat" >/dev/null
 }
@@ -132,8 +133,10 @@ answer_held_out() {
     python3 "$root/scripts/books_chat.py" score "$data/chat/books_chat_test.jsonl" "$run/answers.jsonl"
 }
 
-# pretrain_llama, then sft on the books' conversations, then dpo on pairs of
-# their answers; after each tuning the held-out questions answered and scored.
+# pretrain_llama, then sft on the books' conversations, then from sft's model
+# dpo on pairs of their answers and grpo on their questions (rewarded for
+# naming the passage's book and author); after each tuning the held-out
+# questions answered and scored.
 chat_demo() {
     local recipe="$build/recipe"
     "$recipe" run pretrain_llama
@@ -143,6 +146,12 @@ chat_demo() {
     "$recipe" run dpo --set model=runs/sft/latest/model --set data="$data/chat/books_pairs.jsonl" \
         --set context=256 --set batch_size=4 --set steps=200 --set lr=1e-4 --set eval_every=100
     answer_held_out runs/dpo/latest
+    "$recipe" run grpo --set model=runs/sft/latest/model --set prompts="$data/chat/books_prompts.jsonl" \
+        --set rewards=contains,length_penalty --set answer_field=book,author --set max_completion_length=24 \
+        --set length_buffer=8 --set num_generations=8 --set batch_size=4 --set steps=150 --set lr=3e-3 \
+        --set checkpoint_every=0
+    "$recipe" plot runs/grpo/latest --metric reward
+    answer_held_out runs/grpo/latest
 }
 
 configure_build() {

@@ -2,8 +2,8 @@
 // affords: the books' conversations made by scripts/books_chat.py, a Llama
 // pretrained on the books with Llama 3's tokenizer (pretrain_llama) and saved
 // as a HF directory with the template, sft on the conversations from it, dpo
-// on the preference pairs from sft's model, chat answering the held-out
-// questions, and the answers scored.
+// on the preference pairs and grpo on the prompts from sft's model, chat
+// answering the held-out questions, and the answers scored.
 #include "levers/data/files.hpp"
 #include "levers/models/hf_dir.hpp"
 #include "tests/installed_data.hpp"
@@ -44,6 +44,8 @@ TEST_CASE("the chat demonstration runs end to end: books' questions, pretrain_ll
     CHECK(lines_in(test) == 160);
     const fs::path pairs = tmp.path() / "chat" / "books_pairs.jsonl";
     CHECK(lines_in(pairs) == 1440);
+    const fs::path prompts = tmp.path() / "chat" / "books_prompts.jsonl";
+    CHECK(lines_in(prompts) == 1440);
 
     const fs::path pretrained = tmp.path() / "pretrain";
     r = run_recipe({"run", "pretrain_llama", "--threads", "2", "--out", pretrained.string(), "--set", "hidden=16",
@@ -76,6 +78,18 @@ TEST_CASE("the chat demonstration runs end to end: books' questions, pretrain_ll
     REQUIRE(r.code == 0);
     CHECK(r.output.find("1440 conversation pairs, 0 text pairs; 72 held out") != std::string::npos);
     CHECK(fs::exists(preferred / "model" / "model.safetensors"));
+
+    // grpo from sft's model, rewarded for naming the passage's book and author.
+    const fs::path rewarded = tmp.path() / "grpo";
+    r = run_recipe({"run", "grpo", "--threads", "2", "--out", rewarded.string(), "--set",
+                    "model=" + (tuned / "model").string(), "--set", "prompts=" + prompts.string(), "--set",
+                    "rewards=contains", "--set", "answer_field=book,author", "--set", "num_generations=2", "--set",
+                    "batch_size=1", "--set", "max_completion_length=4", "--set", "steps=2", "--set",
+                    "checkpoint_every=0"});
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK(r.output.find("1440 conversations, 0 texts") != std::string::npos);
+    CHECK(fs::exists(rewarded / "model" / "model.safetensors"));
 
     // The first questions of the held-out file, answered greedily, then scored.
     const fs::path few = tmp.path() / "few.jsonl";

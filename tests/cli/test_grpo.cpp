@@ -88,6 +88,13 @@ TEST_CASE("grpo with a project's own reward: a tiny model learns to end its answ
     CHECK(mean_of(0, 5) < 0.3);
     CHECK(mean_of(kSteps - 10, kSteps) >= 0.9);
     CHECK(fs::exists(tmp.path() / "learn" / "model" / "model.safetensors"));
+    // The reward's curve drawn; a metric the run never logged named with those it did.
+    ran_ok({"plot", (tmp.path() / "learn").string(), "--metric", "reward"});
+    CHECK(fs::file_size(tmp.path() / "learn" / "plot.png") > 1000);
+    const Ran no_metric = run_recipe({"plot", (tmp.path() / "learn").string(), "--metric", "kl"});
+    CHECK(no_metric.code == 2);
+    CHECK(no_metric.output.find("--metric kl: no training step of the runs logged it (they logged: "
+                                "clip_ratio/high_mean") != std::string::npos);
 
     // A reward that throws (a prompt without its "word") stops the run naming the reward and the prompt's line.
     const fs::path wordless = tmp.write("wordless.jsonl", R"({"prompt": "a", "word": "the"})" "\n"

@@ -9,8 +9,8 @@
 # Its test, `meson test -C build --suite bundle`, packs one and runs it here.
 #
 # DIR holds build/ (recipe, the GPU tests, the user's recipes of examples/user_project, bench_gpt_cuda,
-# bench_ops_cuda, bench_ops, liblevers.so and
-# the GPU backend liblevers_cuda.so beside it,
+# bench_ops_cuda, bench_ops, liblevers.so, the shipped recipes' liblevers_recipes.so and
+# the GPU backend liblevers_cuda.so beside them,
 # built without -march=native so that another processor runs them), lib/
 # (the shared libraries they need beyond glibc, cuBLAS and NCCL, which are the
 # GPU machine's own) and data/ (the books and Fashion-MNIST, where they are
@@ -37,7 +37,7 @@ ninja -C "$build" tests/levers_gpu_tests recipe tests/user_recipes liblevers_cud
 
 rm -rf "$out"
 mkdir -p "$out/build/tests" "$out/build/bench" "$out/lib" "$out/data"
-cp "$build/recipe" "$build/liblevers.so" "$build/liblevers_cuda.so" "$out/build/"
+cp "$build/recipe" "$build/liblevers.so" "$build/liblevers_recipes.so" "$build/liblevers_cuda.so" "$out/build/"
 cp "$build/tests/levers_gpu_tests" "$build/tests/user_recipes" "$out/build/tests/"
 cp "$build/bench/bench_gpt_cuda" "$build/bench/bench_ops_cuda" "$build/bench/bench_ops" "$out/build/bench/"
 # Every shared library they load as built (LD_LIBRARY_PATH could name
@@ -48,7 +48,7 @@ for bin in "$out"/build/recipe "$out"/build/liblevers_cuda.so "$out"/build/tests
     env -u LD_LIBRARY_PATH ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r name path; do
     case $name in
-        liblevers.so | liblevers_cuda.so | libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux*) ;;
+        liblevers.so | liblevers_recipes.so | liblevers_cuda.so | libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux*) ;;
         libcublas.so.* | libcublasLt.so.* | libnccl.so.*) ;;
         *) cp -L "$path" "$out/lib/$name" ;;
     esac

@@ -12,7 +12,7 @@ trap 'rm -rf "$out"' EXIT
 # bundle for one architecture, as a GPU machine gets it, whose size is checked
 # below. Each architecture adds ~15 MiB of device code and minutes of nvcc.
 GPU_ARCHS=90 LEVERS_BUNDLE_BUILD=$build/gpu-bundle-build bash "$src/bench/gpu_bundle.sh" "$out/bundle"
-for program in build/recipe build/liblevers.so build/liblevers_cuda.so build/tests/levers_gpu_tests \
+for program in build/recipe build/liblevers.so build/liblevers_recipes.so build/liblevers_cuda.so build/tests/levers_gpu_tests \
                build/tests/user_recipes build/bench/bench_gpt_cuda build/bench/bench_ops_cuda build/bench/bench_ops; do
     [ -x "$out/bundle/$program" ] || { echo "the bundle lacks $program"; exit 1; }
 done

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace levers {
 
 namespace {
@@ -25,9 +27,11 @@ int show_recipe(const std::string& name) {
     Recipe r = find_recipe(name);
     fmt::print("{}: {}\ndefault GPUs: {}\nparameters (set with --set name=value):\n", r.name(), r.description(),
                r.default_gpus());
+    std::size_t width = 16;  // the names' column, as wide as the longest name
+    for (const auto& p : r.params()) width = std::max(width, p.name.size());
     for (const auto& p : r.params())
-        fmt::print("  {:<16} {:<10} {:<14} {}{}\n", p.name, type_name(p.default_value), to_text(p.default_value), p.help,
-                   p.bounds.empty() ? "" : " [" + p.bounds.str() + "]");
+        fmt::print("  {:<{}} {:<10} {:<14} {}{}\n", p.name, width, type_name(p.default_value),
+                   to_text(p.default_value), p.help, p.bounds.empty() ? "" : " [" + p.bounds.str() + "]");
     if (!r.framework_loop()) return 0;
     // The model the defaults build, by the names its checkpoints use.
     try {

@@ -241,6 +241,7 @@ void generate(models::Llama& policy, Grpo& d, long step) {
     const auto ref_started = Clock::now();
     d.rollouts.assign(static_cast<std::size_t>(d.grad_accum), {});
     std::vector<std::vector<double>> rewards;
+    std::vector<double> tokens = {0};  // dapo's: the tokens the loss counts, this rank's, then every rank's
     std::size_t at = 0;
     for (auto& r : d.rollouts) {
         for (std::int64_t n = 0; n < d.batch * d.group; ++n, ++at) {
@@ -259,6 +260,7 @@ void generate(models::Llama& policy, Grpo& d, long step) {
         r.advantage = train::group_advantages(recipes::total_rewards(scores, d.rewards), d.group, d.scale);
         rewards.insert(rewards.end(), scores.begin(), scores.end());
         const recipes::RolloutRows rows = recipes::rollout_rows(r, d.file.prompts, d.mask_truncated);
+        for (const double m : rows.mask.values()) tokens[0] += m;
         if (d.iterations > 1) r.old_logps = scored(policy, r, rows);
         if (d.loss.beta > 0) {
             if (d.reference) {
@@ -272,11 +274,6 @@ void generate(models::Llama& policy, Grpo& d, long step) {
     d.reference_s = seconds_since(ref_started);
     d.generation_metrics = recipes::rollout_metrics(rewards, d.rollouts, d.rewards, d.group);
     // dapo: the step's counted tokens over every rank, as each micro-batch's share.
-    std::vector<double> tokens = {0};
-    for (const auto& r : d.rollouts) {
-        const recipes::RolloutRows rows = recipes::rollout_rows(r, d.file.prompts, d.mask_truncated);
-        for (const double m : rows.mask.values()) tokens[0] += m;
-    }
     dist::all_reduce_sum(tokens);
     d.generation_metrics["dapo_tokens"] = tokens[0] / static_cast<double>(d.grad_accum * dist::world_size());
     d.generated_at = step;

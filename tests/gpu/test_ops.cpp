@@ -163,9 +163,10 @@ TEST_CASE_TEMPLATE("CUDA cross-entropy matches the CPU, with ignored rows" * doc
     using H = host_t<S>;
     using A = gpu::acc_t<S>;
     const index_t rows = 29;
-    // More than a block of threads per row; rows 16-byte aligned in f32 and f64
-    // (packs) but not in bf16 at 2500, in none at 2501 (one logit at a time).
-    for (const index_t vocab : {index_t{2500}, index_t{2501}}) {
+    // Rows of 128 threads (300, 301: at most 8 logits a thread) and of 1024 (9004, 9005: more than a block of
+    // threads per row); rows 16-byte aligned in f32 and f64 (packs) but not in bf16 at 300 and 9004, in none at
+    // 301 and 9005 (one logit at a time).
+    for (const index_t vocab : {index_t{300}, index_t{301}, index_t{9004}, index_t{9005}}) {
         CAPTURE(vocab);
         auto logits = random<S>(rows * vocab, 10, 3.0);
         std::vector<std::int32_t> targets(rows);
@@ -358,13 +359,15 @@ TEST_CASE_TEMPLATE("CUDA embedding matches the CPU, a repeated token's rows summ
 }
 
 TEST_CASE_TEMPLATE("CUDA gradient clipping matches the CPU" * doctest::skip(kNoGpu), S, LEVERS_EVERY_PRECISION) {
-    const index_t n = 300007;  // more than the clipping grid covers in one sweep
-    auto g = random<S>(n, 20);
-    Gpu<S> cg(g);
-    const double norm = cpu::clip_grad_norm(g.data(), n, 1.0);
-    const double gpu_norm = gpu::clip_grad_norm(cg.get(), n, 1.0, nullptr);
-    CHECK(gpu_norm == doctest::Approx(norm).epsilon(Precision<S>::sums * 10));  // the same values, summed in double
-    check_close("clipped gradients", g, cg.host(), Precision<S>::values);
+    for (const index_t n : {index_t{300007}, index_t{1001}}) {  // more than the largest grid covers in one sweep; a small grid
+        CAPTURE(n);
+        auto g = random<S>(n, 20);
+        Gpu<S> cg(g);
+        const double norm = cpu::clip_grad_norm(g.data(), n, 1.0);
+        const double gpu_norm = gpu::clip_grad_norm(cg.get(), n, 1.0, nullptr);
+        CHECK(gpu_norm == doctest::Approx(norm).epsilon(Precision<S>::sums * 10));  // the same values, summed in double
+        check_close("clipped gradients", g, cg.host(), Precision<S>::values);
+    }
 }
 
 TEST_CASE_TEMPLATE("CUDA LoRA matches the CPU, forward and backward" * doctest::skip(kNoGpu), S,

@@ -10,7 +10,10 @@ namespace levers::kernels::cuda {
 
 namespace {
 
-constexpr int kRowThreads = 1024;
+// A row's block has 1024 threads, or 128 for a small vocabulary; the one-block kernels over rows choose alike.
+template <class Launch> void with_threads(index_t items, Launch&& launch) {
+    with_row_threads<128, 1024>(items, launch);
+}
 
 // Whether a row's target counts: the forward's and backward's one rule.
 __device__ bool counts(std::int32_t target, index_t vocab, std::int32_t ignore_index) {
@@ -19,8 +22,8 @@ __device__ bool counts(std::int32_t target, index_t vocab, std::int32_t ignore_i
 
 // Threads walk a row in packs of W logits (W = 1: one at a time), the last,
 // partial pack one by one: calls f(v, x) for every logit x at column v.
-template <int W, class S, class F> __device__ void for_row(const S* row, index_t vocab, F&& f) {
-    for (index_t v = threadIdx.x * W; v < vocab; v += kRowThreads * W) {
+template <int T, int W, class S, class F> __device__ void for_row(const S* row, index_t vocab, F&& f) {
+    for (index_t v = threadIdx.x * W; v < vocab; v += T * W) {
         if (v + W <= vocab) {
             const auto p = load_pack<W>(row + v);
             for (int j = 0; j < W; ++j) f(v + j, load(p.v[j]));
@@ -32,10 +35,11 @@ template <int W, class S, class F> __device__ void for_row(const S* row, index_t
 
 // lse[r] over one row, by one block: each thread keeps a running max and a
 // sum rescaled to it (one pass over the row), then the block combines them.
-template <int W, class S> __global__ void lse_kernel(acc_t<S>* lse, const S* logits, index_t vocab, index_t stride) {
+template <int T, int W, class S>
+__global__ void lse_kernel(acc_t<S>* lse, const S* logits, index_t vocab, index_t stride) {
     using A = acc_t<S>;
     A m = -INFINITY, s = 0;
-    for_row<W>(logits + blockIdx.x * stride, vocab, [&](index_t, A x) {
+    for_row<T, W>(logits + blockIdx.x * stride, vocab, [&](index_t, A x) {
         if (x > m) {
             s = s * exp(m - x) + A(1);
             m = x;
@@ -43,36 +47,37 @@ template <int W, class S> __global__ void lse_kernel(acc_t<S>* lse, const S* log
             s += exp(x - m);
         }
     });
-    const A row_max = block_max<kRowThreads>(m);
-    const A total = block_sum<kRowThreads>(m == -INFINITY ? A(0) : s * exp(m - row_max));
+    const A row_max = block_max<T>(m);
+    const A total = block_sum<T>(m == -INFINITY ? A(0) : s * exp(m - row_max));
     if (threadIdx.x == 0) lse[blockIdx.x] = row_max + log(total);
 }
 
 // One block: the mean of lse - logit[target] over counted rows, in double.
-template <class S>
+template <int T, class S>
 __global__ void mean_loss_kernel(acc_t<S>* loss, const acc_t<S>* lse, const S* logits, const std::int32_t* targets,
                                  index_t rows, index_t vocab, index_t stride, std::int32_t ignore_index) {
     double s = 0, c = 0;
-    for (index_t r = threadIdx.x; r < rows; r += kRowThreads) {
+    for (index_t r = threadIdx.x; r < rows; r += T) {
         const std::int32_t t = targets[r];
         if (!counts(t, vocab, ignore_index)) continue;
         s += static_cast<double>(lse[r]) - static_cast<double>(load(logits[r * stride + t]));
         c += 1;
     }
-    const double total = block_sum<kRowThreads>(s), counted = block_sum<kRowThreads>(c);
+    const double total = block_sum<T>(s), counted = block_sum<T>(c);
     if (threadIdx.x == 0) *loss = counted > 0 ? static_cast<acc_t<S>>(total / counted) : acc_t<S>(0);
 }
 
+template <int T>
 __global__ void count_kernel(int* counted, const std::int32_t* targets, index_t rows, index_t vocab,
                              std::int32_t ignore_index) {
     int c = 0;
-    for (index_t r = threadIdx.x; r < rows; r += kRowThreads) c += counts(targets[r], vocab, ignore_index);
-    const int total = block_sum<kRowThreads>(c);
+    for (index_t r = threadIdx.x; r < rows; r += T) c += counts(targets[r], vocab, ignore_index);
+    const int total = block_sum<T>(c);
     if (threadIdx.x == 0) *counted = total;
 }
 
 // One block per row: softmax minus the target's one-hot, scaled.
-template <int W, class S>
+template <int T, int W, class S>
 __global__ void ce_backward_kernel(S* d_logits, const acc_t<S>* lse, const S* logits, const std::int32_t* targets,
                                    acc_t<S> d_loss, const int* counted, index_t vocab, index_t stride,
                                    std::int32_t ignore_index) {
@@ -84,7 +89,7 @@ __global__ void ce_backward_kernel(S* d_logits, const acc_t<S>* lse, const S* lo
     auto grad = [&](index_t v, A x) { return store<S>(skip ? A(0) : (exp(x - l) - (v == t ? A(1) : A(0))) * scale); };
     const S* in = logits + r * stride;
     S* out = d_logits + r * stride;
-    for (index_t v = threadIdx.x * W; v < vocab; v += kRowThreads * W) {
+    for (index_t v = threadIdx.x * W; v < vocab; v += T * W) {
         if (v + W <= vocab) {
             const auto p = load_pack<W>(in + v);
             Pack<S, W> g;
@@ -109,12 +114,19 @@ void cross_entropy_forward(acc_t<S>* loss, acc_t<S>* lse, const S* logits, const
     if (rows <= 0) return;
     if (stride == 0) stride = vocab;
     const auto blocks = static_cast<unsigned>(rows);
-    if (rows_packed<S>(stride, {logits}))
-        LEVERS_LAUNCH(lse_kernel<kPack<S>><<<blocks, kRowThreads, 0, stream>>>(lse, logits, vocab, stride));
-    else
-        LEVERS_LAUNCH(lse_kernel<1><<<blocks, kRowThreads, 0, stream>>>(lse, logits, vocab, stride));
-    LEVERS_LAUNCH(mean_loss_kernel<<<1, kRowThreads, 0, stream>>>(loss, lse, logits, targets, rows, vocab, stride,
-                                                                   ignore_index));
+    const bool packed = rows_packed<S>(stride, {logits});
+    with_threads(vocab / (packed ? kPack<S> : 1), [&](auto threads) {
+        constexpr int T = decltype(threads)::value;
+        if (packed)
+            LEVERS_LAUNCH(lse_kernel<T, kPack<S>><<<blocks, T, 0, stream>>>(lse, logits, vocab, stride));
+        else
+            LEVERS_LAUNCH(lse_kernel<T, 1><<<blocks, T, 0, stream>>>(lse, logits, vocab, stride));
+    });
+    with_threads(rows, [&](auto threads) {
+        constexpr int T = decltype(threads)::value;
+        LEVERS_LAUNCH(mean_loss_kernel<T><<<1, T, 0, stream>>>(loss, lse, logits, targets, rows, vocab, stride,
+                                                               ignore_index));
+    });
 }
 
 template <class S>
@@ -124,14 +136,21 @@ void cross_entropy_backward(S* d_logits, const acc_t<S>* lse, const S* logits, c
     if (rows <= 0) return;
     if (stride == 0) stride = vocab;
     Scratch<int> counted(1);
-    LEVERS_LAUNCH(count_kernel<<<1, kRowThreads, 0, stream>>>(counted.get(), targets, rows, vocab, ignore_index));
+    with_threads(rows, [&](auto threads) {
+        constexpr int T = decltype(threads)::value;
+        LEVERS_LAUNCH(count_kernel<T><<<1, T, 0, stream>>>(counted.get(), targets, rows, vocab, ignore_index));
+    });
     const auto blocks = static_cast<unsigned>(rows);
-    if (rows_packed<S>(stride, {d_logits, logits}))
-        LEVERS_LAUNCH(ce_backward_kernel<kPack<S>><<<blocks, kRowThreads, 0, stream>>>(
-            d_logits, lse, logits, targets, d_loss, counted.get(), vocab, stride, ignore_index));
-    else
-        LEVERS_LAUNCH(ce_backward_kernel<1><<<blocks, kRowThreads, 0, stream>>>(
-            d_logits, lse, logits, targets, d_loss, counted.get(), vocab, stride, ignore_index));
+    const bool packed = rows_packed<S>(stride, {d_logits, logits});
+    with_threads(vocab / (packed ? kPack<S> : 1), [&](auto threads) {
+        constexpr int T = decltype(threads)::value;
+        if (packed)
+            LEVERS_LAUNCH(ce_backward_kernel<T, kPack<S>><<<blocks, T, 0, stream>>>(
+                d_logits, lse, logits, targets, d_loss, counted.get(), vocab, stride, ignore_index));
+        else
+            LEVERS_LAUNCH(ce_backward_kernel<T, 1><<<blocks, T, 0, stream>>>(
+                d_logits, lse, logits, targets, d_loss, counted.get(), vocab, stride, ignore_index));
+    });
 }
 
 #define LEVERS_CROSS_ENTROPY(S)                                                                                    \

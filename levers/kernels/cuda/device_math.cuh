@@ -66,6 +66,16 @@ template <int kThreads, bool kMax = false, class T> __device__ T block_reduce(T 
 template <int kThreads, class T> __device__ T block_sum(T value) { return block_reduce<kThreads, false>(value); }
 template <int kThreads, class T> __device__ T block_max(T value) { return block_reduce<kThreads, true>(value); }
 
+// Calls launch(std::integral_constant<int, T>{}) with T = kNarrow threads for a
+// row of at most 8 kNarrow items, else kWide: a short row's block would
+// otherwise idle most of its threads through its reductions.
+template <int kNarrow, int kWide, class Launch> void with_row_threads(index_t items, Launch&& launch) {
+    if (items <= 8 * kNarrow)
+        launch(std::integral_constant<int, kNarrow>{});
+    else
+        launch(std::integral_constant<int, kWide>{});
+}
+
 // Scratch memory for one op from the GPU's caching arena
 // (levers/core/device_memory): back in the cache when the op returns, while
 // its kernels may still run; the next user queues behind them on the same

@@ -51,9 +51,48 @@ Seen seen(const CausalProblem& p, index_t b, const Tile& t, index_t i) {
     return {first, p.position(t.r0 + i) - t.lo - first + 1};
 }
 
+// Softmax of scores row i (scaled) over the keys it sees, zero elsewhere; returns its log-sum-exp. Inlined as
+// the loop it came from was (out of line, GCC 12 warns falsely inside Eigen's AVX-512 exp).
+template <class T> [[gnu::always_inline]] inline T softmax_row(MatMap<T>& s, index_t i, const Seen& c, T scale) {
+    auto row = s.row(i);
+    auto reached = row.segment(c.first, c.count).array();
+    const T top = reached.maxCoeff() * scale;
+    reached = (reached * scale - top).exp();
+    const T sum = reached.sum();
+    reached /= sum;
+    row.head(c.first).setZero();
+    row.tail(s.cols() - c.first - c.count).setZero();
+    return top + std::log(sum);
+}
+
+// One query per row (a decoding step): the heads sharing a key-value head
+// are the rows of one product, so its keys and values are read once for all
+// of them, not once per head.
+template <class T>
+void decode_forward(T* y, T* lse, const T* q, const T* k, const T* v, const CausalProblem& p) {
+    const index_t d = p.head_dim, group = p.group();
+    const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    const ThreadScratch<T> scores(static_cast<std::size_t>(group * p.keys));
+#pragma omp parallel for collapse(2) schedule(dynamic)
+    for (index_t b = 0; b < p.batch; ++b) {
+        for (index_t kvh = 0; kvh < p.kv_heads; ++kvh) {
+            const index_t h0 = kvh * group;
+            const Tile t = tile(p, b, 0);
+            const Operands<T> in = operands(p, q, k, v, b, h0, t);
+            const ConstStridedMap<T> heads(q + b * p.q_batch + h0 * d, group, d, Eigen::OuterStride<>(d));
+            MatMap<T> s(scores.mine(), group, t.n);
+            s.noalias() = heads * in.k.transpose();
+            const Seen c = seen(p, b, t, 0);
+            for (index_t i = 0; i < group; ++i) lse[b * p.heads + h0 + i] = softmax_row(s, i, c, scale);
+            MatMap<T>(y + (b * p.heads + h0) * d, group, d).noalias() = s * in.v;
+        }
+    }
+}
+
 // y [B, T, H, D] and lse [B, H, T], contiguous.
 template <class T>
 void forward(T* y, T* lse, const T* q, const T* k, const T* v, const CausalProblem& p) {
+    if (p.time == 1 && p.group() > 1) return decode_forward(y, lse, q, k, v, p);
     const index_t d = p.head_dim;
     const T scale = T(1) / std::sqrt(static_cast<T>(d));
     const ThreadScratch<T> scores(tile_capacity(p));
@@ -66,18 +105,8 @@ void forward(T* y, T* lse, const T* q, const T* k, const T* v, const CausalProbl
                 const Operands<T> in = operands(p, q, k, v, b, h, t);
                 MatMap<T> s(scores.mine(), t.rows, t.n);
                 s.noalias() = in.q * in.k.transpose();
-                for (index_t i = 0; i < t.rows; ++i) {
-                    const Seen c = seen(p, b, t, i);
-                    auto row = s.row(i);
-                    auto reached = row.segment(c.first, c.count).array();
-                    const T top = reached.maxCoeff() * scale;
-                    reached = (reached * scale - top).exp();
-                    const T sum = reached.sum();
-                    reached /= sum;
-                    row.head(c.first).setZero();
-                    row.tail(t.n - c.first - c.count).setZero();
-                    lse[(b * p.heads + h) * p.time + r0 + i] = top + std::log(sum);
-                }
+                for (index_t i = 0; i < t.rows; ++i)
+                    lse[(b * p.heads + h) * p.time + r0 + i] = softmax_row(s, i, seen(p, b, t, i), scale);
                 StridedMap<T>(y + ((b * p.time + r0) * p.heads + h) * d, t.rows, d,
                               Eigen::OuterStride<>(p.heads * d))
                     .noalias() = s * in.v;

@@ -2,6 +2,9 @@
 
 #include "levers/core/error.hpp"
 #include "levers/kernels/cpu/eigen_maps.hpp"
+#include "levers/kernels/cpu/few_rows_product.hpp"
+
+#include <type_traits>
 
 namespace levers::kernels::cpu {
 
@@ -9,6 +12,13 @@ template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, index_t n, index_t in_dim,
                     index_t out_dim) {
     MatMap<T> y(out, n, out_dim);
+    if constexpr (std::is_same_v<T, float>) {
+        if (n <= kFewRows && have_few_rows_product()) {
+            few_rows_product(out, in, weight, n, in_dim, out_dim);
+            if (bias) y.rowwise() += ConstRowVecMap<T>(bias, out_dim);
+            return;
+        }
+    }
     y.noalias() = ConstMatMap<T>(in, n, in_dim) * ConstMatMap<T>(weight, out_dim, in_dim).transpose();
     if (bias) y.rowwise() += ConstRowVecMap<T>(bias, out_dim);
 }

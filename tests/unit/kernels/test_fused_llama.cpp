@@ -130,6 +130,9 @@ TEST_CASE("fused causal attention equals the written-out form: grouped heads, pa
         {"a sliding window", 1, 100, 100, 4, 1, 8, 17, {}},
         {"a window over packed documents", 2, 130, 130, 2, 1, 8, 33, starts_of({{70, 60}, {1, 1, 128}})},
         {"the last queries of a longer prefix (a KV cache)", 2, 5, 75, 4, 2, 8, 0, {}},
+        {"one query per row, grouped heads (a decoding step)", 3, 1, 40, 6, 2, 8, 0, {}},
+        {"a decoding step past left padding, in a window", 2, 1, 50, 4, 1, 8, 20,
+         Tensor::from(std::vector<std::int32_t>{7, 0}, {2, 1})},
         {"head size 64", 1, 40, 40, 2, 1, 64, 0, {}},
         {"head size 128", 1, 40, 40, 2, 2, 128, 0, {}},
     };

@@ -5,6 +5,7 @@
 #include "levers/core/error.hpp"
 #include "levers/kernels/cpu/strided_loop.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace levers::kernels::cpu {
@@ -50,9 +51,15 @@ template <class T> void scatter_add(const ScatterAddCall& c) {
     T* const out = c.out.as<T>();
     const T* const src = c.src.as<const T>();
     const std::int32_t* const index = c.index.as<const std::int32_t>();
-    parallel_for(lines, lines * length >= (1 << 15), [&](index_t line) {
-        index_t rest = line, s_at = 0, x_at = 0, o_at = 0;
-        for (int d = k - 1; d >= 0; --d) {
+    // A task is a run of lines along the innermost other dimension: its start decoded once, not each line's
+    // (a max-pool's backward has lines of one element).
+    const auto last = static_cast<std::size_t>(std::max(k - 1, 0));
+    const index_t run = k > 0 ? other[last] : 1;
+    const index_t s_step = k > 0 ? src_stride[last] : 0, x_step = k > 0 ? index_stride[last] : 0,
+                  o_step = k > 0 ? out_stride[last] : 0;
+    parallel_for(lines / run, lines * length >= (1 << 15), [&](index_t task) {
+        index_t rest = task, s_at = 0, x_at = 0, o_at = 0;
+        for (int d = k - 2; d >= 0; --d) {
             const auto u = static_cast<std::size_t>(d);
             const index_t i = rest % other[u];
             rest /= other[u];
@@ -60,8 +67,9 @@ template <class T> void scatter_add(const ScatterAddCall& c) {
             x_at += i * index_stride[u];
             o_at += i * out_stride[u];
         }
-        for (index_t j = 0; j < length; ++j)
-            out[o_at + index[x_at + j * index_along] * out_along] += src[s_at + j * src_along];
+        for (index_t t = 0; t < run; ++t, s_at += s_step, x_at += x_step, o_at += o_step)
+            for (index_t j = 0; j < length; ++j)
+                out[o_at + index[x_at + j * index_along] * out_along] += src[s_at + j * src_along];
     });
 }
 

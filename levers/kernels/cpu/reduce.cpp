@@ -57,18 +57,30 @@ template <class T> Best<T> extreme_run(Mode mode, const T* x, index_t n, index_t
     return best;
 }
 
-// The reduced elements of one output, at `base`, by the general walk.
+// The reduced elements of one output, at `base`, by the general walk: a run
+// along the innermost reduced dimension at a time (vectorised where it is
+// contiguous: a bias gradient's sum over the batch and the positions), the
+// runs in order, so the first of equal extremes is kept.
 template <class T> Best<Wide<T>> reduce_walk(Mode mode, const T* base, const ReducePlan& p) {
+    const int last = p.reduced_ndim - 1;  // -1: nothing reduced, one element (a copy)
+    const index_t run = last >= 0 ? p.reduced_size[static_cast<std::size_t>(last)] : 1;
+    const index_t step = last >= 0 ? p.reduced_stride[static_cast<std::size_t>(last)] : 0;
     std::array<index_t, Shape::kMaxDims> at{};
     Best<Wide<T>> best{mode == Mode::sum ? Wide<T>(0) : Wide<T>(base[0]), 0};
     index_t offset = 0;
-    for (index_t i = 0; i < p.reduced_numel; ++i) {
-        const T x = base[offset];
-        if (mode == Mode::sum)
-            best.value += x;
-        else if (better<Wide<T>>(mode, x, best.value))
-            best = {x, static_cast<std::int32_t>(i)};
-        for (int d = p.reduced_ndim - 1; d >= 0; --d) {
+    for (index_t first = 0; first < p.reduced_numel; first += run) {
+        const T* x = base + offset;
+        if (mode == Mode::sum) {
+            if (step == 1) {
+                best.value += sum_run(x, run);
+            } else {
+                for (index_t i = 0; i < run; ++i) best.value += x[i * step];
+            }
+        } else {
+            const Best<T> b = extreme_run(mode, x, run, step, first);
+            if (first == 0 || better<Wide<T>>(mode, b.value, best.value)) best = {b.value, b.index};
+        }
+        for (int d = last - 1; d >= 0; --d) {
             const auto u = static_cast<std::size_t>(d);
             offset += p.reduced_stride[u];
             if (++at[u] < p.reduced_size[u]) break;
@@ -190,12 +202,15 @@ template <class T> void reduce_columns(const ReduceCall& c, const ReducePlan& p)
             if (c.mode == Mode::sum) {
 #pragma omp simd
                 for (index_t i = 0; i < len; ++i) dst[i] += row[i];
-            } else {
-                for (index_t i = 0; i < len; ++i)
-                    if (better(c.mode, row[i], dst[i])) {
-                        dst[i] = row[i];
-                        if (where) where[i] = static_cast<std::int32_t>(r);
-                    }
+            } else {  // selects, not branches: vectorised, and no mispredictions on data full of ties (ReLU's zeros)
+                const auto at = static_cast<std::int32_t>(r);
+                const bool max = c.mode == Mode::max;
+                for (index_t i = 0; i < len; ++i) {
+                    const T x = row[i], best = dst[i];
+                    const bool take = best == best && (x != x || (max ? x > best : x < best));  // NaN first
+                    dst[i] = take ? x : best;
+                    if (where) where[i] = take ? at : where[i];
+                }
             }
         }
     });

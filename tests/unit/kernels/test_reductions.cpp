@@ -64,6 +64,53 @@ TEST_CASE("max and min: values, the first index of a tie, NaN first; argmax over
     CHECK(h.grad().values() == std::vector<double>{0, 0.5, 0.5});
 }
 
+TEST_CASE("max down columns and over several dimensions: the first of ties, NaN first, as one element at a time") {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    // x [3, 4, 8]: few distinct values (ties everywhere, as after a ReLU), a NaN in some places.
+    std::vector<double> v(3 * 4 * 8);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = i % 7 == 3 ? nan : static_cast<double>((i * 5) % 3);
+    const Tensor x = Tensor::from(v, {3, 4, 8});
+    const auto at = [&](std::int64_t i, std::int64_t j, std::int64_t k) { return v[static_cast<std::size_t>((i * 4 + j) * 8 + k)]; };
+    // Over dimension 1 (down columns: the kept 8 innermost): the first largest of x[i, :, k], NaN first.
+    const auto down = ops::max(x, 1);
+    for (std::int64_t i = 0; i < 3; ++i)
+        for (std::int64_t k = 0; k < 8; ++k) {
+            std::int64_t best = 0;
+            for (std::int64_t j = 1; j < 4; ++j)
+                if (!std::isnan(at(i, best, k)) && (std::isnan(at(i, j, k)) || at(i, j, k) > at(i, best, k))) best = j;
+            CAPTURE(i);
+            CAPTURE(k);
+            CHECK(down.indices.values()[static_cast<std::size_t>(i * 8 + k)] == best);
+        }
+    // Over dimension 0 of [3, 32] viewed as x [3, 4, 8] minus its last column (kept 4 x 7, not contiguous: the
+    // general walk, a strided run): the same rule.
+    const auto walk = ops::max(x.narrow(2, 0, 7), 0);
+    for (std::int64_t j = 0; j < 4; ++j)
+        for (std::int64_t k = 0; k < 7; ++k) {
+            std::int64_t best = 0;
+            for (std::int64_t i = 1; i < 3; ++i)
+                if (!std::isnan(at(best, j, k)) && (std::isnan(at(i, j, k)) || at(i, j, k) > at(best, j, k))) best = i;
+            CHECK(walk.indices.values()[static_cast<std::size_t>(j * 7 + k)] == best);
+        }
+    // Over dimensions 0 and 2 (the general walk, a contiguous run along the last at a time), in f32.
+    const Tensor f32 = x.to(DType::f32);
+    const Tensor largest = ops::amax(f32, {0, 2});
+    const Tensor whole = ops::sum(ops::where(f32 != f32, 0.0, f32), {0, 2});  // NaN as 0
+    for (std::int64_t j = 0; j < 4; ++j) {
+        CAPTURE(j);
+        double total = 0, top = -1;
+        bool any_nan = false;
+        for (std::int64_t i = 0; i < 3; ++i)
+            for (std::int64_t k = 0; k < 8; ++k) {
+                any_nan |= std::isnan(at(i, j, k));
+                if (!std::isnan(at(i, j, k))) total += at(i, j, k), top = std::max(top, at(i, j, k));
+            }
+        CHECK(whole.values()[static_cast<std::size_t>(j)] == total);
+        const double got = largest.values()[static_cast<std::size_t>(j)];
+        CHECK((any_nan ? std::isnan(got) : got == top));
+    }
+}
+
 TEST_CASE("var, std_dev, norm and logsumexp") {
     const Tensor x = Tensor::from(std::vector<double>{1, 2, 3, 4}, {4});
     CHECK(ops::var(x).item() == doctest::Approx(5.0 / 3));

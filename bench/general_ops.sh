@@ -3,9 +3,11 @@
 # attention written from matmul and softmax) measured in one run:
 #  - a 64 MiB broadcast add against memcpy, and sums against a plain read of
 #    the bytes, on one thread (bench_tensor_ops);
-#  - the user's small CNN's training step and the user's Llama-style block's
-#    forward + backward (bench_model_steps) against the same models in
-#    PyTorch (bench/model_steps.py), at 1 and 2 threads, alternating.
+#  - the user's small CNN's training step (on real Fashion-MNIST batches, the
+#    same on both sides; the median of 50 steps) and the user's Llama-style
+#    block's forward + backward (on random hidden states; 10 steps)
+#    (bench_model_steps) against the same models in PyTorch
+#    (bench/model_steps.py), at 1 and 2 threads, alternating.
 #
 #   bash bench/general_ops.sh [rounds]     (default 3 rounds; medians are reported)
 #
@@ -19,19 +21,24 @@ rounds=${1:-3}
 install_peers python3-torch libopenblas0-pthread libopenblas0-openmp
 bash "$root/scripts/setup.sh" bench
 build=${LEVERS_BUILD:-$root/build}
+fashion=${LEVERS_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 for round in $(seq "$rounds"); do
     "$build/bench/bench_tensor_ops" --threads 1 >>"$out/tensor.jsonl"
     for model in cnn llama_block; do
+        steps=10
+        [ "$model" = cnn ] && steps=50
         for threads in 1 2; do
-            "$build/bench/bench_model_steps" --model "$model" --threads "$threads" >>"$out/levers-$model-$threads.jsonl"
+            "$build/bench/bench_model_steps" --model "$model" --threads "$threads" --steps "$steps" --images "$fashion" \
+                >>"$out/levers-$model-$threads.jsonl"
             for variant in pthread openmp; do
                 for flush in 0 1; do
                     OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
                         LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-$variant \
                         /usr/bin/python3 "$root/bench/model_steps.py" --model "$model" --threads "$threads" \
+                        --steps "$steps" --images "$fashion" \
                         --blas "openblas-$variant" --flush-denormal "$flush" >>"$out/torch-$model-$threads.jsonl"
                 done
             done

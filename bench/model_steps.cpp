@@ -1,7 +1,8 @@
 // Training steps of two models written from the general ops, for
 // bench/general_ops.sh to set against the same models in PyTorch: the
-// user's small CNN (examples/user_project/small_cnn.hpp: forward, backward and AdamW on a
-// batch of 28x28 images) and the user's Llama-style block
+// user's small CNN (examples/user_project/small_cnn.hpp: forward, backward and AdamW on
+// batches of real Fashion-MNIST images, --images, each step the next 64 of the
+// training set, as the peer takes them) and the user's Llama-style block
 // (examples/user_project/llama_block.hpp: forward and backward); and
 // levers' own Llama-family decoder (levers/models/llama.hpp, its fused kernels) for
 // bench/llama_step.sh: a whole training step (forward, loss over the
@@ -10,13 +11,14 @@
 // policy scores them with gradients, the sigmoid loss, backward, AdamW),
 // on token ids of a real text (--ids). One JSON object: the median step.
 //
-//   bench_model_steps --model cnn|llama_block|llama|dpo [--threads N] [--steps N] [--ids FILE.json]
+//   bench_model_steps --model cnn|llama_block|llama|dpo [--threads N] [--steps N] [--ids FILE.json] [--images DIR]
 #include "examples/user_project/llama_block.hpp"
 #include "examples/user_project/small_cnn.hpp"
 #include "levers/core/rng.hpp"
 #include "levers/core/storage_pool.hpp"
 #include "levers/core/threads.hpp"
 #include "levers/core/read_file.hpp"
+#include "levers/data/idx.hpp"
 #include "levers/data/preference_data.hpp"
 #include "levers/train/optimizer.hpp"
 #include "levers/train/preference_loss.hpp"
@@ -59,11 +61,12 @@ double median_ms(int warmup, int steps, const std::function<void()>& step) {
 
 int main(int argc, char** argv) {
     CLI::App app("Training steps of models written from the general ops", "bench_model_steps");
-    std::string model = "cnn", ids_file;
+    std::string model = "cnn", ids_file, images_dir;
     int threads = 1, steps = 10, batch = 0;
     app.add_option("--model", model, "cnn, llama_block, llama or dpo")
         ->check(CLI::IsMember({"cnn", "llama_block", "llama", "dpo"}));
     app.add_option("--ids", ids_file, "dpo: a JSON array of token ids (a text as recipe tokenize writes it)");
+    app.add_option("--images", images_dir, "cnn: Fashion-MNIST's IDX files (default: Debian's dataset-fashion-mnist)");
     app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
     app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
     app.add_option("--batch", batch, "batch (default: 64 images; 4 sequences of 256 tokens; llama: 2 of 512)");
@@ -74,12 +77,20 @@ int main(int argc, char** argv) {
         const std::int64_t n = batch > 0 ? batch : 64;
         user::SmallCnn cnn(16, 1);  // 16 and 32 channels
         train::AdamW adamw(cnn.params(), {.lr = 1e-3});
-        const Tensor x = normals({n, 1, 28, 28}, 2);
-        std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
-        for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 10);
-        const Tensor y = Tensor::from(labels, {n});
+        // Step k's batch: training images [k n, (k + 1) n), taken before the clock runs (the peer's too).
+        const std::filesystem::path dir = images_dir.empty() ? data::fashion_mnist_dir() : std::filesystem::path(images_dir);
+        const data::ImageSet train = data::map_idx_images(dir / "train-images-idx3-ubyte.gz",
+                                                          dir / "train-labels-idx1-ubyte.gz", 10);
+        std::vector<std::pair<Tensor, Tensor>> batches(static_cast<std::size_t>(3 + steps));
+        for (std::size_t k = 0; k < batches.size(); ++k) {
+            auto& [x, y] = batches[k];
+            train.gather_range(static_cast<std::int64_t>(k) * n % (train.count() - n + 1), n, x, y);
+            x = x.reshape({n, 1, 28, 28});
+        }
+        std::size_t next = 0;
         double loss = 0;
         const double ms = median_ms(3, steps, [&] {
+            const auto& [x, y] = batches[next++];
             cnn.params().zero_grad();
             const Tensor l = ops::cross_entropy(cnn(x), y);
             l.backward();

@@ -1,5 +1,5 @@
 """The PyTorch peer of bench_model_steps: the same small CNN (forward,
-backward, AdamW) and the same Llama-style block (forward and backward: RMSNorm,
+backward, AdamW; on the same real Fashion-MNIST batches, --images) and the same Llama-style block (forward and backward: RMSNorm,
 rotary embeddings, grouped-query causal attention, SwiGLU, as
 examples/user_project/llama_block.hpp and Hugging Face's LlamaDecoderLayer
 compute it), and a whole Llama-shaped model of those blocks (embeddings, 8
@@ -11,6 +11,7 @@ them with gradients, DPO's sigmoid loss, backward, AdamW; only the answers'
 positions reach the head, as bench_model_steps does), on the same token ids of
 a real text (--ids). Prints one JSON object."""
 import argparse
+import gzip
 import json
 import math
 import resource
@@ -105,6 +106,17 @@ class Llama(nn.Module):
         return torch.zeros(tokens.shape[0]).index_add(0, rows, logp)
 
 
+def fashion_batches(directory, n, count):
+    """count batches of n training images, batch k the images [k n, (k + 1) n), scaled as levers scales them
+    (x / 255 - 0.5 in float32), with their labels."""
+    with gzip.open(f"{directory}/train-images-idx3-ubyte.gz") as f:
+        images = torch.frombuffer(bytearray(f.read()[16:]), dtype=torch.uint8).view(-1, 1, 28, 28)
+    with gzip.open(f"{directory}/train-labels-idx1-ubyte.gz") as f:
+        labels = torch.frombuffer(bytearray(f.read()[8:]), dtype=torch.uint8).long()
+    starts = [k * n % (len(images) - n + 1) for k in range(count)]
+    return [(images[s:s + n].float() / 255.0 - 0.5, labels[s:s + n]) for s in starts]
+
+
 def median_ms(warmup, steps, step):
     times = []
     for i in range(warmup + steps):
@@ -120,6 +132,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", choices=["cnn", "llama_block", "llama", "dpo"], default="cnn")
     p.add_argument("--ids", help="dpo: a JSON array of token ids")
+    p.add_argument("--images", default="/usr/share/datasets/fashion-mnist", help="cnn: Fashion-MNIST's IDX files")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=0)
@@ -135,9 +148,10 @@ def main():
         n = a.batch or 64
         model = SmallCnn()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        x, y = torch.randn(n, 1, 28, 28), torch.arange(n) % 10
+        batches = iter(fashion_batches(a.images, n, 3 + a.steps))
 
         def step():
+            x, y = next(batches)
             opt.zero_grad(set_to_none=True)
             loss = F.cross_entropy(model(x), y)
             loss.backward()

@@ -32,27 +32,20 @@ namespace {
 namespace context = boost::context;
 
 constexpr std::size_t kStackBytes = 64 << 10;  // WMMA fragments are whole 16x16 matrices here (1 KiB each)
-// Each thread's stack top sits 64 bytes further into its allocation than the one before: a barrier switches
-// through up to 1024 stacks, and tops at one offset would all share a few cache sets (and their shadow too),
-// missing the cache at every switch.
-constexpr std::size_t kStackSkews = 1024, kSkewBytes = 64;
-
-// Hands a thread's own stack to Boost.Context: its top `skew` bytes into the padding above kStackBytes.
+// Hands a thread's own stack (made once per host thread, reused by every launch) to Boost.Context.
 struct OwnStack {
     char* memory;
-    std::size_t skew;
     context::stack_context allocate() {
         context::stack_context c;
         c.size = kStackBytes;
-        c.sp = memory + kStackBytes + skew;
+        c.sp = memory + kStackBytes;
         return c;
     }
     void deallocate(context::stack_context&) noexcept {}
 };
 
 struct Fiber {
-    std::unique_ptr<char[]> stack;
-    std::size_t skew = 0;
+    std::unique_ptr<char[]> stack{new char[kStackBytes]};
     context::fiber self;    // resumes this thread
     context::fiber caller;  // resumes the scheduler, while this thread runs
     bool done = false;
@@ -99,7 +92,7 @@ void fresh_block(Launch& l) {
 
 // A thread's life: its kernel, then it leaves its barriers' counts.
 context::fiber start(Fiber& f) {
-    return context::fiber(std::allocator_arg, OwnStack{f.stack.get(), f.skew}, [&f](context::fiber&& caller) {
+    return context::fiber(std::allocator_arg, OwnStack{f.stack.get()}, [&f](context::fiber&& caller) {
 #if defined(__SANITIZE_ADDRESS__)
         __sanitizer_finish_switch_fiber(nullptr, &host_stack, &host_stack_size);
 #endif
@@ -147,7 +140,7 @@ void run_block(Launch& l, Scheduler& s, bool descending) {
         s.current = t;
         linear_thread = t;
         thread_index = {t % l.block.x, t / l.block.x % l.block.y, t / (l.block.x * l.block.y)};
-        resume(f.self, f.stack.get() + f.skew, kStackBytes);
+        resume(f.self, f.stack.get(), kStackBytes);
         if (f.done) --left;
     }
 }
@@ -197,13 +190,10 @@ void run(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<vo
     // The bytes asked for, rounded up to 128 (aligned_alloc's rule): AddressSanitizer sees a read past them.
     const std::size_t shared_allocated = (std::max<std::size_t>(shared_bytes, 1) + 127) / 128 * 128;
     l.dynamic_shared = static_cast<unsigned char*>(std::aligned_alloc(128, shared_allocated));
-    // The threads' stacks, made by the first launch of this many threads on this host thread and kept.
+    // The threads' stacks, made by the first launch of this many threads on this host thread and kept: making
+    // 1,024 stacks of 64 KiB at every launch took a fifth of a small model's emulated run.
     thread_local std::vector<Fiber> fibers;
-    for (std::size_t t = fibers.size(); t < l.threads; ++t) {
-        Fiber& f = fibers.emplace_back();
-        f.skew = t % kStackSkews * kSkewBytes;
-        f.stack.reset(new char[kStackBytes + (kStackSkews - 1) * kSkewBytes]);
-    }
+    if (fibers.size() < l.threads) fibers.resize(l.threads);
     Scheduler s{fibers};
     s.kernel = &kernel;
     scheduler = &s;

@@ -1,6 +1,7 @@
 // Element types a tensor can hold. f64 exists for gradient checks; bf16 is
 // computed on GPUs only (storage only, fp32 accumulation); i32 holds token
-// ids and indices; boolean (one byte, 0 or 1) holds masks. No fmt here.
+// ids and indices; boolean (one byte, 0 or 1) holds masks; u8 holds packed
+// codes (4-bit weights, two a byte), stored and moved, never computed. No fmt here.
 #pragma once
 
 #include <bit>
@@ -10,8 +11,8 @@
 
 namespace levers {
 
-enum class DType : std::uint8_t { f32, f64, bf16, i32, boolean };
-inline constexpr int kDTypes = 5;
+enum class DType : std::uint8_t { f32, f64, bf16, i32, boolean, u8 };
+inline constexpr int kDTypes = 6;
 
 constexpr std::size_t size_of(DType t) {
     switch (t) {
@@ -20,6 +21,7 @@ constexpr std::size_t size_of(DType t) {
         case DType::bf16: return 2;
         case DType::i32: return 4;
         case DType::boolean: return 1;
+        case DType::u8: return 1;
     }
     return 0;
 }
@@ -31,6 +33,7 @@ constexpr std::string_view name_of(DType t) {
         case DType::bf16: return "bf16";
         case DType::i32: return "i32";
         case DType::boolean: return "bool";
+        case DType::u8: return "u8";
     }
     return "?";
 }
@@ -50,6 +53,7 @@ template <> constexpr DType dtype_of<float>() { return DType::f32; }
 template <> constexpr DType dtype_of<double>() { return DType::f64; }
 template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
 template <> constexpr DType dtype_of<bool>() { return DType::boolean; }
+template <> constexpr DType dtype_of<std::uint8_t>() { return DType::u8; }
 // Whether a dtype holds real numbers (f32, f64, bf16).
 constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::bf16; }
 

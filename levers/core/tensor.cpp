@@ -173,6 +173,7 @@ void convert_on_host(void* dst, DType to, const void* src, DType from, std::int6
             case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(src)[i]);
             case DType::i32: return static_cast<const std::int32_t*>(src)[i];
             case DType::boolean: return static_cast<const bool*>(src)[i] ? 1.0 : 0.0;
+            case DType::u8: return static_cast<const std::uint8_t*>(src)[i];
         }
         return 0;
     };
@@ -184,6 +185,7 @@ void convert_on_host(void* dst, DType to, const void* src, DType from, std::int6
             case DType::bf16: static_cast<std::uint16_t*>(dst)[i] = float_to_bf16(static_cast<float>(x)); break;
             case DType::i32: static_cast<std::int32_t*>(dst)[i] = static_cast<std::int32_t>(x); break;
             case DType::boolean: static_cast<bool*>(dst)[i] = x != 0; break;
+            case DType::u8: static_cast<std::uint8_t*>(dst)[i] = static_cast<std::uint8_t>(x); break;
         }
     }
 }
@@ -205,6 +207,7 @@ template <class T> Tensor Tensor::from(const std::vector<T>& values, Shape shape
 template Tensor Tensor::from<float>(const std::vector<float>&, Shape, Device);
 template Tensor Tensor::from<double>(const std::vector<double>&, Shape, Device);
 template Tensor Tensor::from<std::int32_t>(const std::vector<std::int32_t>&, Shape, Device);
+template Tensor Tensor::from<std::uint8_t>(const std::vector<std::uint8_t>&, Shape, Device);
 template <> Tensor Tensor::from<bool>(const std::vector<bool>& values, Shape shape, Device device) {
     LEVERS_CHECK(static_cast<std::int64_t>(values.size()) == shape.numel(), "{} values cannot fill a tensor of shape {}",
                  values.size(), shape.str());

@@ -217,6 +217,7 @@ private:
 extern template Tensor Tensor::from<float>(const std::vector<float>&, Shape, Device);
 extern template Tensor Tensor::from<double>(const std::vector<double>&, Shape, Device);
 extern template Tensor Tensor::from<std::int32_t>(const std::vector<std::int32_t>&, Shape, Device);
+extern template Tensor Tensor::from<std::uint8_t>(const std::vector<std::uint8_t>&, Shape, Device);
 template <> Tensor Tensor::from<bool>(const std::vector<bool>& values, Shape shape, Device device);
 
 // Dimension `dim` of an `ndim`-dimensional tensor, negative counting from the

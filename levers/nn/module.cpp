@@ -105,7 +105,7 @@ Device Module::device() { return layout().device; }
 
 Tensor Module::on_device(const Tensor& x) {
     const Layout& l = layout();
-    const bool floats = x.dtype() != DType::i32 && x.dtype() != DType::boolean;
+    const bool floats = is_float(x.dtype());
     return floats ? x.to(l.device, l.compute) : x.to(l.device);
 }
 DType Module::compute_dtype() { return layout().compute; }

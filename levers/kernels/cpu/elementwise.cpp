@@ -219,6 +219,7 @@ template <class Out> struct Copy {
             case DType::f64: return map1<Out, double>(c.out, c.in[0], [](double x) { return cast(x); });
             case DType::i32: return map1<Out, std::int32_t>(c.out, c.in[0], [](std::int32_t x) { return cast(x); });
             case DType::boolean: return map1<Out, bool>(c.out, c.in[0], [](bool x) { return cast(x); });
+            case DType::u8: return map1<Out, std::uint8_t>(c.out, c.in[0], [](std::uint8_t x) { return cast(x); });
             case DType::bf16:
                 return map1<Out, std::uint16_t>(c.out, c.in[0], [](std::uint16_t x) { return cast(bf16_to_float(x)); });
         }
@@ -233,6 +234,7 @@ void copy_to_bf16(const ElementwiseCall& c) {
         case DType::f64: return map1<std::uint16_t, double>(c.out, in, [=](double x) { return store(x); });
         case DType::i32: return map1<std::uint16_t, std::int32_t>(c.out, in, [=](std::int32_t x) { return store(x); });
         case DType::boolean: return map1<std::uint16_t, bool>(c.out, in, [=](bool x) { return store(x); });
+        case DType::u8: return map1<std::uint16_t, std::uint8_t>(c.out, in, [=](std::uint8_t x) { return store(x); });
         case DType::bf16: return map1<std::uint16_t, std::uint16_t>(c.out, in, [](std::uint16_t x) { return x; });
     }
 }

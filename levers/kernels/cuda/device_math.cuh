@@ -20,6 +20,7 @@ __device__ inline float load(float x) { return x; }
 __device__ inline double load(double x) { return x; }
 __device__ inline std::int32_t load(std::int32_t x) { return x; }
 __device__ inline bool load(bool x) { return x; }
+__device__ inline std::int32_t load(std::uint8_t x) { return x; }
 
 template <class S> __device__ S store(acc_t<S> x) {
     if constexpr (sizeof(S) == 2)

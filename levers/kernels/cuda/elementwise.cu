@@ -122,6 +122,7 @@ template <class Out> void copy_call(const ElementwiseCall& c) {
         case DType::bf16: return map_strided<Out, bf16>(s, c.out, CastF<Out>{}, in);
         case DType::i32: return map_strided<Out, std::int32_t>(s, c.out, CastF<Out>{}, in);
         case DType::boolean: return map_strided<Out, bool>(s, c.out, CastF<Out>{}, in);
+        case DType::u8: return map_strided<Out, std::uint8_t>(s, c.out, CastF<Out>{}, in);
     }
 }
 LEVERS_CUDA_NUMBERS("copy", ElementwiseCall, copy_call);

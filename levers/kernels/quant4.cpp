@@ -1,0 +1,193 @@
+// The 4-bit ops (levers/kernels/quant4.hpp): quantizing where the weight
+// lives, the absmax' own 8-bit quantization on the host, dequantizing a
+// rectangle, and the linear layer over a 4-bit weight in tiles.
+#include "levers/kernels/quant4.hpp"
+
+#include "levers/kernels/linear.hpp"
+#include "levers/kernels/matmul.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace levers::ops {
+
+std::string_view name_of(Quant4Type t) { return t == Quant4Type::nf4 ? "nf4" : "fp4"; }
+
+Quant4Type quant4_type(std::string_view name, std::string_view where) {
+    if (name == "nf4") return Quant4Type::nf4;
+    if (name == "fp4") return Quant4Type::fp4;
+    LEVERS_FAIL("{}: unknown 4-bit type '{}'; valid are nf4 and fp4", where, name);
+}
+
+std::int64_t Quantized4::blocks() const { return (shape.numel() + blocksize - 1) / blocksize; }
+
+Quantized4 Quantized4::to(Device device) const {
+    Quantized4 q = *this;
+    for (Tensor* t : {&q.codes, &q.absmax, &q.absmax_codes, &q.nested_absmax})
+        if (t->defined()) *t = t->to(device);
+    return q;
+}
+
+std::int64_t Quantized4::bytes() const {
+    std::int64_t n = 0;
+    for (const Tensor* t : {&codes, &absmax, &absmax_codes, &nested_absmax})
+        if (t->defined()) n += static_cast<std::int64_t>(t->bytes());
+    return n;
+}
+
+namespace {
+
+// bitsandbytes' quantize_blockwise with the dynamic map: codes u8 [n] and absmax [ceil(n / 256)] of host
+// values `in`.
+void quantize_dynamic(const float* in, std::int64_t n, std::uint8_t* codes, float* absmax) {
+    const auto s = kernels::sorted(kernels::kDynamicMap);
+    const std::int64_t bs = kernels::kNestedBlock;
+    for (std::int64_t b = 0; b * bs < n; ++b) {
+        const std::int64_t i0 = b * bs, i1 = std::min(n, i0 + bs);
+        float m = 0;
+        for (std::int64_t i = i0; i < i1; ++i) m = std::max(m, std::fabs(in[i]));
+        const bool short_block = i1 - i0 < bs;
+        absmax[b] = short_block ? std::max(m, kernels::kTinyAbsmax) : m;
+        for (std::int64_t i = i0; i < i1; ++i)
+            codes[i] = s.index[kernels::bucket(s, kernels::scale_into_block(in[i], m, short_block))];
+    }
+}
+
+// The absmax quantized again (bitsandbytes' compress_statistics): less their mean, in blocks of 256.
+void quantize_absmax(Quantized4& q) {
+    const Tensor absmax = q.absmax.to(Device::cpu());
+    const std::int64_t n = absmax.numel();
+    const float* a = absmax.data<float>();
+    double sum = 0;
+    for (std::int64_t i = 0; i < n; ++i) sum += a[i];
+    q.offset = static_cast<float>(sum / static_cast<double>(n));
+    std::vector<float> centred(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) centred[i] = a[i] - q.offset;
+    Tensor codes = Tensor::empty({n}, DType::u8);
+    Tensor nested = Tensor::empty({(n + kernels::kNestedBlock - 1) / kernels::kNestedBlock}, DType::f32);
+    quantize_dynamic(centred.data(), n, codes.data<std::uint8_t>(), nested.data<float>());
+    const Device device = q.absmax.device();
+    q.absmax = Tensor();
+    q.absmax_codes = codes.to(device);
+    q.nested_absmax = nested.to(device);
+}
+
+}  // namespace
+
+Quantized4 quantize_4bit(const Tensor& weight, const Quant4Spec& spec) {
+    check_float("quantize_4bit", "weight", weight);
+    LEVERS_CHECK(spec.blocksize >= 2 && spec.blocksize % 2 == 0, "quantize_4bit: blocks of {} values; give an even "
+                 "size (bitsandbytes uses 64)", spec.blocksize);
+    const Tensor in = weight.detach().to(weight.device(), DType::f32).contiguous();
+    const std::int64_t n = in.numel();
+    LEVERS_CHECK(n > 0, "quantize_4bit: the weight {} holds no values", describe(weight));
+    Quantized4 q{.type = spec.type, .shape = weight.shape(), .blocksize = spec.blocksize};
+    q.codes = Tensor::empty({(n + 1) / 2}, DType::u8, in.device());
+    q.absmax = Tensor::empty({q.blocks()}, DType::f32, in.device());
+    Quantize4Call call{.codes = arg(q.codes), .absmax = arg(q.absmax), .in = arg(in.view({n})), .type = spec.type,
+                       .blocksize = spec.blocksize};
+    run(in, call);
+    if (spec.double_quant) quantize_absmax(q);
+    return q;
+}
+
+Tensor dequantize_4bit(const Quantized4& q, DType dtype, std::int64_t row0, std::int64_t rows, std::int64_t col0,
+                       std::int64_t cols) {
+    LEVERS_CHECK(q.shape.ndim() == 2, "dequantize_4bit: a rectangle of a {} weight; rectangles are of 2-d weights",
+                 q.shape.str());
+    const std::int64_t height = q.shape[0], width = q.shape[1];
+    LEVERS_CHECK(row0 >= 0 && rows >= 1 && row0 + rows <= height && col0 >= 0 && cols >= 1 && col0 + cols <= width,
+                 "dequantize_4bit: rows {}..{} and columns {}..{} of a {} weight", row0, row0 + rows, col0,
+                 col0 + cols, q.shape.str());
+    Tensor out = Tensor::empty({rows, cols}, dtype, q.device());
+    Dequantize4Call call{.out = arg(out), .codes = arg(q.codes), .absmax = arg(q.absmax),
+                         .absmax_codes = arg(q.absmax_codes), .nested_absmax = arg(q.nested_absmax),
+                         .offset = q.offset, .type = q.type, .blocksize = q.blocksize, .row_len = width,
+                         .row0 = row0, .col0 = col0};
+    run(out, call);
+    return out;
+}
+
+Tensor dequantize_4bit(const Quantized4& q, DType dtype) {
+    const std::int64_t n = q.shape.numel();
+    const std::int64_t width = q.shape.ndim() >= 1 ? q.shape.last() : 1;
+    Quantized4 flat = q;
+    flat.shape = Shape{n / width, width};
+    return dequantize_4bit(flat, dtype, 0, n / width, 0, width).view(q.shape);
+}
+
+namespace {
+
+// out (accumulate: +=) = a · b, through the matrix product's kernel (operands as BLAS reads them).
+void product_into(const Tensor& out, const Tensor& a, const Tensor& b, bool accumulate) {
+    MatmulCall call{.out = arg(out), .a = strided(a), .b = strided(b), .accumulate = accumulate};
+    run(out, call);
+}
+
+// How many columns (forward) or rows (backward) of a [height, width] weight one tile holds: the whole
+// weight where it fits in `tile`, else a multiple of the block size.
+std::int64_t tile_of(std::int64_t span, std::int64_t across, std::int64_t tile, std::int64_t blocksize) {
+    if (span * across <= tile) return span;
+    return std::max(blocksize, tile / across / blocksize * blocksize);
+}
+
+struct Linear4Saved {
+    std::shared_ptr<const Quantized4> weight;
+    std::int64_t tile = 0;
+};
+
+}  // namespace
+
+Tensor linear_4bit(const Tensor& input, std::shared_ptr<const Quantized4> weight, const Tensor& bias_in,
+                   std::int64_t tile_elements) {
+    LEVERS_CHECK(weight != nullptr, "linear_4bit: no weight");
+    const Quantized4& w = *weight;
+    const Tensor in = dense(input), bias = dense(bias_in);
+    check_float("linear_4bit", "input", in);
+    check_ndim_at_least("linear_4bit", "input", in, 1);
+    LEVERS_CHECK(w.shape.ndim() == 2 && in.shape().last() == w.shape[1] && in.device() == w.device(),
+                 "linear_4bit: 'input' {} against a 4-bit weight {} on {}; the input needs [*, {}] there",
+                 describe(in), w.shape.str(), w.device().str(), w.shape.ndim() == 2 ? w.shape[1] : 0);
+    const std::int64_t out_dim = w.shape[0], in_dim = w.shape[1], rows = in.numel() / in_dim;
+    if (bias.defined()) {
+        check_like("linear_4bit", "bias", bias, "input", in);
+        check_shape("linear_4bit", "bias", bias, {out_dim}, [&] { return fmt::format("the weight needs [{}]", out_dim); });
+    }
+    const DType dtype = in.dtype();
+    Tensor out = Tensor::empty(in.shape().with_dim(in.shape().ndim() - 1, out_dim), dtype, in.device());
+    const std::int64_t cols = tile_of(in_dim, out_dim, tile_elements, w.blocksize);
+    if (cols == in_dim) {  // one tile: the dense layer's own kernel, on the dequantized weight
+        linear_into(out, in, dequantize_4bit(w, dtype, 0, out_dim, 0, in_dim), bias);
+    } else {  // columns of the weight at a time: out += in[:, tile] · W[:, tile]ᵀ
+        const Tensor x = in.detach().view({rows, in_dim}), y = out.detach().view({rows, out_dim});
+        for (std::int64_t c0 = 0; c0 < in_dim; c0 += cols) {
+            const std::int64_t n = std::min(cols, in_dim - c0);
+            product_into(y, x.narrow(1, c0, n), dequantize_4bit(w, dtype, 0, out_dim, c0, n).transpose(0, 1), c0 > 0);
+        }
+        if (bias.defined()) product_into(y, Tensor::full({rows, 1}, 1, dtype, in.device()), bias.detach().view({1, out_dim}), true);
+    }
+    if (auto* s = autograd::record<Linear4Saved>(
+            "linear_4bit",
+            [](autograd::Backward& g, const Linear4Saved& s) {
+                const Quantized4& w = *s.weight;
+                const std::int64_t out_dim = w.shape[0], in_dim = w.shape[1];
+                const Tensor dy = g.grad_out().view({g.grad_out().numel() / out_dim, out_dim});
+                const DType dtype = dy.dtype();
+                if (g.needs_grad(0)) {  // d_in = d_out · W, rows of the weight at a time
+                    const Tensor dx = g.write_grad(0).view({dy.dim(0), in_dim});
+                    const std::int64_t rows = tile_of(out_dim, in_dim, s.tile, w.blocksize);
+                    for (std::int64_t r0 = 0; r0 < out_dim; r0 += rows) {
+                        const std::int64_t n = std::min(rows, out_dim - r0);
+                        product_into(dx, dy.narrow(1, r0, n), dequantize_4bit(w, dtype, r0, n, 0, in_dim), r0 > 0);
+                    }
+                }
+                if (g.needs_grad(1))  // d_bias += column sums of d_out
+                    product_into(g.add_grad(1).view({1, out_dim}),
+                                 Tensor::full({1, dy.dim(0)}, 1, dtype, dy.device()), dy, true);
+            },
+            {&in, &bias}, {&out}))
+        *s = {.weight = std::move(weight), .tile = tile_elements};
+    return out;
+}
+
+}  // namespace levers::ops

@@ -1,0 +1,78 @@
+// 4-bit weights on the GPU against the CPU: the same codes and scales from
+// the same weight, the same bits dequantized (f32; bf16 the f32 values
+// rounded once), and the 4-bit linear layer's output and gradients within
+// f32's and bf16's tolerances, in one tile and in many. Skipped, and counted
+// as skipped, where no GPU is present.
+#include "levers/core/gpu.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/kernels/elementwise.hpp"
+#include "levers/kernels/quant4.hpp"
+#include "levers/kernels/reduce.hpp"
+#include "tests/ops/op_cases.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace levers;
+using namespace levers::testing;
+
+namespace {
+const bool kNoGpu = gpu_count() == 0;
+
+Tensor normal(Shape shape, std::uint64_t seed) {
+    Rng rng(seed);
+    std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+    for (float& x : v) x = static_cast<float>(rng.normal());
+    return Tensor::from(v, shape);
+}
+
+std::vector<double> values(const Tensor& t) { return t.to(Device::cpu()).values(); }
+}  // namespace
+
+TEST_CASE("4-bit weights on the GPU: the CPU's codes, scales and dequantized bits" * doctest::skip(kNoGpu)) {
+    use_gpu(0);
+    const Tensor w = normal({67, 129}, 1);  // blocks across rows, an odd count of values
+    for (const Quant4Type type : {Quant4Type::nf4, Quant4Type::fp4})
+        for (const bool dq : {false, true}) {
+            CAPTURE(ops::name_of(type));
+            CAPTURE(dq);
+            const ops::Quant4Spec spec{.type = type, .double_quant = dq};
+            const auto cpu = ops::quantize_4bit(w, spec);
+            const auto gpu = ops::quantize_4bit(w.to(Device::cuda(0)), spec);
+            CHECK(gpu.device() == Device::cuda(0));
+            CHECK(values(gpu.codes) == values(cpu.codes));
+            CHECK(values(dq ? gpu.absmax_codes : gpu.absmax) == values(dq ? cpu.absmax_codes : cpu.absmax));
+            CHECK(gpu.offset == cpu.offset);
+            const auto want = values(ops::dequantize_4bit(cpu, DType::f32));
+            CHECK(values(ops::dequantize_4bit(gpu, DType::f32)) == want);
+            CHECK(values(ops::dequantize_4bit(cpu.to(Device::cuda(0)), DType::f32)) == want);
+            const auto half = values(ops::dequantize_4bit(gpu, DType::bf16));
+            for (std::size_t i = 0; i < want.size(); ++i)
+                REQUIRE(half[i] == bf16_to_float(float_to_bf16(static_cast<float>(want[i]))));
+            const auto part = values(ops::dequantize_4bit(gpu, DType::f32, 3, 5, 7, 100));
+            for (std::int64_t r = 0; r < 5; ++r)
+                for (std::int64_t c = 0; c < 100; ++c) REQUIRE(part[r * 100 + c] == want[(r + 3) * 129 + c + 7]);
+        }
+}
+
+TEST_CASE("the 4-bit linear layer on the GPU matches the CPU: output and gradients, f32 and bf16, tiled" *
+          doctest::skip(kNoGpu)) {
+    use_gpu(0);
+    const Tensor w = normal({48, 192}, 2), x0 = normal({2, 5, 192}, 3), b0 = normal({48}, 4), r = normal({2, 5, 48}, 5);
+    const auto q = std::make_shared<const ops::Quantized4>(ops::quantize_4bit(w, {}));
+    const auto qg = std::make_shared<const ops::Quantized4>(q->to(Device::cuda(0)));
+    auto run = [&](const std::shared_ptr<const ops::Quantized4>& weight, Device device, DType dtype, std::int64_t tile) {
+        Tensor x = x0.to(device, dtype).requires_grad_(), b = b0.to(device, dtype).requires_grad_();
+        const Tensor y = ops::linear_4bit(x, weight, b, tile);
+        ops::sum(y * r.to(device, dtype)).backward();
+        return std::vector<std::vector<double>>{values(y), values(x.grad()), values(b.grad())};
+    };
+    const auto want = run(q, Device::cpu(), DType::f32, ops::kLinear4Tile);
+    for (const DType dtype : {DType::f32, DType::bf16})
+        for (const std::int64_t tile : {ops::kLinear4Tile, std::int64_t(48 * 64), std::int64_t(500)}) {
+            CAPTURE(name_of(dtype));
+            CAPTURE(tile);
+            const auto got = run(qg, Device::cuda(0), dtype, tile);
+            for (std::size_t k = 0; k < got.size(); ++k)
+                CHECK(relative_error(got[k], want[k]) <= (dtype == DType::f32 ? 1e-5 : 2e-2));
+        }
+}

@@ -14,6 +14,7 @@
 #include "levers/models/generate.hpp"
 #include "levers/models/hf_dir.hpp"
 #include "recipes/lm_params.hpp"
+#include "recipes/quantized_base.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -69,11 +70,12 @@ void check(const Config& cfg) {
     models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
     data::ChatTemplate::from_dir(dir);  // one it has, and can render
     if (!cfg[questions].empty()) read_questions(cfg[questions]);
+    recipes::check_quantize(cfg, false);
 }
 
 Result chat(const Config& cfg) {
     const fs::path dir = cfg[model_dir];
-    auto model = models::load_hf_model(dir, dist::device(), cfg.run().compute);
+    auto model = recipes::load_hf_to_read(dir, cfg);
     const auto tokenizer = models::hf_tokenizer(dir, model->vocab_size());
     const data::ChatTemplate chat = data::ChatTemplate::from_dir(dir);
     models::SampleOptions options{.max_new_tokens = cfg[tokens],
@@ -134,7 +136,8 @@ LEVERS_RECIPE(chat) {
         .describe("a conversation with a Hugging Face chat model through its chat template: --set prompt=, or one "
                   "user turn per line of stdin")
         .params(model_dir, prompt, questions, system_message, thinking, tokens, recipes::temperature.with_default(0.7),
-                recipes::top_k.with_default(0), recipes::top_p.with_default(0.9), settings::seed.with_default(1))
+                recipes::top_k.with_default(0), recipes::top_p.with_default(0.9), settings::seed.with_default(1),
+                settings::quantize, settings::double_quant)
         .check(check)
         .run(chat);
 }

@@ -12,6 +12,7 @@
 #include "levers/models/gpt_files.hpp"
 #include "levers/models/hf_dir.hpp"
 #include "recipes/lm_params.hpp"
+#include "recipes/quantized_base.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -48,6 +49,9 @@ void check(const Config& cfg) {
         if (!text.empty()) models::check_hf_tokenizer(config, dir);
     }
     if (!weights.empty()) models::weights_format(weights, "--set weights=");
+    LEVERS_CHECK(weights.empty() || cfg[settings::quantize].empty(), "--set quantize={} goes with --set model=DIR (a "
+                 "Hugging Face model); GPT weights are scored as they are", cfg[settings::quantize]);
+    recipes::check_quantize(cfg, false);
     const std::string input = text.empty() ? ids : text;
     LEVERS_CHECK(fs::is_regular_file(input), "--set {}={}: no such file; give {}", text.empty() ? "tokens" : "text",
                  input, text.empty() ? "a JSON array of token ids" : "a text file to score");
@@ -55,7 +59,7 @@ void check(const Config& cfg) {
 
 std::unique_ptr<models::LanguageModel> load(const Config& cfg) {
     const std::string dir = cfg[model_dir];
-    if (!dir.empty()) return models::load_hf_model(dir, dist::device(), cfg.run().compute);
+    if (!dir.empty()) return recipes::load_hf_to_read(dir, cfg);
     auto gpt = models::load_any_gpt(cfg[weights_file], cfg[recipes::n_head]);
     gpt->to(dist::device(), cfg.run().compute);  // the GPU this rank computes on, if any
     return gpt;
@@ -145,7 +149,8 @@ LEVERS_RECIPE(eval_lm) {
     return levers::recipe("eval_lm")
         .describe("mean loss and perplexity of a language model (a HF directory, GPT-2 safetensors or a levers "
                   "model) on a text or token ids")
-        .params(model_dir, weights_file, text_file, ids_file, recipes::n_head, context, batch_size, max_tokens, llama_cpp)
+        .params(model_dir, weights_file, text_file, ids_file, recipes::n_head, context, batch_size, max_tokens, llama_cpp,
+                settings::quantize, settings::double_quant)
         .check(check)
         .run(eval_lm);
 }

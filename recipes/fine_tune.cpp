@@ -61,6 +61,8 @@ void check(const Config& cfg) {
     }
     LEVERS_CHECK(cfg[recipes::gguf].empty(), "--set gguf={} goes with --set model=DIR (a Hugging Face model); a "
                  "GPT has no GGUF form here", cfg[recipes::gguf]);
+    LEVERS_CHECK(cfg[settings::quantize].empty(), "--set quantize={} goes with --set model=DIR (a Hugging Face "
+                 "model); a GPT base is fine-tuned in full precision", cfg[settings::quantize]);
     const fs::path from = cfg[base];
     LEVERS_CHECK(fs::exists(from), "fine_tune: base checkpoint {} not found; run `recipe run pretrain` first, or give "
                  "one with --set base=PATH (or a Hugging Face directory with --set model=DIR)", from.string());

@@ -13,6 +13,7 @@
 #include "levers/nn/lora.hpp"
 #include "levers/recipe/recipe.hpp"
 #include "recipes/gguf_params.hpp"
+#include "recipes/quantized_base.hpp"
 
 #include <filesystem>
 #include <memory>
@@ -36,10 +37,11 @@ inline models::LoraSettings lora_settings(const Config& cfg) {
     return {.rank = cfg[settings::lora_r], .alpha = cfg[settings::lora_alpha], .targets = lora_targets(cfg)};
 }
 
-// For a recipe's check step.
+// For a recipe's check step (QLoRA's settings too).
 inline void check_lora(const Config& cfg) {
     LEVERS_CHECK(cfg[settings::lora_r] == 0 || !lora_targets(cfg).empty(),
                  "--set lora_targets= names no layer; give e.g. q_proj,k_proj,v_proj,o_proj");
+    check_quantize(cfg, true);
 }
 
 // With lora_r > 0, adapters on `targets` (then only they train); says what trains.
@@ -54,11 +56,14 @@ inline void attach_adapters(models::LanguageModel& model, const Config& cfg, con
 
 // A Hugging Face model on this rank's device in the run's precision, adapters
 // on lora_targets (attached before the weights are read: the frozen base goes
-// to a GPU in bf16 alone in a bf16 run), its blocks checkpointed where asked.
+// to a GPU in bf16 alone in a bf16 run, or in 4 bits with quantize=), its
+// blocks checkpointed where asked.
 inline std::unique_ptr<models::LanguageModel> load_hf_for_tuning(const Config& cfg, const std::string& dir) {
     auto model = models::load_hf_model(dir, dist::device(), cfg.run().compute, [&](models::Llama& declared) {
         attach_adapters(declared, cfg, lora_targets(cfg), dir);
+        hold_in_4bit_if_asked(declared, cfg);
     });
+    report_4bit(*model);
     model->checkpoint_blocks(cfg[settings::checkpointing]);
     return model;
 }

@@ -9,6 +9,7 @@
 #include "levers/models/gpt_files.hpp"
 #include "levers/models/hf_dir.hpp"
 #include "recipes/lm_params.hpp"
+#include "recipes/quantized_base.hpp"
 
 #include <fmt/format.h>
 
@@ -29,6 +30,9 @@ void check(const Config& cfg) {
                  ".safetensors file)");
     if (!dir.empty()) models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
     if (!path.empty()) models::weights_format(path, "--set checkpoint=");
+    LEVERS_CHECK(path.empty() || cfg[settings::quantize].empty(), "--set quantize={} goes with --set model=DIR (a "
+                 "Hugging Face model); a checkpoint samples as it is", cfg[settings::quantize]);
+    recipes::check_quantize(cfg, false);
 }
 
 Result sample(const Config& cfg) {
@@ -37,7 +41,7 @@ Result sample(const Config& cfg) {
     models::TextCodec codec;
     std::vector<std::int32_t> stop;
     if (!dir.empty()) {
-        auto llama = models::load_hf_model(dir, dist::device(), cfg.run().compute);
+        auto llama = recipes::load_hf_to_read(dir, cfg);
         stop.assign(llama->config().eos_token_ids.begin(), llama->config().eos_token_ids.end());
         codec = models::hf_codec(dir, llama->vocab_size());
         model = std::move(llama);
@@ -68,7 +72,7 @@ LEVERS_RECIPE(sample) {
                   "pretrain or fine_tune saved, or GPT-2 safetensors")
         .params(model_dir, checkpoint, recipes::n_head, recipes::prompt.with_default("The "), tokens,
                 recipes::temperature, recipes::top_k, recipes::top_p,
-                settings::seed.with_default(1))
+                settings::seed.with_default(1), settings::quantize, settings::double_quant)
         .check(check)
         .run(sample);
 }

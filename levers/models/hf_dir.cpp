@@ -157,9 +157,14 @@ std::unique_ptr<Llama> load_hf_model(const fs::path& dir, Device device, DType c
     model->to(device, compute);
     // One tensor at a time: converted to f32 on the host, then copied into its place (a shape alone: the same
     // steps, traced, on a tensor never filled).
+    // A weight held in 4 bits is quantized where the model lives as it is read: the full-precision model is
+    // never whole anywhere.
     for (const auto& [name, p] : model->weights()) {
         const Tensor host = shape ? Tensor::empty(p->shape(), DType::f32) : weights.tensors.at(name)->to_f32();
-        p->value().copy_from(host.dtype() == p->value().dtype() ? host : host.to(p->value().dtype()));
+        if (p->held_in_4bit())
+            p->set_quantized(ops::quantize_4bit(host.to(device), *p->quant_spec()));
+        else
+            p->value().copy_from(host.dtype() == p->value().dtype() ? host : host.to(p->value().dtype()));
     }
     model->parameters_changed();
     return model;

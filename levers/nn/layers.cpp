@@ -25,6 +25,13 @@ Linear::Linear(Module& parent, std::string name, std::int64_t in, std::int64_t o
 
 Tensor Linear::forward(const Tensor& x) {
     const Tensor b = bias ? (*bias)() : Tensor();
+    if (weight.held_in_4bit()) {
+        LEVERS_CHECK(weight.quantized() != nullptr, "'{}' is held in 4 bits but was never given its values",
+                     weight.full_name());
+        Tensor out = ops::linear_4bit(x, weight.quantized(), b);
+        if (lora_a_ && lora_enabled_) out = out + ops::linear(ops::linear(x, (*lora_a_)()), (*lora_b_)()) * lora_scale_;
+        return out;
+    }
     if (lora_a_ && lora_enabled_) return ops::lora_linear(x, weight(), b, (*lora_a_)(), (*lora_b_)(), lora_scale_);
     return ops::linear(x, weight(), b);
 }
@@ -48,6 +55,7 @@ std::unique_ptr<Linear> optional_linear(Module& parent, bool wanted, std::string
 
 void Linear::merge_lora() {
     LEVERS_CHECK(lora_a_, "merge_lora(): '{}' has no LoRA adapter", full_name());
+    if (weight.held_in_4bit()) weight.dequantize();  // the merged weight is full precision
     // On the host (once per run: a copy there and back is cheap next to training), in f32 or f64 (a frozen
     // weight held in bf16 on a GPU is summed in f32, then rounded once).
     const DType dtype = weight.value().dtype() == DType::f64 ? DType::f64 : DType::f32;

@@ -43,23 +43,30 @@ DType master_dtype(DType compute) { return compute == DType::f64 ? DType::f64 : 
 void Layout::build(std::uint64_t init_seed, bool reinitialize) {
     const auto named = root_.named_parameters();
     const DType dtype = master_dtype(device.is_cpu() ? compute : DType::f32);
-    // Values to keep, on the host, before the buffers go.
+    // Values to keep, on the host, before the buffers go. Weights held in 4 bits have no slot in them.
     std::vector<Tensor> kept(named.size());
-    for (std::size_t i = 0; i < named.size(); ++i)
-        if (const Parameter& p = *named[i].second; !reinitialize && p.laid_out_)
-            kept[i] = p.set_->param_tensor(p.id_).to(Device::cpu(), dtype);
-    trainable = ParamSet();
-    frozen = ParamSet();
-    std::vector<int> ids(named.size());
     for (std::size_t i = 0; i < named.size(); ++i) {
         Parameter& p = *named[i].second;
-        ids[i] = (p.trainable_ ? trainable : frozen).add(named[i].first, p.shape_, p.decay_);
+        if (p.pending_.defined()) {
+            kept[i] = p.pending_.to(Device::cpu(), dtype);
+            p.pending_ = Tensor();
+        } else if (!reinitialize && p.laid_out_ && p.set_) {
+            kept[i] = p.set_->param_tensor(p.id_).to(Device::cpu(), dtype);
+        }
+    }
+    trainable = ParamSet();
+    frozen = ParamSet();
+    std::vector<int> ids(named.size(), -1);
+    for (std::size_t i = 0; i < named.size(); ++i) {
+        Parameter& p = *named[i].second;
+        if (!p.quant_) ids[i] = (p.trainable_ ? trainable : frozen).add(named[i].first, p.shape_, p.decay_);
     }
     trainable.allocate(dtype, true);
     frozen.allocate(dtype, false);
     Rng rng(init_seed);
     for (std::size_t i = 0; i < named.size(); ++i) {
         Parameter& p = *named[i].second;
+        if (p.quant_) continue;
         const Tensor dst = (p.trainable_ ? trainable : frozen).param_tensor(ids[i]);
         if (kept[i].defined())
             dst.copy_from(kept[i]);
@@ -94,6 +101,9 @@ void Layout::place(Device to, DType dtype) {
             set->convert(master);
         }
     }
+    for (const auto& [name, p] : root_.named_parameters())  // 4-bit weights move as they are
+        if (p->quantized_ && p->quantized_->device() != to)
+            p->quantized_ = std::make_shared<const ops::Quantized4>(p->quantized_->to(to));
     trainable.to_device(to, dtype);  // a compute copy where `dtype` is not `master` (bf16 on a GPU)
     // Frozen weights (LoRA's base) take no optimizer step: on a GPU they are held in the compute dtype alone.
     if (dtype != master)
@@ -109,6 +119,12 @@ void Layout::bind() {
     const auto named = root_.named_parameters();
     int t = 0, f = 0;
     for (const auto& [name, p] : named) {
+        if (p->quant_) {  // no slot: its layer computes from the 4-bit codes
+            p->set_ = nullptr;
+            p->id_ = -1;
+            p->compute_ = Tensor();
+            continue;
+        }
         ParamSet& set = p->trainable_ ? trainable : frozen;
         const int id = p->trainable_ ? t++ : f++;
         p->set_ = &set;

@@ -90,6 +90,8 @@ AdaptersOff::~AdaptersOff() {
 
 void merge_lora(Module& model) {
     LEVERS_CHECK(has_lora(model), "merge_lora(): this model has no LoRA adapters");
+    for (Linear* l : linear_layers(model))  // 4-bit weights made full precision together: one layout, not one each
+        if (l->has_lora() && l->weight.held_in_4bit()) l->weight.dequantize();
     for (Linear* l : linear_layers(model))
         if (l->has_lora()) l->merge_lora();
 }

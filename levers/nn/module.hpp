@@ -26,11 +26,13 @@
 
 #include "levers/core/autograd.hpp"
 #include "levers/core/params.hpp"
+#include "levers/kernels/quant4.hpp"
 #include "levers/nn/init.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +63,21 @@ public:
     void set_trainable(bool on);
     Module& owner() const { return *owner_; }
 
+    // A frozen weight held in 4 bits (QLoRA's base, levers/kernels/quant4.hpp):
+    // its codes and scales on the model's device, in place of a slot in the
+    // flat buffers. value() and operator() refuse it; quantized() computes.
+    bool held_in_4bit() const { return quant_.has_value(); }
+    const std::optional<ops::Quant4Spec>& quant_spec() const { return quant_; }
+    // Its codes and scales (null until it has values).
+    const std::shared_ptr<const ops::Quantized4>& quantized() const { return quantized_; }
+    // Holds it in 4 bits from now on, frozen: values it has are quantized now;
+    // one without values gets them from set_quantized (a model as it loads).
+    void hold_in_4bit(const ops::Quant4Spec& spec);
+    // Its values, quantized as `spec` says, on the model's device.
+    void set_quantized(ops::Quantized4 q);
+    // Full precision again: the dequantized values (a merged model's weight).
+    void dequantize();
+
 private:
     friend class Module;
     friend class Layout;
@@ -76,6 +93,10 @@ private:
     const ParamSet* set_ = nullptr;  // where it was laid out, and its id there
     int id_ = -1;
     Tensor compute_;
+    std::optional<ops::Quant4Spec> quant_;         // held in 4 bits
+    std::shared_ptr<const ops::Quantized4> quantized_;
+    Tensor pending_;  // values the next layout takes (a 4-bit weight dequantized), on the host
+    void check_not_4bit(const char* what) const;
 };
 
 class Module {

@@ -120,6 +120,8 @@ void declare_lora(RecipeDef& def, const LoraDefaults& d) {
     add_param(def, settings::lora_r.with_default(static_cast<int>(d.r)).spec());
     add_param(def, settings::lora_alpha.with_default(d.alpha).spec());
     add_param(def, settings::lora_targets.with_default(d.targets).spec());
+    add_param(def, settings::quantize.spec());
+    add_param(def, settings::double_quant.spec());
 }
 
 Recipe freeze(const RecipeDef& def) {

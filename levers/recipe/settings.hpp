@@ -46,5 +46,11 @@ inline const Param<double> lora_alpha{"lora_alpha", 16.0,
 inline const Param<std::string> lora_targets{"lora_targets", "all-linear",
                                              "the layers adapters go on: names or their last parts, comma-separated "
                                              "(q_proj,v_proj); all-linear, every Linear but lm_head"};
+// QLoRA's, declared with LoRA's and by the recipes that only read a model (eval_lm, sample, chat).
+inline const Param<std::string> quantize{"quantize", "", "hold the base's Linear weights in 4 bits as they load: "
+                                         "nf4 or fp4, as bitsandbytes (QLoRA: adapters train on top); empty: as "
+                                         "stored"};
+inline const Param<bool> double_quant{"double_quant", true, "with quantize=: the blocks' scales held in 8 bits too "
+                                      "(about 4.13 bits a weight instead of 4.5)"};
 
 }  // namespace levers::settings

@@ -60,8 +60,8 @@ inline void attach_adapters(models::LanguageModel& model, const Config& cfg, con
 // blocks checkpointed where asked.
 inline std::unique_ptr<models::LanguageModel> load_hf_for_tuning(const Config& cfg, const std::string& dir) {
     auto model = models::load_hf_model(dir, dist::device(), cfg.run().compute, [&](models::Llama& declared) {
+        hold_in_4bit_if_asked(declared, cfg);  // first: nothing laid out yet, nothing quantized twice
         attach_adapters(declared, cfg, lora_targets(cfg), dir);
-        hold_in_4bit_if_asked(declared, cfg);
     });
     report_4bit(*model);
     model->checkpoint_blocks(cfg[settings::checkpointing]);

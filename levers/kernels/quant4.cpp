@@ -3,7 +3,9 @@
 // rectangle, and the linear layer over a 4-bit weight in tiles.
 #include "levers/kernels/quant4.hpp"
 
+#include "levers/core/shape_trace.hpp"
 #include "levers/kernels/linear.hpp"
+#include "levers/kernels/lora.hpp"
 #include "levers/kernels/matmul.hpp"
 
 #include <algorithm>
@@ -55,8 +57,16 @@ void quantize_dynamic(const float* in, std::int64_t n, std::uint8_t* codes, floa
 
 // The absmax quantized again (bitsandbytes' compress_statistics): less their mean, in blocks of 256.
 void quantize_absmax(Quantized4& q) {
+    const std::int64_t n = q.absmax.numel();
+    const Device device = q.absmax.device();
+    const std::int64_t nested_blocks = (n + kernels::kNestedBlock - 1) / kernels::kNestedBlock;
+    if (shape_tracing()) {  // a plan: what it holds, nothing computed
+        q.absmax = Tensor();
+        q.absmax_codes = Tensor::empty({n}, DType::u8, device);
+        q.nested_absmax = Tensor::empty({nested_blocks}, DType::f32, device);
+        return;
+    }
     const Tensor absmax = q.absmax.to(Device::cpu());
-    const std::int64_t n = absmax.numel();
     const float* a = absmax.data<float>();
     double sum = 0;
     for (std::int64_t i = 0; i < n; ++i) sum += a[i];
@@ -64,9 +74,8 @@ void quantize_absmax(Quantized4& q) {
     std::vector<float> centred(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) centred[i] = a[i] - q.offset;
     Tensor codes = Tensor::empty({n}, DType::u8);
-    Tensor nested = Tensor::empty({(n + kernels::kNestedBlock - 1) / kernels::kNestedBlock}, DType::f32);
+    Tensor nested = Tensor::empty({nested_blocks}, DType::f32);
     quantize_dynamic(centred.data(), n, codes.data<std::uint8_t>(), nested.data<float>());
-    const Device device = q.absmax.device();
     q.absmax = Tensor();
     q.absmax_codes = codes.to(device);
     q.nested_absmax = nested.to(device);
@@ -134,15 +143,46 @@ std::int64_t tile_of(std::int64_t span, std::int64_t across, std::int64_t tile, 
 struct Linear4Saved {
     std::shared_ptr<const Quantized4> weight;
     std::int64_t tile = 0;
+    autograd::SavedTensor in, u, a, b;  // the adapter's, where there is one
+    double scale = 0;
 };
+
+// in · Wᵀ with W dequantized in tiles (columns of it at a time where it is larger than one), into out.
+void product_4bit(const Tensor& out, const Tensor& in, const Quantized4& w, const Tensor& bias, std::int64_t tile) {
+    const std::int64_t out_dim = w.shape[0], in_dim = w.shape[1], rows = in.numel() / in_dim;
+    const DType dtype = in.dtype();
+    const std::int64_t cols = tile_of(in_dim, out_dim, tile, w.blocksize);
+    if (cols == in_dim) {  // one tile: the dense layer's own kernel, on the dequantized weight
+        linear_into(out, in, dequantize_4bit(w, dtype, 0, out_dim, 0, in_dim), bias);
+        return;
+    }
+    const Tensor x = in.detach().view({rows, in_dim}), y = out.detach().view({rows, out_dim});
+    for (std::int64_t c0 = 0; c0 < in_dim; c0 += cols) {  // out += in[:, tile] · W[:, tile]ᵀ
+        const std::int64_t n = std::min(cols, in_dim - c0);
+        product_into(y, x.narrow(1, c0, n), dequantize_4bit(w, dtype, 0, out_dim, c0, n).transpose(0, 1), c0 > 0);
+    }
+    if (bias.defined())
+        product_into(y, Tensor::full({rows, 1}, 1, dtype, in.device()), bias.detach().view({1, out_dim}), true);
+}
+
+// d_in = d_out · W, rows of the weight at a time.
+void input_grad_4bit(const Tensor& d_in, const Tensor& d_out, const Quantized4& w, std::int64_t tile) {
+    const std::int64_t out_dim = w.shape[0], in_dim = w.shape[1];
+    const Tensor dx = d_in.view({d_out.dim(0), in_dim});
+    const std::int64_t rows = tile_of(out_dim, in_dim, tile, w.blocksize);
+    for (std::int64_t r0 = 0; r0 < out_dim; r0 += rows) {
+        const std::int64_t n = std::min(rows, out_dim - r0);
+        product_into(dx, d_out.narrow(1, r0, n), dequantize_4bit(w, d_out.dtype(), r0, n, 0, in_dim), r0 > 0);
+    }
+}
 
 }  // namespace
 
-Tensor linear_4bit(const Tensor& input, std::shared_ptr<const Quantized4> weight, const Tensor& bias_in,
-                   std::int64_t tile_elements) {
+Tensor lora_linear_4bit(const Tensor& input, std::shared_ptr<const Quantized4> weight, const Tensor& bias_in,
+                        const Tensor& a_in, const Tensor& b_in, double scale, std::int64_t tile_elements) {
     LEVERS_CHECK(weight != nullptr, "linear_4bit: no weight");
     const Quantized4& w = *weight;
-    const Tensor in = dense(input), bias = dense(bias_in);
+    const Tensor in = dense(input), bias = dense(bias_in), a = dense(a_in), b = dense(b_in);
     check_float("linear_4bit", "input", in);
     check_ndim_at_least("linear_4bit", "input", in, 1);
     LEVERS_CHECK(w.shape.ndim() == 2 && in.shape().last() == w.shape[1] && in.device() == w.device(),
@@ -153,41 +193,58 @@ Tensor linear_4bit(const Tensor& input, std::shared_ptr<const Quantized4> weight
         check_like("linear_4bit", "bias", bias, "input", in);
         check_shape("linear_4bit", "bias", bias, {out_dim}, [&] { return fmt::format("the weight needs [{}]", out_dim); });
     }
-    const DType dtype = in.dtype();
-    Tensor out = Tensor::empty(in.shape().with_dim(in.shape().ndim() - 1, out_dim), dtype, in.device());
-    const std::int64_t cols = tile_of(in_dim, out_dim, tile_elements, w.blocksize);
-    if (cols == in_dim) {  // one tile: the dense layer's own kernel, on the dequantized weight
-        linear_into(out, in, dequantize_4bit(w, dtype, 0, out_dim, 0, in_dim), bias);
-    } else {  // columns of the weight at a time: out += in[:, tile] · W[:, tile]ᵀ
-        const Tensor x = in.detach().view({rows, in_dim}), y = out.detach().view({rows, out_dim});
-        for (std::int64_t c0 = 0; c0 < in_dim; c0 += cols) {
-            const std::int64_t n = std::min(cols, in_dim - c0);
-            product_into(y, x.narrow(1, c0, n), dequantize_4bit(w, dtype, 0, out_dim, c0, n).transpose(0, 1), c0 > 0);
-        }
-        if (bias.defined()) product_into(y, Tensor::full({rows, 1}, 1, dtype, in.device()), bias.detach().view({1, out_dim}), true);
+    const bool adapter = a.defined();
+    if (adapter) {
+        check_like("linear_4bit", "lora_a", a, "input", in);
+        check_like("linear_4bit", "lora_b", b, "input", in);
+        LEVERS_CHECK(a.shape().ndim() == 2 && a.dim(1) == in_dim && b.shape() == Shape({out_dim, a.dim(0)}),
+                     "linear_4bit: adapters {} and {} for a {} weight; they need [rank, {}] and [{}, rank]",
+                     a.shape().str(), b.shape().str(), w.shape.str(), in_dim, out_dim);
+    }
+    Tensor out = Tensor::empty(in.shape().with_dim(in.shape().ndim() - 1, out_dim), in.dtype(), in.device());
+    product_4bit(out, in, w, bias, tile_elements);
+    Tensor u;
+    if (adapter) {  // out += scale · (in · Aᵀ) · Bᵀ, u kept for backward
+        u = Tensor::empty({rows, a.dim(0)}, in.dtype(), in.device());
+        LoraCall call{.out = arg(out), .u = arg(u), .in = arg(in), .a = arg(a), .b = arg(b), .scale = scale};
+        run(in, call);
     }
     if (auto* s = autograd::record<Linear4Saved>(
             "linear_4bit",
             [](autograd::Backward& g, const Linear4Saved& s) {
-                const Quantized4& w = *s.weight;
-                const std::int64_t out_dim = w.shape[0], in_dim = w.shape[1];
-                const Tensor dy = g.grad_out().view({g.grad_out().numel() / out_dim, out_dim});
-                const DType dtype = dy.dtype();
-                if (g.needs_grad(0)) {  // d_in = d_out · W, rows of the weight at a time
-                    const Tensor dx = g.write_grad(0).view({dy.dim(0), in_dim});
-                    const std::int64_t rows = tile_of(out_dim, in_dim, s.tile, w.blocksize);
-                    for (std::int64_t r0 = 0; r0 < out_dim; r0 += rows) {
-                        const std::int64_t n = std::min(rows, out_dim - r0);
-                        product_into(dx, dy.narrow(1, r0, n), dequantize_4bit(w, dtype, r0, n, 0, in_dim), r0 > 0);
-                    }
-                }
+                const std::int64_t out_dim = s.weight->shape[0];
+                const Tensor dy = g.grad_out().contiguous().view({g.grad_out().numel() / out_dim, out_dim});
+                const Tensor d_in = g.needs_grad(0) ? g.write_grad(0) : Tensor();
+                if (d_in.defined()) input_grad_4bit(d_in, dy, *s.weight, s.tile);
                 if (g.needs_grad(1))  // d_bias += column sums of d_out
                     product_into(g.add_grad(1).view({1, out_dim}),
-                                 Tensor::full({1, dy.dim(0)}, 1, dtype, dy.device()), dy, true);
+                                 Tensor::full({1, dy.dim(0)}, 1, dy.dtype(), dy.device()), dy, true);
+                const Tensor& u = s.u;
+                if (!u.defined()) return;
+                const Tensor d_a = g.add_grad_or_scratch(2), d_b = g.add_grad_or_scratch(3);
+                const Tensor du = Tensor::empty(u.shape(), u.dtype(), u.device());
+                LoraBackwardCall call{.d_in = arg(d_in), .d_a = arg(d_a), .d_b = arg(d_b), .du = arg(du),
+                                      .d_out = arg(dy), .in = arg(s.in), .u = arg(u), .a = arg(s.a), .b = arg(s.b),
+                                      .scale = s.scale};
+                run(dy, call);
             },
-            {&in, &bias}, {&out}))
-        *s = {.weight = std::move(weight), .tile = tile_elements};
+            {&in, &bias, &a, &b}, {&out})) {
+        s->weight = std::move(weight);
+        s->tile = tile_elements;
+        if (adapter) {
+            s->in = in;
+            s->u = u;
+            s->a = a;
+            s->b = b;
+            s->scale = scale;
+        }
+    }
     return out;
+}
+
+Tensor linear_4bit(const Tensor& in, std::shared_ptr<const Quantized4> weight, const Tensor& bias,
+                   std::int64_t tile_elements) {
+    return lora_linear_4bit(in, std::move(weight), bias, Tensor(), Tensor(), 0, tile_elements);
 }
 
 }  // namespace levers::ops

@@ -158,6 +158,11 @@ Tensor dequantize_4bit(const Quantized4& q, DType dtype, std::int64_t row0, std:
 inline constexpr std::int64_t kLinear4Tile = std::int64_t(1) << 22;
 Tensor linear_4bit(const Tensor& in, std::shared_ptr<const Quantized4> weight, const Tensor& bias = Tensor(),
                    std::int64_t tile_elements = kLinear4Tile);
+// The same with a LoRA adapter beside it (levers/kernels/lora.hpp): + scale · (in · aᵀ) · bᵀ, a [rank, in_dim]
+// and b [out_dim, rank] differentiable too. QLoRA's layer.
+Tensor lora_linear_4bit(const Tensor& in, std::shared_ptr<const Quantized4> weight, const Tensor& bias,
+                        const Tensor& lora_a, const Tensor& lora_b, double scale,
+                        std::int64_t tile_elements = kLinear4Tile);
 
 }  // namespace levers::ops
 #endif  // !__CUDACC__

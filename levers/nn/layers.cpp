@@ -28,9 +28,9 @@ Tensor Linear::forward(const Tensor& x) {
     if (weight.held_in_4bit()) {
         LEVERS_CHECK(weight.quantized() != nullptr, "'{}' is held in 4 bits but was never given its values",
                      weight.full_name());
-        Tensor out = ops::linear_4bit(x, weight.quantized(), b);
-        if (lora_a_ && lora_enabled_) out = out + ops::linear(ops::linear(x, (*lora_a_)()), (*lora_b_)()) * lora_scale_;
-        return out;
+        if (lora_a_ && lora_enabled_)
+            return ops::lora_linear_4bit(x, weight.quantized(), b, (*lora_a_)(), (*lora_b_)(), lora_scale_);
+        return ops::linear_4bit(x, weight.quantized(), b);
     }
     if (lora_a_ && lora_enabled_) return ops::lora_linear(x, weight(), b, (*lora_a_)(), (*lora_b_)(), lora_scale_);
     return ops::linear(x, weight(), b);

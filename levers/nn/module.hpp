@@ -67,12 +67,15 @@ public:
     // its codes and scales on the model's device, in place of a slot in the
     // flat buffers. value() and operator() refuse it; quantized() computes.
     bool held_in_4bit() const { return quant_.has_value(); }
+    // Whether it has values (laid out, or given as 4-bit codes): false from declaration to the first layout.
+    bool has_values() const { return laid_out_ || quantized_ != nullptr; }
     const std::optional<ops::Quant4Spec>& quant_spec() const { return quant_; }
     // Its codes and scales (null until it has values).
     const std::shared_ptr<const ops::Quantized4>& quantized() const { return quantized_; }
-    // Holds it in 4 bits from now on, frozen: values it has are quantized now;
-    // one without values gets them from set_quantized (a model as it loads).
-    void hold_in_4bit(const ops::Quant4Spec& spec);
+    // Holds it in 4 bits from now on, frozen: `values` where given, else
+    // values it has quantized now; one without values gets them from
+    // set_quantized (a model as it loads).
+    void hold_in_4bit(const ops::Quant4Spec& spec, std::optional<ops::Quantized4> values = std::nullopt);
     // Its values, quantized as `spec` says, on the model's device.
     void set_quantized(ops::Quantized4 q);
     // Full precision again: the dequantized values (a merged model's weight).

@@ -38,11 +38,12 @@ void Parameter::set_trainable(bool on) {
     owner_->invalidate();
 }
 
-void Parameter::hold_in_4bit(const ops::Quant4Spec& spec) {
+void Parameter::hold_in_4bit(const ops::Quant4Spec& spec, std::optional<ops::Quantized4> values) {
     LEVERS_CHECK(!quant_, "'{}' is held in 4 bits already", full_name());
     LEVERS_CHECK(shape_.ndim() == 2, "'{}' {}: only matrices (a Linear's weight) are held in 4 bits", full_name(),
                  shape_.str());
-    if (laid_out_) quantized_ = std::make_shared<const ops::Quantized4>(ops::quantize_4bit(value(), spec));
+    if (!values && laid_out_) values = ops::quantize_4bit(value(), spec);
+    if (values) quantized_ = std::make_shared<const ops::Quantized4>(std::move(*values));
     quant_ = spec;
     trainable_ = false;
     owner_->invalidate();

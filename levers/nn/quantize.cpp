@@ -2,16 +2,22 @@
 
 #include "levers/nn/lora.hpp"
 
+#include <optional>
+#include <vector>
+
 namespace levers::nn {
 
 int hold_linears_in_4bit(Module& model, const ops::Quant4Spec& spec) {
-    int n = 0;
+    std::vector<Parameter*> chosen;
     for (Linear* l : linear_layers(model.root()))
-        if (l->name() != "lm_head" && !l->weight.held_in_4bit()) {
-            l->weight.hold_in_4bit(spec);
-            ++n;
-        }
-    return n;
+        if (l->name() != "lm_head" && !l->weight.held_in_4bit()) chosen.push_back(&l->weight);
+    // Values a laid-out model has are quantized first, all from one layout (each weight held in 4 bits lays the
+    // model out again); a model not laid out yet is quantized as its weights are given.
+    std::vector<std::optional<ops::Quantized4>> values(chosen.size());
+    for (std::size_t i = 0; i < chosen.size(); ++i)
+        if (chosen[i]->has_values()) values[i] = ops::quantize_4bit(chosen[i]->value(), spec);
+    for (std::size_t i = 0; i < chosen.size(); ++i) chosen[i]->hold_in_4bit(spec, std::move(values[i]));
+    return static_cast<int>(chosen.size());
 }
 
 bool has_4bit_weights(Module& model) {

@@ -104,31 +104,44 @@ TEST_CASE("dequantize_4bit: any rectangle of a weight is those values of the who
                       doctest::Contains("--set quantize: unknown 4-bit type 'int4'; valid are nf4 and fp4"));
 }
 
-TEST_CASE("linear_4bit: the dense layer over the dequantized weight, in one tile and in many, and its gradients") {
-    const std::int64_t rows = 5, in_dim = 192, out_dim = 24;
+TEST_CASE("linear_4bit and lora_linear_4bit: the dense layers over the dequantized weight, in one tile and in many, "
+          "and their gradients") {
+    const std::int64_t rows = 5, in_dim = 192, out_dim = 24, rank = 3;
     Rng rng(7);
-    const Tensor w = Tensor::from(testing::random_vector(out_dim * in_dim, rng), {out_dim, in_dim}).to(Device::cpu(), DType::f32);
+    auto random = [&](Shape shape) {
+        return Tensor::from(testing::random_vector(shape.numel(), rng), shape).to(Device::cpu(), DType::f32);
+    };
+    const Tensor w = random({out_dim, in_dim});
     const auto q = std::make_shared<const ops::Quantized4>(ops::quantize_4bit(w, {}));
     const Tensor dense_w = ops::dequantize_4bit(*q, DType::f32);
-    const Tensor x0 = Tensor::from(testing::random_vector(rows * in_dim, rng), {rows, in_dim}).to(Device::cpu(), DType::f32);
-    const Tensor b0 = Tensor::from(testing::random_vector(out_dim, rng), {out_dim}).to(Device::cpu(), DType::f32);
-    const Tensor r = Tensor::from(testing::random_vector(rows * out_dim, rng), {rows, out_dim}).to(Device::cpu(), DType::f32);
-    auto run = [&](auto&& layer, Tensor& dx, Tensor& db) {
-        Tensor x = x0.clone().requires_grad_(), b = b0.clone().requires_grad_();
-        Tensor y = layer(x, b);
+    const std::vector<Tensor> inputs = {random({rows, in_dim}), random({out_dim}), random({rank, in_dim}),
+                                        random({out_dim, rank})};
+    const Tensor r = random({rows, out_dim});
+    // The output and every input's gradient (x, bias, and the adapter's where it takes part).
+    auto run = [&](auto&& layer, bool adapter) {
+        std::vector<Tensor> in;
+        for (const Tensor& t : inputs) in.push_back(t.clone().requires_grad_());
+        const Tensor y = layer(in);
         ops::sum(y * r).backward();
-        dx = x.grad();
-        db = b.grad();
-        return y;
+        std::vector<Tensor> out{y, in[0].grad(), in[1].grad()};
+        if (adapter) out.insert(out.end(), {in[2].grad(), in[3].grad()});
+        return out;
     };
-    Tensor dx_ref, db_ref;
-    const Tensor y_ref = run([&](const Tensor& x, const Tensor& b) { return ops::linear(x, dense_w, b); }, dx_ref, db_ref);
+    auto close = [](const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+        REQUIRE(got.size() == want.size());
+        for (std::size_t k = 0; k < got.size(); ++k)
+            for (std::int64_t i = 0; i < got[k].numel(); ++i)
+                CHECK(got[k].data<float>()[i] == doctest::Approx(want[k].data<float>()[i]).epsilon(1e-5));
+    };
+    const auto plain = run([&](const std::vector<Tensor>& in) { return ops::linear(in[0], dense_w, in[1]); }, false);
+    const auto adapted = run([&](const std::vector<Tensor>& in) {
+        return ops::lora_linear(in[0], dense_w, in[1], in[2], in[3], 1.5);
+    }, true);
     for (const std::int64_t tile : {ops::kLinear4Tile, std::int64_t(64 * 24), std::int64_t(100)}) {
         CAPTURE(tile);
-        Tensor dx, db;
-        const Tensor y = run([&](const Tensor& x, const Tensor& b) { return ops::linear_4bit(x, q, b, tile); }, dx, db);
-        for (std::int64_t i = 0; i < y.numel(); ++i) CHECK(y.data<float>()[i] == doctest::Approx(y_ref.data<float>()[i]).epsilon(1e-5));
-        for (std::int64_t i = 0; i < dx.numel(); ++i) CHECK(dx.data<float>()[i] == doctest::Approx(dx_ref.data<float>()[i]).epsilon(1e-5));
-        for (std::int64_t i = 0; i < db.numel(); ++i) CHECK(db.data<float>()[i] == doctest::Approx(db_ref.data<float>()[i]).epsilon(1e-5));
+        close(run([&](const std::vector<Tensor>& in) { return ops::linear_4bit(in[0], q, in[1], tile); }, false), plain);
+        close(run([&](const std::vector<Tensor>& in) {
+            return ops::lora_linear_4bit(in[0], q, in[1], in[2], in[3], 1.5, tile);
+        }, true), adapted);
     }
 }

@@ -1,0 +1,128 @@
+// QLoRA against LoRA on the CPU, in one process: the Llama shape of
+// bench/llama_step.sh (8 layers x 512, 8 query heads over 2 key-value heads,
+// MLP 1376, vocabulary 32,000) with rank-16 adapters on every projection,
+// over its weights in f32 (LoRA) and in NF4 with double quantization
+// (QLoRA); two sequences of 512 real tokens; forward, the loss, backward and
+// AdamW on the adapters, the two alternating step by step; the median of each.
+// Then what the 4-bit base holds against its bf16 size, measured on the
+// model, and the dequantizing kernel's output bandwidth against memcpy's for
+// a 4096 x 4096 weight.
+//
+//   bench_qlora --ids FILE.json [--threads N] [--steps N]
+#include "levers/core/read_file.hpp"
+#include "levers/core/rng.hpp"
+#include "levers/core/threads.hpp"
+#include "levers/kernels/quant4.hpp"
+#include "levers/models/llama.hpp"
+#include "levers/nn/lora.hpp"
+#include "levers/nn/quantize.hpp"
+#include "levers/train/optimizer.hpp"
+#include "bench/llama_shape.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+
+using namespace levers;
+
+namespace {
+
+double ms_of(const std::function<void()>& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app("QLoRA's step against LoRA's, its memory, and dequantizing's bandwidth", "bench_qlora");
+    std::string ids_file;
+    int threads = 1, steps = 5;
+    app.add_option("--ids", ids_file, "a JSON array of token ids (a text as recipe tokenize writes it)")->required();
+    app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+    app.add_option("--steps", steps, "timed steps of each (the median is reported)")->check(CLI::PositiveNumber);
+    CLI11_PARSE(app, argc, argv);
+    set_threads(threads);
+
+    const std::int64_t b = 2, t = 512;
+    const auto text = nlohmann::json::parse(read_file(ids_file)).get<std::vector<std::int32_t>>();
+    LEVERS_CHECK(static_cast<std::int64_t>(text.size()) > b * (t + 1), "--ids: {} ids, fewer than {}", text.size(),
+                 b * (t + 1) + 1);
+    std::vector<std::int32_t> in, out;
+    for (std::int64_t r = 0; r < b; ++r) {
+        in.insert(in.end(), text.begin() + r * (t + 1), text.begin() + r * (t + 1) + t);
+        out.insert(out.end(), text.begin() + r * (t + 1) + 1, text.begin() + (r + 1) * (t + 1));
+    }
+    const Tensor tokens = Tensor::from(in, {b, t}), targets = Tensor::from(out, {b, t});
+
+    const models::LlamaConfig c = bench::llama_shape(t);
+    models::Llama lora(c, 1), qlora(c, 1);
+    for (models::Llama* m : {&lora, &qlora}) nn::attach_lora(*m, 16, 32, 1, {"all-linear"});
+    nn::hold_linears_in_4bit(qlora, {.type = Quant4Type::nf4, .double_quant = true});
+    train::AdamW lora_opt(lora.params(), {.lr = 1e-4}), qlora_opt(qlora.params(), {.lr = 1e-4});
+    const auto step = [&](models::Llama& m, train::AdamW& opt) {
+        m.params().zero_grad();
+        const Tensor l = m.loss(tokens, targets);
+        l.backward();
+        opt.step(1e-4);
+        return l.item();
+    };
+    std::vector<double> lora_ms, qlora_ms;
+    double lora_loss = 0, qlora_loss = 0;
+    for (int i = 0; i < steps + 1; ++i) {  // the first of each warms up
+        const double a = ms_of([&] { lora_loss = step(lora, lora_opt); });
+        const double q = ms_of([&] { qlora_loss = step(qlora, qlora_opt); });
+        if (i > 0) {
+            lora_ms.push_back(a);
+            qlora_ms.push_back(q);
+        }
+    }
+
+    const nn::Held4Bit held = nn::held_in_4bit(qlora);
+    const double bf16_bytes = 2.0 * static_cast<double>(held.values);
+
+    // Dequantizing a 4096 x 4096 weight to f32, against memcpy of the same output bytes.
+    const std::int64_t side = 4096;
+    Rng rng(3);
+    std::vector<float> w(static_cast<std::size_t>(side * side));
+    for (float& x : w) x = static_cast<float>(rng.normal() * 0.02);
+    const ops::Quantized4 q = ops::quantize_4bit(Tensor::from(w, {side, side}), {});
+    const double out_bytes = static_cast<double>(w.size() * sizeof(float));
+    std::vector<float> copy(w.size());
+    std::vector<double> deq_ms, copy_ms;
+    for (int i = 0; i < 11; ++i) {
+        deq_ms.push_back(ms_of([&] { (void)ops::dequantize_4bit(q, DType::f32); }));
+        copy_ms.push_back(ms_of([&] { std::memcpy(copy.data(), w.data(), static_cast<std::size_t>(out_bytes)); }));
+    }
+    const double deq_gbs = out_bytes / median(deq_ms) / 1e6, copy_gbs = out_bytes / median(copy_ms) / 1e6;
+
+    const nlohmann::json row = {
+        {"threads", threads},
+        {"tokens", b * t},
+        {"lora_step_ms", median(lora_ms)},
+        {"qlora_step_ms", median(qlora_ms)},
+        {"qlora_speed_vs_lora", median(lora_ms) / median(qlora_ms)},
+        {"lora_loss", lora_loss},
+        {"qlora_loss", qlora_loss},
+        {"base_weights", held.values},
+        {"base_4bit_mb", static_cast<double>(held.bytes) / 1e6},
+        {"base_bf16_mb", bf16_bytes / 1e6},
+        {"base_4bit_vs_bf16", static_cast<double>(held.bytes) / bf16_bytes},
+        {"bits_per_weight", 8.0 * static_cast<double>(held.bytes) / static_cast<double>(held.values)},
+        {"dequantize_gb_s", deq_gbs},
+        {"memcpy_gb_s", copy_gbs},
+        {"dequantize_vs_memcpy", deq_gbs / copy_gbs}};
+    fmt::print("{}\n", row.dump());
+    return 0;
+}

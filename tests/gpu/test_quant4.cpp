@@ -1,14 +1,17 @@
 // 4-bit weights on the GPU against the CPU: the same codes and scales from
 // the same weight, the same bits dequantized (f32; bf16 the f32 values
-// rounded once), and the 4-bit linear layer's output and gradients within
-// f32's and bf16's tolerances, in one tile and in many. Skipped, and counted
-// as skipped, where no GPU is present.
+// rounded once), the 4-bit linear layer's output and gradients within f32's
+// and bf16's tolerances, in one tile and in many, and a tiny Llama held in 4
+// bits with adapters. Skipped, and counted as skipped, where no GPU is present.
 #include "levers/core/gpu.hpp"
 #include "levers/core/rng.hpp"
 #include "levers/kernels/elementwise.hpp"
 #include "levers/kernels/quant4.hpp"
 #include "levers/kernels/reduce.hpp"
+#include "levers/nn/lora.hpp"
+#include "levers/nn/quantize.hpp"
 #include "tests/ops/op_cases.hpp"
+#include "tests/tiny_llama.hpp"
 
 #include <doctest/doctest.h>
 
@@ -75,4 +78,33 @@ TEST_CASE("the 4-bit linear layer on the GPU matches the CPU: output and gradien
             for (std::size_t k = 0; k < got.size(); ++k)
                 CHECK(relative_error(got[k], want[k]) <= (dtype == DType::f32 ? 1e-5 : 2e-2));
         }
+}
+
+TEST_CASE("a Llama held in 4 bits on the GPU matches the CPU's: loss and adapter gradients in f32, and in bf16 within "
+          "what bf16 keeps" * doctest::skip(kNoGpu)) {
+    use_gpu(0);
+    const models::LlamaConfig c = tiny_llama();
+    std::vector<std::int32_t> ids(2 * 9), next(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        ids[i] = static_cast<std::int32_t>((i * 7 + 3) % 40);
+        next[i] = static_cast<std::int32_t>((i * 5 + 1) % 40);
+    }
+    const Tensor x = Tensor::from(ids, {2, 9}), y = Tensor::from(next, {2, 9});
+    for (const DType compute : {DType::f32, DType::bf16}) {
+        CAPTURE(name_of(compute));
+        models::Llama cpu(c, 4), gpu(c, 4);
+        for (models::Llama* m : {&cpu, &gpu}) {
+            nn::attach_lora(*m, 4, 8, 1, {"all-linear"});
+            for (nn::Linear* l : nn::linear_layers(*m))  // adapters that change the output
+                if (l->has_lora()) l->lora_b()->value().fill_(0.01);
+            nn::hold_linears_in_4bit(*m, {});
+        }
+        gpu.to(Device::cuda(0), compute);
+        const Tensor a = cpu.loss(x, y), b = gpu.loss(x, y);
+        a.backward();
+        b.backward();
+        CHECK(b.item() == doctest::Approx(a.item()).epsilon(compute == DType::f32 ? 1e-5 : 2e-2));
+        CHECK(relative_error(values(gpu.params().grads()), values(cpu.params().grads())) <
+              (compute == DType::f32 ? 1e-5 : 5e-2));
+    }
 }

@@ -70,7 +70,7 @@ void check(const Config& cfg) {
     models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
     data::ChatTemplate::from_dir(dir);  // one it has, and can render
     if (!cfg[questions].empty()) read_questions(cfg[questions]);
-    recipes::check_quantize(cfg, false);
+    recipes::check_quantize(cfg, false, dir);
 }
 
 Result chat(const Config& cfg) {

@@ -107,7 +107,7 @@ void check(const Config& cfg) {
     }
     LEVERS_CHECK(!cfg[precompute_ref] || type != train::PreferenceLossType::simpo,
                  "--set precompute_ref=true: simpo has no reference to score");
-    recipes::check_lora(cfg);
+    recipes::check_lora(cfg, dir);
     recipes::check_gguf(cfg, dir);
     prepare(cfg);  // the data read and laid out once here too, so a bad line stops the job before anything starts
 }
@@ -267,7 +267,8 @@ Metrics validate(models::LanguageModel& model, Pairs& d) {
 
 Result save(models::LanguageModel& model, Pairs& d, const LoopResult&, const Config& cfg) {
     d.reference.reset();  // its memory back before the merged model is written
-    return recipes::save_hf_tuned(model, d.model_dir, d.lora, cfg.run().dir, cfg[recipes::gguf]);
+    return recipes::save_hf_tuned(model, d.model_dir, d.lora, cfg.run().dir, cfg[recipes::gguf],
+                                  recipes::save_quantized_spec(cfg));
 }
 
 }  // namespace

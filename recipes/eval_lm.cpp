@@ -51,7 +51,7 @@ void check(const Config& cfg) {
     if (!weights.empty()) models::weights_format(weights, "--set weights=");
     LEVERS_CHECK(weights.empty() || cfg[settings::quantize].empty(), "--set quantize={} goes with --set model=DIR (a "
                  "Hugging Face model); GPT weights are scored as they are", cfg[settings::quantize]);
-    recipes::check_quantize(cfg, false);
+    recipes::check_quantize(cfg, false, dir);
     const std::string input = text.empty() ? ids : text;
     LEVERS_CHECK(fs::is_regular_file(input), "--set {}={}: no such file; give {}", text.empty() ? "tokens" : "text",
                  input, text.empty() ? "a JSON array of token ids" : "a text file to score");

@@ -55,7 +55,7 @@ void check(const Config& cfg) {
     if (hf(cfg)) {
         const fs::path dir = cfg[model_dir];
         models::check_hf_tokenizer(models::check_hf_dir(dir), dir);
-        recipes::check_lora(cfg);
+        recipes::check_lora(cfg, dir);
         recipes::check_gguf(cfg, dir);
         return;
     }
@@ -108,7 +108,9 @@ std::unique_ptr<Text> load_text(const Config& cfg) {
 
 Result save(Model& model, Text& d, const LoopResult& run, const Config& cfg) {
     const fs::path& run_dir = cfg.run().dir;
-    if (!d.model_dir.empty()) return recipes::save_hf_tuned(model, d.model_dir, d.lora, run_dir, cfg[recipes::gguf]);
+    if (!d.model_dir.empty())
+        return recipes::save_hf_tuned(model, d.model_dir, d.lora, run_dir, cfg[recipes::gguf],
+                                      recipes::save_quantized_spec(cfg));
     Result out = {{"trainable_parameters", model.params().size()}};
     const bool lora = nn::has_lora(model);
     auto& gpt = dynamic_cast<models::Gpt&>(model);

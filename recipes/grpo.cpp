@@ -156,7 +156,7 @@ void check(const Config& cfg) {
                  "no room for a prompt in the model's {} positions", cfg[max_completion_length],
                  base.max_position_embeddings);
     make_rewards(cfg);
-    recipes::check_lora(cfg);
+    recipes::check_lora(cfg, dir);
     recipes::check_gguf(cfg, dir);
     prepare(cfg);  // the prompts read once here too, so a bad line stops the job before anything starts
 }
@@ -318,7 +318,8 @@ MicroResult train_step(models::LanguageModel& model, Grpo& d, const StepInfo& in
 
 Result save(models::LanguageModel& model, Grpo& d, const LoopResult&, const Config& cfg) {
     d.reference.reset();  // its memory back before the merged model is written
-    return recipes::save_hf_tuned(model, d.model_dir, d.lora, cfg.run().dir, cfg[recipes::gguf]);
+    return recipes::save_hf_tuned(model, d.model_dir, d.lora, cfg.run().dir, cfg[recipes::gguf],
+                                  recipes::save_quantized_spec(cfg));
 }
 
 }  // namespace

@@ -37,11 +37,13 @@ inline models::LoraSettings lora_settings(const Config& cfg) {
     return {.rank = cfg[settings::lora_r], .alpha = cfg[settings::lora_alpha], .targets = lora_targets(cfg)};
 }
 
-// For a recipe's check step (QLoRA's settings too).
-inline void check_lora(const Config& cfg) {
+// For a recipe's check step (QLoRA's settings too, against the model directory `dir`).
+inline void check_lora(const Config& cfg, const std::filesystem::path& dir) {
     LEVERS_CHECK(cfg[settings::lora_r] == 0 || !lora_targets(cfg).empty(),
                  "--set lora_targets= names no layer; give e.g. q_proj,k_proj,v_proj,o_proj");
-    check_quantize(cfg, true);
+    check_quantize(cfg, true, dir);
+    LEVERS_CHECK(!cfg[settings::save_quantized] || cfg[gguf].empty(), "--set save_quantized=true saves the merged "
+                 "model in 4 bits, and --set gguf={} exports it from full precision; drop one", cfg[gguf]);
 }
 
 // With lora_r > 0, adapters on `targets` (then only they train); says what trains.
@@ -69,10 +71,12 @@ inline std::unique_ptr<models::LanguageModel> load_hf_for_tuning(const Config& c
 }
 
 // The PEFT adapter (when there are adapters) and the merged model, into the run directory (rank 0 writes;
-// none without one), and the merged model as GGUF of `gguf_type` beside it where one is asked for.
+// none without one; in 4 bits as bitsandbytes saves them with `save_quantized`), and the merged model as GGUF of
+// `gguf_type` beside it where one is asked for.
 inline Result save_hf_tuned(models::LanguageModel& model, const std::filesystem::path& base_dir,
                             const models::LoraSettings& lora, const std::filesystem::path& run_dir,
-                            const std::string& gguf_type = "") {
+                            const std::string& gguf_type = "",
+                            const std::optional<ops::Quant4Spec>& save_quantized = std::nullopt) {
     Result out = {{"trainable_parameters", model.params().size()}};
     const bool adapters = nn::has_lora(model);
     if (dist::is_main() && !run_dir.empty() && adapters) {
@@ -81,7 +85,8 @@ inline Result save_hf_tuned(models::LanguageModel& model, const std::filesystem:
     }
     if (adapters) nn::merge_lora(model);
     if (dist::is_main() && !run_dir.empty()) {
-        models::save_hf_model(run_dir / "model", dynamic_cast<models::Llama&>(model), {.tokenizer_from = base_dir});
+        models::save_hf_model(run_dir / "model", dynamic_cast<models::Llama&>(model),
+                              {.tokenizer_from = base_dir, .quantize = save_quantized});
         out["model"] = (run_dir / "model").string();
         if (!gguf_type.empty()) {  // the run's own file: a resumed run writes it again
             const auto gguf_file = run_dir / ("model-" + gguf_type + ".gguf");

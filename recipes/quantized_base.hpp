@@ -4,6 +4,7 @@
 #pragma once
 
 #include "levers/distributed/context.hpp"
+#include "levers/models/bnb_4bit.hpp"
 #include "levers/models/hf_dir.hpp"
 #include "levers/models/llama.hpp"
 #include "levers/nn/quantize.hpp"
@@ -21,9 +22,20 @@ inline std::optional<ops::Quant4Spec> quant_spec(const Config& cfg) {
     return ops::Quant4Spec{.type = ops::quant4_type(type, "--set quantize"), .double_quant = cfg[settings::double_quant]};
 }
 
-// For a recipe's check step: the type known, and where the recipe trains, something left to train.
-inline void check_quantize(const Config& cfg, bool trains) {
+// The 4-bit form the merged model is saved in, where save_quantized asks for one.
+inline std::optional<ops::Quant4Spec> save_quantized_spec(const Config& cfg) {
+    if (!cfg[settings::save_quantized]) return std::nullopt;
+    return quant_spec(cfg).value_or(ops::Quant4Spec{.double_quant = cfg[settings::double_quant]});
+}
+
+// For a recipe's check step: the type known; a model directory `dir` not in 4 bits already; where the recipe
+// trains, something left to train.
+inline void check_quantize(const Config& cfg, bool trains, const std::filesystem::path& dir) {
     if (!quant_spec(cfg)) return;
+    const models::LlamaConfig config = models::read_llama_config(dir / "config.json");
+    LEVERS_CHECK(!models::bnb_4bit_config(config, dir / "config.json"), "--set quantize={}: {} is stored in 4 bits "
+                 "already (its quantization_config); drop quantize= (its weights are held as stored)",
+                 cfg[settings::quantize], dir.string());
     LEVERS_CHECK(!trains || cfg[settings::lora_r] > 0, "--set quantize={} holds the base frozen in 4 bits, and with "
                  "lora_r=0 nothing would train; give adapters (--set lora_r=16), or drop quantize= to fine-tune every "
                  "weight", cfg[settings::quantize]);

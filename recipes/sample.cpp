@@ -32,7 +32,7 @@ void check(const Config& cfg) {
     if (!path.empty()) models::weights_format(path, "--set checkpoint=");
     LEVERS_CHECK(path.empty() || cfg[settings::quantize].empty(), "--set quantize={} goes with --set model=DIR (a "
                  "Hugging Face model); a checkpoint samples as it is", cfg[settings::quantize]);
-    recipes::check_quantize(cfg, false);
+    recipes::check_quantize(cfg, false, dir);
 }
 
 Result sample(const Config& cfg) {

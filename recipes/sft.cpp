@@ -79,7 +79,7 @@ void check(const Config& cfg) {
     const double held = cfg[val_fraction];
     LEVERS_CHECK(held >= 0 && held < 1, "--set val_fraction={} must be in [0, 1)", held);
     too_long(cfg);
-    recipes::check_lora(cfg);
+    recipes::check_lora(cfg, dir);
     recipes::check_gguf(cfg, dir);
     // The data read, rendered and laid out once here too, so a bad line stops the job before anything starts.
     prepare(cfg);
@@ -167,7 +167,8 @@ Metrics validate(models::LanguageModel& model, Examples& d) {
 }
 
 Result save(models::LanguageModel& model, Examples& d, const LoopResult&, const Config& cfg) {
-    return recipes::save_hf_tuned(model, d.model_dir, d.lora, cfg.run().dir, cfg[recipes::gguf]);
+    return recipes::save_hf_tuned(model, d.model_dir, d.lora, cfg.run().dir, cfg[recipes::gguf],
+                                  recipes::save_quantized_spec(cfg));
 }
 
 }  // namespace

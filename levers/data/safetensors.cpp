@@ -22,17 +22,19 @@ std::size_t width_of(const std::string& dtype) {
     if (dtype == "F64") return 8;
     if (dtype == "F32") return 4;
     if (dtype == "F16" || dtype == "BF16") return 2;
+    if (dtype == "U8") return 1;
     return 0;
 }
 
 }  // namespace
 
 std::size_t stored_bytes(std::int64_t numel, const std::string& dtype) {
-    LEVERS_CHECK(width_of(dtype) > 0, "safetensors: dtype {} is not one levers writes (F64, F32, BF16, F16)", dtype);
+    LEVERS_CHECK(width_of(dtype) > 0, "safetensors: dtype {} is not one levers writes (F64, F32, BF16, F16, U8)", dtype);
     return static_cast<std::size_t>(numel) * width_of(dtype);
 }
 
 void StoredTensor::read_f32(float* out) const {
+    LEVERS_CHECK(dtype != "U8", "a tensor of bytes (U8: packed 4-bit codes) read as real numbers");
     const std::int64_t n = shape.numel();
     if (dtype == "F32") {
         std::memcpy(out, data, static_cast<std::size_t>(n) * 4);
@@ -64,6 +66,13 @@ Tensor StoredTensor::to_f64() const {
     if (dtype != "F64") return to_f32().to(DType::f64);
     Tensor t = Tensor::empty(shape, DType::f64);
     std::memcpy(t.raw(), data, static_cast<std::size_t>(shape.numel()) * 8);
+    return t;
+}
+
+Tensor StoredTensor::to_u8() const {
+    LEVERS_CHECK(dtype == "U8", "a {} tensor read as bytes (U8)", dtype);
+    Tensor t = Tensor::empty(shape, DType::u8);
+    std::memcpy(t.raw(), data, bytes);
     return t;
 }
 
@@ -105,7 +114,8 @@ SafeTensorsFile SafeTensorsFile::open(const fs::path& path) {
             LEVERS_FAIL("{}: tensor '{}' has a malformed entry: {}", file, name, e.what());
         }
         const std::size_t width = width_of(dtype);
-        LEVERS_CHECK(width > 0, "{}: tensor '{}' is {}; levers reads F64, F32, F16 and BF16", file, name, dtype);
+        LEVERS_CHECK(width > 0, "{}: tensor '{}' is {}; levers reads F64, F32, F16, BF16 (and U8: 4-bit codes)", file,
+                     name, dtype);
         std::int64_t numel = 1;
         LEVERS_CHECK(shape.size() <= static_cast<std::size_t>(Shape::kMaxDims), "{}: tensor '{}' has {} dimensions, "
                      "at most {} are supported", file, name, shape.size(), Shape::kMaxDims);
@@ -134,18 +144,26 @@ SafeTensors read_safetensors(const fs::path& path) {
 }
 
 void write_safetensors(const fs::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata, const std::string& dtype) {
+                       const std::map<std::string, std::string>& metadata, const std::string& dtype,
+                       const std::set<std::string>& kept_f32) {
     nlohmann::json header = nlohmann::json::object();
     if (!metadata.empty()) header["__metadata__"] = metadata;
     std::uint64_t offset = 0;
+    // How each is stored: bytes as U8; the named ones as F32; the others as `dtype`.
+    auto stored_as = [&](const std::string& name, const Tensor& t) -> std::string {
+        if (t.dtype() == DType::u8) return "U8";
+        return kept_f32.count(name) ? "F32" : dtype;
+    };
     for (const auto& [name, t] : tensors) {
-        LEVERS_CHECK((t.dtype() == DType::f32 || t.dtype() == DType::f64) && t.device().is_cpu() && t.is_contiguous(),
-                     "safetensors export takes dense f32 or f64 host tensors; '{}' is {} on {}", name,
+        LEVERS_CHECK((t.dtype() == DType::f32 || t.dtype() == DType::f64 || t.dtype() == DType::u8) &&
+                         t.device().is_cpu() && t.is_contiguous(),
+                     "safetensors export takes dense f32, f64 or u8 host tensors; '{}' is {} on {}", name,
                      name_of(t.dtype()), t.device().str());
         std::vector<std::int64_t> shape;
         for (int d = 0; d < t.shape().ndim(); ++d) shape.push_back(t.shape()[d]);
-        const std::size_t bytes = stored_bytes(t.numel(), dtype);
-        header[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+        const std::string as = stored_as(name, t);
+        const std::size_t bytes = stored_bytes(t.numel(), as);
+        header[name] = {{"dtype", as}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
     }
     std::string text = header.dump();
@@ -158,16 +176,17 @@ void write_safetensors(const fs::path& path, const std::vector<std::pair<std::st
         out << text;
         std::vector<std::uint16_t> halves;
         for (const auto& [name, given] : tensors) {
-            const DType stored = dtype == "F64" ? DType::f64 : DType::f32;  // halves are rounded from f32
+            const std::string as = stored_as(name, given);
+            const DType stored = as == "U8" ? DType::u8 : as == "F64" ? DType::f64 : DType::f32;  // halves from f32
             const Tensor t = given.dtype() == stored ? given : given.to(stored);
-            if (dtype == "F32" || dtype == "F64") {
+            if (as == "F32" || as == "F64" || as == "U8") {
                 out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.bytes()));
                 continue;
             }
             halves.resize(static_cast<std::size_t>(t.numel()));
             const float* v = t.data<float>();
             for (std::size_t i = 0; i < halves.size(); ++i)
-                halves[i] = dtype == "BF16" ? float_to_bf16(v[i]) : float_to_half(v[i]);
+                halves[i] = as == "BF16" ? float_to_bf16(v[i]) : float_to_half(v[i]);
             out.write(reinterpret_cast<const char*>(halves.data()), static_cast<std::streamsize>(2 * halves.size()));
         }
         LEVERS_CHECK(out.good(), "cannot write {}", tmp.string());

@@ -2,7 +2,7 @@
 // a JSON header naming each tensor's dtype, shape and byte range, then the
 // bytes. Reading maps the file, checks every length and range and executes
 // nothing; F64, F32, F16 and BF16 tensors are read (as f32 values, or F64's
-// as they are with to_f64).
+// as they are with to_f64), U8 ones as bytes (to_u8).
 #pragma once
 
 #include "levers/core/tensor.hpp"
@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ namespace levers::data {
 
 // One tensor of a file, as stored: its bytes stay in the mapping.
 struct StoredTensor {
-    std::string dtype;  // "F64", "F32", "F16" or "BF16"
+    std::string dtype;  // "F64", "F32", "F16", "BF16", or "U8" (bytes: packed 4-bit codes and their state)
     Shape shape;
     const std::byte* data = nullptr;
     std::size_t bytes = 0;
@@ -27,6 +28,8 @@ struct StoredTensor {
     Tensor to_f32() const;
     // Its values as a new f64 tensor on the host (F64's exactly).
     Tensor to_f64() const;
+    // A U8 tensor's bytes as a new u8 tensor on the host.
+    Tensor to_u8() const;
 };
 
 // A safetensors file, memory-mapped: the page cache holds it once for every
@@ -56,9 +59,12 @@ struct SafeTensors {
 SafeTensors read_safetensors(const std::filesystem::path& path);
 
 // Writes dense f32 or f64 host tensors (in the order given) atomically,
-// stored as `dtype`: "F64", "F32", "BF16" or "F16" (rounded to nearest even).
+// stored as `dtype`: "F64", "F32", "BF16" or "F16" (rounded to nearest even);
+// those named in `kept_f32` as F32 whatever `dtype` (4-bit weights' scales),
+// and u8 tensors as U8.
 void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata = {}, const std::string& dtype = "F32");
+                       const std::map<std::string, std::string>& metadata = {}, const std::string& dtype = "F32",
+                       const std::set<std::string>& kept_f32 = {});
 
 // The bytes a tensor of `numel` elements takes stored as `dtype` (F64, F32, BF16, F16).
 std::size_t stored_bytes(std::int64_t numel, const std::string& dtype);

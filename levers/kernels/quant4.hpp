@@ -7,6 +7,11 @@
 // (the offset), in blocks of 256 against the 256-value signed dynamic map,
 // each of those blocks with an f32 absmax of its own.
 //
+// The offset is the absmax' mean rounded once from their exact sum;
+// bitsandbytes takes PyTorch's f32 mean, summed in an order that depends on
+// the device and its vector width, so the two may differ in the last bit
+// (and the nested absmax with it).
+//
 // Dequantizing is code[index] · absmax in f32, rounded once to the output's
 // dtype (a double-quantized absmax is dynamic[code] · nested absmax, then +
 // offset, each rounded: never one fused multiply-add), so the CPU and a GPU

@@ -5,6 +5,9 @@
 #include "levers/core/shape_trace.hpp"
 #include "levers/data/bpe_tokenizer.hpp"
 #include "levers/data/files.hpp"
+#include "levers/models/bnb_4bit.hpp"
+#include "levers/nn/lora.hpp"
+#include "levers/nn/quantize.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -69,17 +72,31 @@ void open_index(const fs::path& dir, HfWeights& out) {
 // The model's weights against the directory's tensors, every one checked before any is read.
 void check_tensors(const fs::path& dir, const LlamaConfig& c, const HfWeights& w,
                    const std::vector<std::pair<std::string, Shape>>& expected) {
+    const bool quantized = bnb_4bit_config(c, dir / "config.json").has_value();
     std::set<std::string> wanted;
     for (const auto& [name, shape] : expected) {
         wanted.insert(name);
         const auto it = w.tensors.find(name);
         LEVERS_CHECK(it != w.tensors.end(), "{}: no tensor '{}'; a {} of this config.json ({} layers) needs it {}",
                      dir.string(), name, c.model_type, c.num_hidden_layers, shape.str());
+        if (stored_in_4bit(w, name)) {  // bitsandbytes' codes and state, checked against the shape
+            LEVERS_CHECK(quantized, "{}: tensor '{}' is stored in 4 bits, but config.json has no quantization_config "
+                         "(bitsandbytes, load_in_4bit)", (dir / w.file_of.at(name)).string(), name);
+            check_4bit_weight(dir, w, name, shape);
+            continue;
+        }
         LEVERS_CHECK(it->second->shape == shape, "{}: tensor '{}' is {}; this config.json makes it {}",
                      (dir / w.file_of.at(name)).string(), name, it->second->shape.str(), shape.str());
     }
+    // A 4-bit weight's state belongs to it.
+    auto state_of_wanted = [&](const std::string& name) {
+        if (!is_4bit_state(name)) return false;
+        for (const auto& weight : wanted)
+            if (name.starts_with(weight + ".") && stored_in_4bit(w, weight)) return true;
+        return false;
+    };
     for (const auto& [name, stored] : w.tensors)
-        LEVERS_CHECK(wanted.count(name) || ignorable(name, c),
+        LEVERS_CHECK(wanted.count(name) || ignorable(name, c) || state_of_wanted(name),
                      "{}: tensor '{}' is not a weight of a {} of this config.json ({} layers{}, {})",
                      (dir / w.file_of.at(name)).string(), name, c.model_type, c.num_hidden_layers,
                      c.qk_norm ? ", q/k norms" : "", c.tie_word_embeddings ? "tied embeddings" : "its own lm_head");
@@ -153,13 +170,22 @@ std::unique_ptr<Llama> load_hf_model(const fs::path& dir, Device device, DType c
     const HfWeights weights = shape ? HfWeights{} : open_hf_weights(dir);
     auto model = std::make_unique<Llama>(config);
     if (!shape) check_tensors(dir, config, weights, expected_of(*model));
+    // Saved in 4 bits (bitsandbytes): its Linear weights are held so, as they are stored.
+    if (const auto stored = bnb_4bit_config(config, dir / "config.json")) {
+        if (shape) nn::hold_linears_in_4bit(*model, *stored);
+        for (const auto& [name, p] : model->weights())
+            if (!shape && stored_in_4bit(weights, name)) p->hold_in_4bit(*stored);
+    }
     if (prepare) prepare(*model);
     model->to(device, compute);
     // One tensor at a time: converted to f32 on the host, then copied into its place (a shape alone: the same
-    // steps, traced, on a tensor never filled).
-    // A weight held in 4 bits is quantized where the model lives as it is read: the full-precision model is
-    // never whole anywhere.
+    // steps, traced, on a tensor never filled). A weight held in 4 bits takes its stored codes, or is quantized
+    // where the model lives as it is read: the full-precision model is never whole anywhere.
     for (const auto& [name, p] : model->weights()) {
+        if (!shape && stored_in_4bit(weights, name)) {
+            p->set_quantized(read_4bit_weight(dir, weights, name, p->shape()));
+            continue;
+        }
         const Tensor host = shape ? Tensor::empty(p->shape(), DType::f32) : weights.tensors.at(name)->to_f32();
         if (p->held_in_4bit())
             p->set_quantized(ops::quantize_4bit(host.to(device), *p->quant_spec()));
@@ -192,17 +218,45 @@ TextCodec hf_codec(const fs::path& dir, std::int64_t vocab) {
             [tok](const std::vector<std::int32_t>& t) { return tok->decode(t); }, tok->name()};
 }
 
+namespace {
+
+// The bytes a weight takes in the directory: as `dtype`, or in 4 bits with its state (about: the state's JSON).
+std::size_t saved_bytes(const Shape& shape, const std::string& dtype, const std::optional<ops::Quant4Spec>& four) {
+    const std::int64_t n = shape.numel();
+    if (!four) return data::stored_bytes(n, dtype);
+    const std::int64_t blocks = (n + four->blocksize - 1) / four->blocksize;
+    const std::int64_t nested = (blocks + kernels::kNestedBlock - 1) / kernels::kNestedBlock;
+    return static_cast<std::size_t>((n + 1) / 2 + 64 + 200 +
+                                    (four->double_quant ? blocks + 4 * nested + 4 * 256 : 4 * blocks));
+}
+
+// A weight's values on the host in f32 (a 4-bit one dequantized).
+Tensor host_f32(const nn::Parameter& p) {
+    if (p.held_in_4bit()) return ops::dequantize_4bit(*p.quantized(), DType::f32).to(Device::cpu());
+    return p.value().to(Device::cpu(), DType::f32).contiguous();
+}
+
+}  // namespace
+
 void save_hf_model(const fs::path& dir, Llama& model, const HfSaveOptions& options) {
     LlamaConfig config = model.config();
     if (!options.dtype.empty()) config.torch_dtype = options.dtype;
     const std::string dtype = storage_dtype(config.torch_dtype);
     LEVERS_CHECK(options.max_shard_bytes > 0, "the largest shard must hold at least one byte");
-    // Shards in the order of the weights, each as full as max_shard_bytes allows (at least one tensor).
+    // The weights bitsandbytes would hold in 4 bits (every Linear's but lm_head's), where asked.
+    std::set<const nn::Parameter*> four_bit;
+    if (options.quantize)
+        for (nn::Linear* l : nn::linear_layers(model))
+            if (l->name() != "lm_head") four_bit.insert(&l->weight);
+    const auto four_of = [&](const nn::Parameter* p) {
+        return four_bit.count(p) ? options.quantize : std::optional<ops::Quant4Spec>();
+    };
+    // Shards in the order of the weights, each as full as max_shard_bytes allows (at least one weight).
     const auto weights = model.weights();
     std::vector<std::vector<std::size_t>> shards(1);
     std::size_t in_shard = 0, total = 0;
     for (std::size_t i = 0; i < weights.size(); ++i) {
-        const std::size_t bytes = data::stored_bytes(weights[i].second->shape().numel(), dtype);
+        const std::size_t bytes = saved_bytes(weights[i].second->shape(), dtype, four_of(weights[i].second));
         if (!shards.back().empty() && in_shard + bytes > options.max_shard_bytes) {
             shards.emplace_back();
             in_shard = 0;
@@ -211,6 +265,9 @@ void save_hf_model(const fs::path& dir, Llama& model, const HfSaveOptions& optio
         in_shard += bytes;
         total += bytes;
     }
+    nlohmann::json config_json = config.to_json();
+    config_json.erase("quantization_config");  // the weights are written in full precision, unless:
+    if (options.quantize) config_json["quantization_config"] = bnb_quantization_config(*options.quantize, config.torch_dtype);
     data::write_directory(dir, "a model directory", is_hf_dir, [&](const fs::path& partial) {
         nlohmann::json weight_map = nlohmann::json::object();
         for (std::size_t s = 0; s < shards.size(); ++s) {
@@ -218,18 +275,31 @@ void save_hf_model(const fs::path& dir, Llama& model, const HfSaveOptions& optio
                                          ? std::string(kSingle)
                                          : fmt::format("model-{:05d}-of-{:05d}.safetensors", s + 1, shards.size());
             std::vector<std::pair<std::string, Tensor>> tensors;
+            std::vector<std::string> f32_names;
             for (std::size_t i : shards[s]) {
-                tensors.emplace_back(weights[i].first,
-                                     weights[i].second->value().to(Device::cpu(), DType::f32).contiguous());
-                weight_map[weights[i].first] = file;
+                const auto& [name, p] = weights[i];
+                if (const auto four = four_of(p)) {
+                    const ops::Quantized4 q = p->held_in_4bit() && p->quant_spec()->type == four->type &&
+                                                      p->quant_spec()->double_quant == four->double_quant
+                                                  ? *p->quantized()
+                                                  : ops::quantize_4bit(host_f32(*p), *four);
+                    for (auto& t : bnb_4bit_tensors(name, q, config.torch_dtype, f32_names)) {
+                        weight_map[t.first] = file;
+                        tensors.push_back(std::move(t));
+                    }
+                    continue;
+                }
+                tensors.emplace_back(name, host_f32(*p));
+                weight_map[name] = file;
             }
-            data::write_safetensors(partial / file, tensors, {{"format", "pt"}}, dtype);
+            data::write_safetensors(partial / file, tensors, {{"format", "pt"}}, dtype,
+                                    std::set<std::string>(f32_names.begin(), f32_names.end()));
         }
         if (shards.size() > 1) {
             const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
             std::ofstream(partial / kIndex) << index.dump(2) << "\n";
         }
-        std::ofstream(partial / "config.json") << config.to_json().dump(2) << "\n";
+        std::ofstream(partial / "config.json") << config_json.dump(2) << "\n";
         if (!options.tokenizer_from.empty())
             for (const std::string& name : tokenizer_files())
                 if (fs::is_regular_file(options.tokenizer_from / name))

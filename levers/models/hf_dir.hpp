@@ -1,13 +1,14 @@
 // Hugging Face model directories in and out: config.json beside
 // model.safetensors, or beside model.safetensors.index.json and the shards it
-// names (F32, BF16 or F16). Reading maps the files and puts each tensor
-// straight into its parameter on the model's device; nothing of the whole
-// model is staged on the host. Writing makes the same layout, so the
+// names (F32, BF16 or F16, or bitsandbytes' 4-bit weights: bnb_4bit.hpp).
+// Reading maps the files and puts each tensor straight into its parameter on
+// the model's device; nothing of the whole model is staged on the host. Writing makes the same layout, so the
 // directory loads in transformers' from_pretrained unchanged.
 #pragma once
 
 #include "levers/data/bpe_tokenizer.hpp"
 #include "levers/data/safetensors.hpp"
+#include "levers/kernels/quant4.hpp"
 #include "levers/models/llama.hpp"
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,10 @@ struct HfSaveOptions {
     std::string dtype;                         // "float32", "bfloat16" or "float16"; empty: the config's torch_dtype
     std::size_t max_shard_bytes = 5'000'000'000;  // transformers' default "5GB"
     std::filesystem::path tokenizer_from;      // a directory whose tokenizer files are copied beside the weights
+    // Every Linear weight but lm_head written in 4 bits as bitsandbytes saves them (levers/models/bnb_4bit.hpp),
+    // with config.json's quantization_config; without it every weight is written in full precision (4-bit
+    // ones dequantized) and quantization_config left out.
+    std::optional<ops::Quant4Spec> quantize;
 };
 // Writes `model` as a Hugging Face directory at `dir` (made; one levers or
 // transformers wrote before is replaced; any other non-empty directory is

@@ -122,6 +122,7 @@ void declare_lora(RecipeDef& def, const LoraDefaults& d) {
     add_param(def, settings::lora_targets.with_default(d.targets).spec());
     add_param(def, settings::quantize.spec());
     add_param(def, settings::double_quant.spec());
+    add_param(def, settings::save_quantized.spec());
 }
 
 Recipe freeze(const RecipeDef& def) {

@@ -52,5 +52,8 @@ inline const Param<std::string> quantize{"quantize", "", "hold the base's Linear
                                          "stored"};
 inline const Param<bool> double_quant{"double_quant", true, "with quantize=: the blocks' scales held in 8 bits too "
                                       "(about 4.13 bits a weight instead of 4.5)"};
+inline const Param<bool> save_quantized{"save_quantized", false, "save the merged model's Linear weights in 4 bits "
+                                        "as bitsandbytes does (quantize='s type, nf4 without it), not in full "
+                                        "precision"};
 
 }  // namespace levers::settings

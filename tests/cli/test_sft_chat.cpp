@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <fstream>
 #include <regex>
 
 using namespace levers;
@@ -168,7 +169,27 @@ TEST_CASE("recipe run sft with quantize=nf4 (QLoRA) lowers the loss on 1 and 2 r
         CHECK(r.output.find("error: " + line) != std::string::npos);
         CHECK_FALSE(fs::exists(out));
     };
+    // A base stored in 4 bits as bitsandbytes saves one trains as it is, and the merged model goes back in 4 bits.
+    const fs::path stored = tmp.path() / "stored";
+    {
+        auto m = models::load_hf_model(model);
+        models::save_hf_model(stored, *m, {.tokenizer_from = tiny_tokenizer_dir(), .quantize = ops::Quant4Spec{}});
+    }
+    const fs::path requantized = tmp.path() / "requantized";
+    const Ran q = run_recipe(concat(sft(stored, data, requantized, 1), {"--set", "save_quantized=true"}));
+    INFO(q.output);
+    REQUIRE(q.code == 0);
+    CHECK(q.output.find("base held in 4 bits: ") != std::string::npos);
+    CHECK(nlohmann::json::parse(std::ifstream(requantized / "model" / "config.json"))["quantization_config"]["quant_method"] ==
+          "bitsandbytes");
+    CHECK(nn::held_in_4bit(*models::load_hf_model(requantized / "model")).values > 0);
     refused({"--set", "quantize=int4"}, "--set quantize: unknown 4-bit type 'int4'; valid are nf4 and fp4");
+    const Ran twice = run_recipe(concat(sft(stored, data, tmp.path() / "twice", 1), {"--set", "quantize=nf4"}));
+    CHECK(twice.code == 2);
+    CHECK(twice.output.find("error: --set quantize=nf4: " + stored.string() + " is stored in 4 bits already") !=
+          std::string::npos);
+    refused({"--set", "quantize=nf4", "--set", "save_quantized=true", "--set", "gguf=q8_0"},
+            "--set save_quantized=true saves the merged model in 4 bits, and --set gguf=q8_0 exports it");
     refused({"--set", "quantize=nf4", "--set", "lora_r=0"},
             "--set quantize=nf4 holds the base frozen in 4 bits, and with lora_r=0 nothing would train");
 }

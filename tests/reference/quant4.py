@@ -111,8 +111,26 @@ def case(kind, n, double_quant):
     return out
 
 
-json.dump({"nf4": code4("nf4").tolist(), "fp4": code4("fp4").tolist(),
-           "fp4_order": torch.argsort(code4("fp4"), stable=True).tolist(), "dynamic": dynamic_map().tolist(),
-           "cases": [case(k, n, d) for k in ("nf4", "fp4") for n in (201, 16744) for d in (False, True)]},
-          sys.stdout, indent=0)
-sys.stdout.write("\n")
+def quantize4(x, kind, double_quant):
+    """bitsandbytes' quantize_4bit of f32 values x (flattened), blocks of 64: the packed codes (uint8), and the
+    absmax (f32), or with double quantization their codes (uint8), the nested absmax (f32) and the offset."""
+    code = code4(kind)
+    order = torch.argsort(code, stable=True)
+    scaled, absmax = scale_blocks(x.reshape(-1), 64)
+    q = order[torch.bucketize(scaled, (code[order[:-1]] + code[order[1:]]) / 2)]
+    if q.numel() % 2:
+        q = torch.cat([q, torch.zeros(1, dtype=q.dtype)])
+    packed = ((q[0::2] << 4) | q[1::2]).to(torch.uint8)
+    if not double_quant:
+        return packed, absmax, None
+    offset = absmax.mean()
+    aq, nested = quantize_blockwise(absmax - offset, dynamic_map(), 256)
+    return packed, aq.to(torch.uint8), (nested, offset)
+
+
+if __name__ == "__main__":
+    json.dump({"nf4": code4("nf4").tolist(), "fp4": code4("fp4").tolist(),
+               "fp4_order": torch.argsort(code4("fp4"), stable=True).tolist(), "dynamic": dynamic_map().tolist(),
+               "cases": [case(k, n, d) for k in ("nf4", "fp4") for n in (201, 16744) for d in (False, True)]},
+              sys.stdout, indent=0)
+    sys.stdout.write("\n")

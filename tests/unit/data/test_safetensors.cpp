@@ -33,9 +33,9 @@ TEST_CASE("safetensors: f64 and f32 tensors written as F64, F32, BF16 or F16 rea
         CHECK(file.tensors().at("b").to_f32().values() == file.tensors().at("a").to_f32().values());
     }
     CHECK_THROWS_WITH_AS(data::write_safetensors(tmp.path() / "x.safetensors", {{"ids", Tensor::zeros({2}, DType::i32)}}),
-                         doctest::Contains("takes dense f32 or f64 host tensors; 'ids' is i32"), Error);
+                         doctest::Contains("takes dense f32, f64 or u8 host tensors; 'ids' is i32"), Error);
     CHECK_THROWS_WITH_AS(data::stored_bytes(2, "I64"), doctest::Contains("dtype I64 is not one levers writes (F64, F32, "
-                                                                          "BF16, F16)"),
+                                                                          "BF16, F16, U8)"),
                          Error);
     // A file of a dtype levers does not read is refused, naming the tensor and what it reads.
     const std::string header = R"({"ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})";
@@ -46,5 +46,23 @@ TEST_CASE("safetensors: f64 and f32 tensors written as F64, F32, BF16 or F16 rea
         out << header << std::string(16, '\0');
     }
     CHECK_THROWS_WITH_AS(data::SafeTensorsFile::open(tmp.path() / "ids.safetensors"),
-                         doctest::Contains("tensor 'ids' is I64; levers reads F64, F32, F16 and BF16"), Error);
+                         doctest::Contains("tensor 'ids' is I64; levers reads F64, F32, F16, BF16 (and U8: "
+                                           "4-bit codes)"), Error);
+}
+
+TEST_CASE("safetensors: bytes as U8 and named tensors kept F32 beside BF16 ones (a 4-bit weight and its state)") {
+    testing::TempDir tmp;
+    const Tensor codes = Tensor::from(std::vector<std::uint8_t>{0x12, 0xab, 0xff, 0x00}, {4, 1});
+    const Tensor scale = Tensor::from(std::vector<float>{0.1f, 3.0f}, {2});
+    const auto path = tmp.path() / "mixed.safetensors";
+    data::write_safetensors(path, {{"w", codes}, {"w.absmax", scale}, {"norm", scale}}, {}, "BF16", {"w.absmax"});
+    const data::SafeTensorsFile file = data::SafeTensorsFile::open(path);
+    CHECK(file.tensors().at("w").dtype == "U8");
+    CHECK(file.tensors().at("w").to_u8().values() == codes.values());
+    CHECK(file.tensors().at("w.absmax").dtype == "F32");
+    CHECK(file.tensors().at("w.absmax").to_f32().values() == scale.values());
+    CHECK(file.tensors().at("norm").dtype == "BF16");
+    CHECK_THROWS_WITH_AS(file.tensors().at("w").to_f32(), doctest::Contains("a tensor of bytes (U8: packed 4-bit codes) "
+                                                                              "read as real numbers"), Error);
+    CHECK_THROWS_WITH_AS(file.tensors().at("norm").to_u8(), doctest::Contains("a BF16 tensor read as bytes"), Error);
 }

@@ -56,7 +56,8 @@ TEST_CASE("4-bit code books: every bit as bitsandbytes defines them") {
 }
 
 TEST_CASE("quantize_4bit then dequantize_4bit: bitsandbytes' codes, scales and values (nf4, fp4, double quant)") {
-    for (const auto& c : reference()["cases"]) {
+    const auto ref = reference();
+    for (const auto& c : ref["cases"]) {
         const std::int64_t n = c["n"];
         const bool double_quant = c["double_quant"];
         CAPTURE(c["type"].get<std::string>());

@@ -114,7 +114,7 @@ TEST_CASE("safetensors: F16 and BF16 are read as f32; malformed files are refuse
          "its shape and dtype need 12"},
         {raw_file(dir, "int.safetensors", {{"a", {{"dtype", "I64"}, {"shape", {1}}, {"data_offsets", {0, 8}}}}},
                   std::string(8, '\0')),
-         "is I64; levers reads F64, F32, F16 and BF16"},
+         "is I64; levers reads F64, F32, F16, BF16 (and U8: 4-bit codes)"},
         {dir.write("json.safetensors", std::string("\x05\0\0\0\0\0\0\0", 8) + "[1,2]"), "not a JSON object"},
     };
     for (const auto& c : cases) {

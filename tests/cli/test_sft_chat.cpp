@@ -183,6 +183,14 @@ TEST_CASE("recipe run sft with quantize=nf4 (QLoRA) lowers the loss on 1 and 2 r
     CHECK(nlohmann::json::parse(std::ifstream(requantized / "model" / "config.json"))["quantization_config"]["quant_method"] ==
           "bitsandbytes");
     CHECK(nn::held_in_4bit(*models::load_hf_model(requantized / "model")).values > 0);
+    // Its adapter loads onto the 4-bit base it trained on, and changes what it computes.
+    auto four = models::load_hf_model(stored);
+    CHECK(models::load_peft_adapter(requantized / "adapter", *four).rank == 8);
+    CHECK(nn::has_4bit_weights(*four));
+    const Tensor ids = Tensor::from(std::vector<std::int32_t>{1, 5, 9, 200, 3, 7}, {1, 6});
+    const auto adapted = four->logits(ids).values();
+    auto base4 = models::load_hf_model(stored);
+    CHECK(max_difference(adapted, base4->logits(ids).values()) > 0);
     refused({"--set", "quantize=int4"}, "--set quantize: unknown 4-bit type 'int4'; valid are nf4 and fp4");
     const Ran twice = run_recipe(concat(sft(stored, data, tmp.path() / "twice", 1), {"--set", "quantize=nf4"}));
     CHECK(twice.code == 2);

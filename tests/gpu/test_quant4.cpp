@@ -100,6 +100,18 @@ TEST_CASE("a Llama held in 4 bits on the GPU matches the CPU's: loss and adapter
             nn::hold_linears_in_4bit(*m, {});
         }
         gpu.to(Device::cuda(0), compute);
+        if (compute == DType::f32) {  // the logits of the same model with its weights dequantized, on the GPU
+            models::Llama dense(c, 4);
+            nn::attach_lora(dense, 4, 8, 1, {"all-linear"});
+            for (nn::Linear* l : nn::linear_layers(dense)) {
+                if (l->has_lora()) l->lora_b()->value().fill_(0.01);
+                if (l->name() != "lm_head")
+                    l->weight.value().copy_from(ops::dequantize_4bit(ops::quantize_4bit(l->weight.value(), {}), DType::f32));
+            }
+            dense.parameters_changed();
+            dense.to(Device::cuda(0), compute);
+            CHECK(relative_error(values(gpu.logits(x)), values(dense.logits(x))) < 1e-6);
+        }
         const Tensor a = cpu.loss(x, y), b = gpu.loss(x, y);
         a.backward();
         b.backward();

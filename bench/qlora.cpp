@@ -5,14 +5,17 @@
 // (QLoRA); two sequences of 512 real tokens; forward, the loss, backward and
 // AdamW on the adapters, the two alternating step by step; the median of each.
 // Then what the 4-bit base holds against its bf16 size, measured on the
-// model, and the dequantizing kernel's output bandwidth against memcpy's for
-// a 4096 x 4096 weight.
+// model; the dequantizing kernel's output bandwidth against memcpy's for a
+// 4096 x 4096 weight, and that weight as a layer (in 16 tiles) against the
+// dense layer over its dequantized values, forward and backward over 512 rows.
 //
 //   bench_qlora --ids FILE.json [--threads N] [--steps N]
 #include "levers/core/read_file.hpp"
 #include "levers/core/rng.hpp"
 #include "levers/core/threads.hpp"
+#include "levers/kernels/linear.hpp"
 #include "levers/kernels/quant4.hpp"
+#include "levers/kernels/reduce.hpp"
 #include "levers/models/llama.hpp"
 #include "levers/nn/lora.hpp"
 #include "levers/nn/quantize.hpp"
@@ -107,6 +110,25 @@ int main(int argc, char** argv) {
     }
     const double deq_gbs = out_bytes / median(deq_ms) / 1e6, copy_gbs = out_bytes / median(copy_ms) / 1e6;
 
+    // That weight as a layer over 512 rows, forward and the input's gradient: tiles of 1M values (16 of them)
+    // against the dense layer over its dequantized values.
+    const auto weight = std::make_shared<const ops::Quantized4>(q);
+    const Tensor dense = ops::dequantize_4bit(q, DType::f32);
+    std::vector<float> xs(512 * side);
+    for (float& v : xs) v = static_cast<float>(rng.normal());
+    const Tensor x0 = Tensor::from(xs, {512, side});
+    const auto layer_ms = [&](const std::function<Tensor(const Tensor&)>& layer) {
+        std::vector<double> ms;
+        for (int i = 0; i < 6; ++i)
+            ms.push_back(ms_of([&] {
+                Tensor x = x0.clone().requires_grad_();
+                ops::sum(layer(x)).backward();
+            }));
+        return median(ms);
+    };
+    const double tiled_ms = layer_ms([&](const Tensor& x) { return ops::linear_4bit(x, weight); });
+    const double dense_ms = layer_ms([&](const Tensor& x) { return ops::linear(x, dense); });
+
     const nlohmann::json row = {
         {"threads", threads},
         {"tokens", b * t},
@@ -122,7 +144,10 @@ int main(int argc, char** argv) {
         {"bits_per_weight", 8.0 * static_cast<double>(held.bytes) / static_cast<double>(held.values)},
         {"dequantize_gb_s", deq_gbs},
         {"memcpy_gb_s", copy_gbs},
-        {"dequantize_vs_memcpy", deq_gbs / copy_gbs}};
+        {"dequantize_vs_memcpy", deq_gbs / copy_gbs},
+        {"tiled_layer_ms", tiled_ms},
+        {"dense_layer_ms", dense_ms},
+        {"tiled_layer_speed_vs_dense", dense_ms / tiled_ms}};
     fmt::print("{}\n", row.dump());
     return 0;
 }

@@ -133,11 +133,10 @@ void product_into(const Tensor& out, const Tensor& a, const Tensor& b, bool accu
     run(out, call);
 }
 
-// How many columns (forward) or rows (backward) of a [height, width] weight one tile holds: the whole
-// weight where it fits in `tile`, else a multiple of the block size.
-std::int64_t tile_of(std::int64_t span, std::int64_t across, std::int64_t tile, std::int64_t blocksize) {
-    if (span * across <= tile) return span;
-    return std::max(blocksize, tile / across / blocksize * blocksize);
+// How many rows (forward) or columns (backward) of the weight one tile holds, `across` values each: all
+// `span` where they fit in `tile` values, else as many as do (at least one).
+std::int64_t tile_of(std::int64_t span, std::int64_t across, std::int64_t tile) {
+    return span * across <= tile ? span : std::max<std::int64_t>(1, tile / across);
 }
 
 struct Linear4Saved {
@@ -147,32 +146,41 @@ struct Linear4Saved {
     double scale = 0;
 };
 
-// in · Wᵀ with W dequantized in tiles (columns of it at a time where it is larger than one), into out.
+// in · Wᵀ (+ bias) into out, W dequantized a tile of its rows at a time: each tile's columns of out computed
+// whole (the product's full depth), then put in place.
 void product_4bit(const Tensor& out, const Tensor& in, const Quantized4& w, const Tensor& bias, std::int64_t tile) {
     const std::int64_t out_dim = w.shape[0], in_dim = w.shape[1], rows = in.numel() / in_dim;
     const DType dtype = in.dtype();
-    const std::int64_t cols = tile_of(in_dim, out_dim, tile, w.blocksize);
-    if (cols == in_dim) {  // one tile: the dense layer's own kernel, on the dequantized weight
+    const std::int64_t step = tile_of(out_dim, in_dim, tile);
+    if (step == out_dim) {  // one tile: the dense layer's own kernel, on the dequantized weight
         linear_into(out, in, dequantize_4bit(w, dtype, 0, out_dim, 0, in_dim), bias);
         return;
     }
     const Tensor x = in.detach().view({rows, in_dim}), y = out.detach().view({rows, out_dim});
-    for (std::int64_t c0 = 0; c0 < in_dim; c0 += cols) {  // out += in[:, tile] · W[:, tile]ᵀ
-        const std::int64_t n = std::min(cols, in_dim - c0);
-        product_into(y, x.narrow(1, c0, n), dequantize_4bit(w, dtype, 0, out_dim, c0, n).transpose(0, 1), c0 > 0);
+    Tensor part = Tensor::empty({rows, step}, dtype, in.device());
+    for (std::int64_t r0 = 0; r0 < out_dim; r0 += step) {
+        const std::int64_t n = std::min(step, out_dim - r0);
+        const Tensor cols = n == step ? part : Tensor::empty({rows, n}, dtype, in.device());
+        linear_into(cols, x, dequantize_4bit(w, dtype, r0, n, 0, in_dim),
+                    bias.defined() ? bias.detach().narrow(0, r0, n).contiguous() : Tensor());
+        y.narrow(1, r0, n).copy_from(cols);
     }
-    if (bias.defined())
-        product_into(y, Tensor::full({rows, 1}, 1, dtype, in.device()), bias.detach().view({1, out_dim}), true);
 }
 
-// d_in = d_out · W, rows of the weight at a time.
+// d_in = d_out · W, W dequantized a tile of its columns at a time (each tile's columns of d_in whole).
 void input_grad_4bit(const Tensor& d_in, const Tensor& d_out, const Quantized4& w, std::int64_t tile) {
-    const std::int64_t out_dim = w.shape[0], in_dim = w.shape[1];
-    const Tensor dx = d_in.view({d_out.dim(0), in_dim});
-    const std::int64_t rows = tile_of(out_dim, in_dim, tile, w.blocksize);
-    for (std::int64_t r0 = 0; r0 < out_dim; r0 += rows) {
-        const std::int64_t n = std::min(rows, out_dim - r0);
-        product_into(dx, d_out.narrow(1, r0, n), dequantize_4bit(w, d_out.dtype(), r0, n, 0, in_dim), r0 > 0);
+    const std::int64_t out_dim = w.shape[0], in_dim = w.shape[1], rows = d_out.dim(0);
+    const Tensor dx = d_in.view({rows, in_dim});
+    const std::int64_t step = tile_of(in_dim, out_dim, tile);
+    if (step == in_dim) {
+        product_into(dx, d_out, dequantize_4bit(w, d_out.dtype(), 0, out_dim, 0, in_dim), false);
+        return;
+    }
+    for (std::int64_t c0 = 0; c0 < in_dim; c0 += step) {
+        const std::int64_t n = std::min(step, in_dim - c0);
+        const Tensor cols = Tensor::empty({rows, n}, d_out.dtype(), d_out.device());
+        product_into(cols, d_out, dequantize_4bit(w, d_out.dtype(), 0, out_dim, c0, n), false);
+        dx.narrow(1, c0, n).copy_from(cols);
     }
 }
 

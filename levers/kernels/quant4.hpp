@@ -157,10 +157,11 @@ Tensor dequantize_4bit(const Quantized4& q, DType dtype);
 Tensor dequantize_4bit(const Quantized4& q, DType dtype, std::int64_t row0, std::int64_t rows, std::int64_t col0,
                        std::int64_t cols);
 
-// in · weightᵀ + bias with a 4-bit weight [out_dim, in_dim]: the weight dequantized in tiles of at
-// most `tile_elements` values (kLinear4Tile unless given) feeding the matrix product, never whole
-// where it is larger. Differentiable in `in` and `bias`; the weight is frozen.
-inline constexpr std::int64_t kLinear4Tile = std::int64_t(1) << 22;
+// in · weightᵀ + bias with a 4-bit weight [out_dim, in_dim]: the weight dequantized in the input's
+// dtype in tiles of at most `tile_elements` values (kLinear4Tile, 4 MiB of f32, unless given), each
+// feeding the matrix product at its full depth (forward: rows of the weight, backward: its columns),
+// never whole where it is larger. Differentiable in `in` and `bias`; the weight is frozen.
+inline constexpr std::int64_t kLinear4Tile = std::int64_t(1) << 20;
 Tensor linear_4bit(const Tensor& in, std::shared_ptr<const Quantized4> weight, const Tensor& bias = Tensor(),
                    std::int64_t tile_elements = kLinear4Tile);
 // The same with a LoRA adapter beside it (levers/kernels/lora.hpp): + scale · (in · aᵀ) · bᵀ, a [rank, in_dim]

@@ -117,6 +117,12 @@ TEST_CASE("recipe run dpo: the reference precomputed, a frozen copy or another d
     INFO(learned.output);
     CHECK(result["val_rewards/margins"].get<double>() > 0.2);
     CHECK(result["val_loss"].get<double>() < 0.8 * std::log(2.0));
+    // QLoRA: the base held in 4 bits, the reference that base with its adapters off; log 2 at the first step.
+    const Ran qlora = ran_ok(with("qlora", {"--set", "quantize=nf4", "--set", "steps=30", "--set", "eval_every=30",
+                                            "--set", "checkpoint_every=0", "--set", "lr=3e-2"}));
+    CHECK(qlora.output.find("base held in 4 bits: ") != std::string::npos);
+    CHECK(train_rows(tmp.path() / "qlora")[0]["loss"].get<double>() == doctest::Approx(std::log(2.0)).epsilon(1e-6));
+    CHECK(nlohmann::json::parse(qlora.last_line())["val_rewards/accuracies"].get<double>() >= 0.75);
     // IPO and SimPO run the same way; gguf= writes the tuned model for llama.cpp too.
     for (const std::string loss : {"ipo", "simpo"}) {
         CAPTURE(loss);

@@ -1,0 +1,48 @@
+// A sparse mixture of experts, as Mixtral's block_sparse_moe and Qwen3-MoE's
+// mlp compute it: a router (`gate`, a Linear to one score per expert) scores
+// each token; softmax over the experts in f32; each token goes to its top k
+// experts, their probabilities renormalised to sum to 1 where
+// norm_topk_prob; each expert a gated MLP over the tokens routed to it
+// (gathered: one product per expert over its rows, no token dropped), its
+// output weighted by the token's probability and added back at the token's
+// row. Differentiable in the router (through the kept probabilities) and the
+// experts; the gathering and the adding back are index_select and
+// scatter_add, whose gradients are each other.
+#pragma once
+
+#include "levers/nn/containers.hpp"
+#include "levers/nn/gated_mlp.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace levers::nn {
+
+class SparseMoe : public Layer {
+public:
+    struct Options {
+        std::int64_t dim = 0, hidden = 0, experts = 0, top_k = 2;
+        bool norm_topk_prob = true;
+        Init init = init::fan_in_uniform();
+        GatedMLP::Activation activation = GatedMLP::Activation::silu;
+    };
+    explicit SparseMoe(const Options& options);
+    SparseMoe(Module& parent, std::string name, const Options& options);
+    // x [..., dim] -> [..., dim].
+    Tensor forward(const Tensor& x) override;
+
+    Linear gate;                    // the router: dim -> experts, no bias
+    ModuleList<GatedMLP> experts;   // experts.0, experts.1, ...
+    const Options options;
+
+    // What the last forward routed: the router's scores [tokens, experts] (for the load-balancing loss),
+    // and how many tokens each expert took.
+    const Tensor& router_logits() const { return router_logits_; }
+    const std::vector<std::int64_t>& tokens_per_expert() const { return tokens_per_expert_; }
+
+private:
+    Tensor router_logits_;
+    std::vector<std::int64_t> tokens_per_expert_;
+};
+
+}  // namespace levers::nn

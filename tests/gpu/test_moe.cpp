@@ -7,6 +7,7 @@
 #include "levers/kernels/reduce.hpp"
 #include "levers/kernels/topk.hpp"
 #include "levers/nn/sparse_moe.hpp"
+#include "tests/gpu/gpu_values.hpp"
 #include "tests/ops/op_cases.hpp"
 
 #include <doctest/doctest.h>
@@ -18,10 +19,7 @@ namespace {
 const bool kNoGpu = gpu_count() == 0;
 
 Tensor normal(Shape shape, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<float> v(static_cast<std::size_t>(shape.numel()));
-    for (float& x : v) x = static_cast<float>(rng.normal());
-    return Tensor::from(v, shape);
+    return Tensor::from(random<float>(static_cast<std::size_t>(shape.numel()), seed), shape);
 }
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include "levers/kernels/reduce.hpp"
 #include "levers/nn/lora.hpp"
 #include "levers/nn/quantize.hpp"
+#include "tests/gpu/gpu_values.hpp"
 #include "tests/ops/op_cases.hpp"
 #include "tests/tiny_llama.hpp"
 
@@ -22,10 +23,7 @@ namespace {
 const bool kNoGpu = gpu_count() == 0;
 
 Tensor normal(Shape shape, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<float> v(static_cast<std::size_t>(shape.numel()));
-    for (float& x : v) x = static_cast<float>(rng.normal());
-    return Tensor::from(v, shape);
+    return Tensor::from(random<float>(static_cast<std::size_t>(shape.numel()), seed), shape);
 }
 
 std::vector<double> values(const Tensor& t) { return t.to(Device::cpu()).values(); }

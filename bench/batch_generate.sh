@@ -11,11 +11,11 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 threads=${1:-2}
 bash "$root/scripts/setup.sh" bench
+. "$root/bench/book_ids.sh"
 build=${LEVERS_BUILD:-$root/build}
-data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
 ids=$(mktemp)
 trap 'rm -f "$ids"' EXIT
-head -c 60000 "$data/books/mobydick.txt" | "$build/recipe" tokenize --tokenizer "$data/tokenizers/llama2" >"$ids"
+book_ids "$build" "$ids"
 {
     "$build/bench/bench_batch_generate" --ids "$ids" --threads "$threads" --completions 16 --new 128
     "$build/bench/bench_batch_generate" --ids "$ids" --threads "$threads" --completions 16 --group 8 --new 128 \

@@ -21,12 +21,12 @@ rounds=${1:-1}
 . "$root/bench/install_peers.sh"
 install_peers python3-torch libopenblas0-pthread libopenblas0-openmp
 bash "$root/scripts/setup.sh" bench
+. "$root/bench/book_ids.sh"
 build=${LEVERS_BUILD:-$root/build}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
 ids="$out/ids.json"
-head -c 60000 "$data/books/mobydick.txt" | "$build/recipe" tokenize --tokenizer "$data/tokenizers/llama2" >"$ids"
+book_ids "$build" "$ids"
 
 for round in $(seq "$rounds"); do
     for threads in 1 2; do

@@ -12,12 +12,12 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 steps=${1:-5}
 bash "$root/scripts/setup.sh" bench
+. "$root/bench/book_ids.sh"
 build=${LEVERS_BUILD:-$root/build}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-data=${LEVERS_DATA:-${XDG_DATA_HOME:-$HOME/.local/share}/levers}
 ids="$out/ids.json"
-head -c 60000 "$data/books/mobydick.txt" | "$build/recipe" tokenize --tokenizer "$data/tokenizers/llama2" >"$ids"
+book_ids "$build" "$ids"
 for threads in 1 2; do
     "$build/bench/bench_qlora" --ids "$ids" --threads "$threads" --steps "$steps" >>"$out/rows.jsonl"
 done

@@ -8,6 +8,7 @@
 #include "levers/kernels/cuda/cuda_check.hpp"
 #include "levers/core/dtype.hpp"
 #include "levers/core/rng.hpp"
+#include "levers/core/tensor.hpp"
 #include "levers/kernels/cuda/ops.hpp"
 
 #include <doctest/doctest.h>
@@ -55,6 +56,11 @@ template <class S> std::vector<host_t<S>> random(std::size_t n, std::uint64_t se
     std::vector<host_t<S>> v(n);
     for (auto& x : v) x = rounded<S>(rng.normal() * scale);
     return v;
+}
+
+// A host f32 tensor of `shape` of those values (scale 1).
+inline Tensor random_tensor(Shape shape, std::uint64_t seed) {
+    return Tensor::from(random<float>(static_cast<std::size_t>(shape.numel()), seed), shape);
 }
 
 // Plain device memory holding a copy of host values (T as stored).

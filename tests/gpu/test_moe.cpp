@@ -18,17 +18,14 @@ using namespace levers::testing;
 namespace {
 const bool kNoGpu = gpu_count() == 0;
 
-Tensor normal(Shape shape, std::uint64_t seed) {
-    return Tensor::from(random<float>(static_cast<std::size_t>(shape.numel()), seed), shape);
-}
 }  // namespace
 
 TEST_CASE("topk and a sparse mixture of experts on the GPU match the CPU" * doctest::skip(kNoGpu)) {
     use_gpu(0);
-    const Tensor scores = normal({37, 9}, 1);
+    const Tensor scores = random_tensor({37, 9}, 1);
     CHECK(ops::topk(scores.to(Device::cuda(0)), 3).second.to(Device::cpu()).values() == ops::topk(scores, 3).second.values());
     const nn::SparseMoe::Options o{.dim = 16, .hidden = 24, .experts = 6, .top_k = 2};
-    const Tensor x0 = normal({3, 7, 16}, 2), r = normal({3, 7, 16}, 3);
+    const Tensor x0 = random_tensor({3, 7, 16}, 2), r = random_tensor({3, 7, 16}, 3);
     for (const DType compute : {DType::f32, DType::bf16}) {
         CAPTURE(name_of(compute));
         nn::SparseMoe cpu(o), gpu(o);

@@ -22,16 +22,13 @@ using namespace levers::testing;
 namespace {
 const bool kNoGpu = gpu_count() == 0;
 
-Tensor normal(Shape shape, std::uint64_t seed) {
-    return Tensor::from(random<float>(static_cast<std::size_t>(shape.numel()), seed), shape);
-}
 
 std::vector<double> values(const Tensor& t) { return t.to(Device::cpu()).values(); }
 }  // namespace
 
 TEST_CASE("4-bit weights on the GPU: the CPU's codes, scales and dequantized bits" * doctest::skip(kNoGpu)) {
     use_gpu(0);
-    const Tensor w = normal({67, 129}, 1);  // blocks across rows, an odd count of values
+    const Tensor w = random_tensor({67, 129}, 1);  // blocks across rows, an odd count of values
     for (const Quant4Type type : {Quant4Type::nf4, Quant4Type::fp4})
         for (const bool dq : {false, true}) {
             CAPTURE(ops::name_of(type));
@@ -58,7 +55,8 @@ TEST_CASE("4-bit weights on the GPU: the CPU's codes, scales and dequantized bit
 TEST_CASE("the 4-bit linear layer on the GPU matches the CPU: output and gradients, f32 and bf16, tiled" *
           doctest::skip(kNoGpu)) {
     use_gpu(0);
-    const Tensor w = normal({48, 192}, 2), x0 = normal({2, 5, 192}, 3), b0 = normal({48}, 4), r = normal({2, 5, 48}, 5);
+    const Tensor w = random_tensor({48, 192}, 2), x0 = random_tensor({2, 5, 192}, 3), b0 = random_tensor({48}, 4);
+    const Tensor r = random_tensor({2, 5, 48}, 5);
     const auto q = std::make_shared<const ops::Quantized4>(ops::quantize_4bit(w, {}));
     const auto qg = std::make_shared<const ops::Quantized4>(q->to(Device::cuda(0)));
     auto run = [&](const std::shared_ptr<const ops::Quantized4>& weight, Device device, DType dtype, std::int64_t tile) {

@@ -336,6 +336,7 @@ std::vector<Tensor> make_inputs(const std::vector<OpInput>& specs, DType dtype, 
 }
 
 double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
+    LEVERS_CHECK(a.size() == b.size(), "relative_error of {} values against {}", a.size(), b.size());
     double diff = 0, norm = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
         diff += (a[i] - b[i]) * (a[i] - b[i]);

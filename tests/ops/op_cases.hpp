@@ -55,7 +55,7 @@ const std::vector<OpCase>& op_cases();
 // same seed whatever the dtype.
 std::vector<Tensor> make_inputs(const std::vector<OpInput>& specs, DType dtype, Device device, std::uint64_t seed);
 
-// ‖a - b‖ / ‖b‖ over all elements (0 for two empty tensors).
+// ‖a - b‖ / ‖b‖ over all elements (0 for two empty tensors); of two lengths, an error.
 double relative_error(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace levers::testing

@@ -7,6 +7,8 @@
 #include "levers/train/optimizer.hpp"
 #include "tests/source_tree.hpp"
 
+#include "tests/ops/op_cases.hpp"
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,7 @@
 #include <fstream>
 
 using namespace levers;
+using levers::testing::relative_error;
 
 namespace {
 
@@ -27,15 +30,6 @@ nlohmann::json reference() {
 Tensor tensor_of(const nlohmann::json& values, const nlohmann::json& shape, DType dtype) {
     return Tensor::from(values.get<std::vector<double>>(), Shape(shape.get<std::vector<std::int64_t>>()))
         .to(Device::cpu(), dtype);
-}
-
-double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
-    double diff = 0, norm = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        diff += (got[i] - want[i]) * (got[i] - want[i]);
-        norm += want[i] * want[i];
-    }
-    return std::sqrt(diff / norm);
 }
 
 // Loads the reference's weights into a block computing in `dtype`, runs

@@ -19,6 +19,8 @@
 #include "tests/source_tree.hpp"
 #include "tests/temp_dir.hpp"
 
+#include "tests/ops/op_cases.hpp"
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,7 @@
 #include <set>
 
 using namespace levers;
+using levers::testing::relative_error;
 namespace fs = std::filesystem;
 
 namespace {
@@ -41,16 +44,6 @@ nlohmann::json reference(const std::string& model) {
     std::ifstream in(reference_dir() / (model + ".json"));
     REQUIRE(in.good());
     return nlohmann::json::parse(in);
-}
-
-double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
-    REQUIRE(got.size() == want.size());
-    double diff = 0, norm = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        diff += (got[i] - want[i]) * (got[i] - want[i]);
-        norm += want[i] * want[i];
-    }
-    return std::sqrt(diff / norm);
 }
 
 Tensor ids(const nlohmann::json& values, const nlohmann::json& shape) {

@@ -9,6 +9,8 @@
 #include "levers/nn/sparse_moe.hpp"
 #include "tests/source_tree.hpp"
 
+#include "tests/ops/op_cases.hpp"
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -16,18 +18,9 @@
 #include <fstream>
 
 using namespace levers;
+using levers::testing::relative_error;
 
 namespace {
-
-double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
-    REQUIRE(got.size() == want.size());
-    double diff = 0, norm = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        diff += (got[i] - want[i]) * (got[i] - want[i]);
-        norm += want[i] * want[i];
-    }
-    return std::sqrt(diff / norm);
-}
 
 void check_case(const nlohmann::json& ref, const nlohmann::json& c, DType dtype, double tolerance) {
     const std::int64_t dim = ref["dim"], b = ref["batch"], t = ref["time"];

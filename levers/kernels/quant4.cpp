@@ -9,7 +9,6 @@
 #include "levers/kernels/matmul.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 namespace levers::ops {
 
@@ -46,12 +45,8 @@ void quantize_dynamic(const float* in, std::int64_t n, std::uint8_t* codes, floa
     const std::int64_t bs = kernels::kNestedBlock;
     for (std::int64_t b = 0; b * bs < n; ++b) {
         const std::int64_t i0 = b * bs, i1 = std::min(n, i0 + bs);
-        float m = 0;
-        for (std::int64_t i = i0; i < i1; ++i) m = std::max(m, std::fabs(in[i]));
-        const bool short_block = i1 - i0 < bs;
-        absmax[b] = short_block ? std::max(m, kernels::kTinyAbsmax) : m;
-        for (std::int64_t i = i0; i < i1; ++i)
-            codes[i] = s.index[kernels::bucket(s, kernels::scale_into_block(in[i], m, short_block))];
+        absmax[b] = kernels::quantize_block(in, i0, i1, i1 - i0 < bs, s,
+                                            [&](std::int64_t i, unsigned q) { codes[i] = static_cast<std::uint8_t>(q); });
     }
 }
 

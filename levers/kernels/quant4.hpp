@@ -91,6 +91,28 @@ LEVERS_HD float scale_into_block(float x, float absmax, bool short_block) {
     return s < -1.0f ? -1.0f : (s > 1.0f ? 1.0f : s);
 }
 
+// Block [i0, i1) of `in` quantized against `s`: each value's code handed to emit(i, code); returns the
+// absmax bitsandbytes stores for it (a short last block's clamped). The CPU's and the GPU's 4-bit kernels
+// and the host's 8-bit quantization of the absmax all quantize a block so.
+template <std::size_t N, class Emit>
+LEVERS_HD float quantize_block(const float* in, index_t i0, index_t i1, bool short_block, const SortedCode<N>& s,
+                               Emit emit) {
+    float m = 0;
+    for (index_t i = i0; i < i1; ++i) {
+        const float a = in[i] < 0 ? -in[i] : in[i];
+        m = a > m ? a : m;
+    }
+    for (index_t i = i0; i < i1; ++i) emit(i, s.index[bucket(s, scale_into_block(in[i], m, short_block))]);
+    return short_block && m < kTinyAbsmax ? kTinyAbsmax : m;
+}
+
+// Value i's 4-bit code into packed codes: two a byte, the first in the high nibble (the high one written
+// first: it clears the low one, so an odd count's last byte is padded with code 0, as bitsandbytes pads).
+LEVERS_HD void put_code4(std::uint8_t* codes, index_t i, unsigned code) {
+    std::uint8_t& byte = codes[i / 2];
+    byte = i % 2 ? static_cast<std::uint8_t>((byte & 0xf0) | code) : static_cast<std::uint8_t>(code << 4);
+}
+
 // dynamic[code] · nested + offset, rounded after each step as bitsandbytes computes it.
 LEVERS_HD float double_quant_absmax(float dynamic_value, float nested, float offset) {
 #if defined(__CUDA_ARCH__)

@@ -5,7 +5,6 @@
 #include "levers/kernels/quant4.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 namespace levers::kernels::cpu {
@@ -18,22 +17,11 @@ void quantize_4bit(const Quantize4Call& c) {
     float* absmax = c.absmax.as<float>();
     const index_t n = c.in.numel(), bs = c.blocksize, blocks = (n + bs - 1) / bs;
     const SortedCode<16> s = sorted(code_of(c.type));
-    if (n % 2) codes[n / 2] = 0;  // the odd last value's partner: code 0, as bitsandbytes pads
-    // A block of 64 is 32 whole bytes; other sizes may share a byte between blocks, so blocks go in pairs'
-    // order only where bytes stay whole.
-    const bool whole_bytes = bs % 2 == 0;
-#pragma omp parallel for schedule(static) if (whole_bytes && n > 65536)
+    // Blocks are an even size (the op checks): each holds whole bytes, so blocks go in parallel.
+#pragma omp parallel for schedule(static) if (n > 65536)
     for (index_t b = 0; b < blocks; ++b) {
         const index_t i0 = b * bs, i1 = std::min(n, i0 + bs);
-        float m = 0;
-        for (index_t i = i0; i < i1; ++i) m = std::max(m, std::fabs(in[i]));
-        const bool short_block = i1 - i0 < bs;
-        absmax[b] = short_block ? std::max(m, kTinyAbsmax) : m;  // bitsandbytes keeps the last block's clamped
-        for (index_t i = i0; i < i1; ++i) {
-            const auto q = s.index[bucket(s, scale_into_block(in[i], m, short_block))];
-            std::uint8_t& byte = codes[i / 2];
-            byte = i % 2 ? static_cast<std::uint8_t>((byte & 0xf0) | q) : static_cast<std::uint8_t>(q << 4);
-        }
+        absmax[b] = quantize_block(in, i0, i1, i1 - i0 < bs, s, [&](index_t i, unsigned q) { put_code4(codes, i, q); });
     }
 }
 LEVERS_KERNEL(Quantize4Call, cpu, f32, quantize_4bit);

@@ -24,16 +24,8 @@ __global__ void quantize_kernel(std::uint8_t* codes, float* absmax, const float*
     const index_t b = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
     const index_t i0 = b * bs;
     if (i0 >= n) return;
-    const index_t i1 = i0 + bs < n ? i0 + bs : n;
-    float m = 0;
-    for (index_t i = i0; i < i1; ++i) m = fmaxf(m, fabsf(in[i]));
-    const bool short_block = i1 - i0 < bs;
-    absmax[b] = short_block ? fmaxf(m, kTinyAbsmax) : m;
-    for (index_t i = i0; i < i1; i += 2) {  // blocks hold whole bytes (an even size)
-        const unsigned hi = s.index[bucket(s, scale_into_block(in[i], m, short_block))];
-        const unsigned lo = i + 1 < i1 ? s.index[bucket(s, scale_into_block(in[i + 1], m, short_block))] : 0u;
-        codes[i / 2] = static_cast<std::uint8_t>(hi << 4 | lo);
-    }
+    const index_t i1 = i0 + bs < n ? i0 + bs : n;  // blocks hold whole bytes (an even size): a thread owns its bytes
+    absmax[b] = quantize_block(in, i0, i1, i1 - i0 < bs, s, [&](index_t i, unsigned q) { put_code4(codes, i, q); });
 }
 
 void quantize_call(const Quantize4Call& c) {

@@ -13,6 +13,7 @@
 #include "levers/nn/lora.hpp"
 #include "levers/recipe/recipe.hpp"
 #include "recipes/gguf_params.hpp"
+#include "recipes/moe_tuning.hpp"
 #include "recipes/quantized_base.hpp"
 
 #include <filesystem>
@@ -37,21 +38,34 @@ inline models::LoraSettings lora_settings(const Config& cfg) {
     return {.rank = cfg[settings::lora_r], .alpha = cfg[settings::lora_alpha], .targets = lora_targets(cfg)};
 }
 
-// For a recipe's check step (QLoRA's settings too, against the model directory `dir`).
+// For a recipe's check step (QLoRA's and the routers' settings too, against the model directory `dir`): each
+// target names a layer of this model (asked of the model declared, nothing allocated).
 inline void check_lora(const Config& cfg, const std::filesystem::path& dir) {
     LEVERS_CHECK(cfg[settings::lora_r] == 0 || !lora_targets(cfg).empty(),
                  "--set lora_targets= names no layer; give e.g. q_proj,k_proj,v_proj,o_proj");
+    const models::LlamaConfig config = models::read_llama_config(dir / "config.json");
+    if (cfg[settings::lora_r] > 0) {
+        models::Llama declared(config);
+        try {
+            nn::lora_layers(declared, lora_targets(cfg));
+        } catch (const Error& e) {
+            LEVERS_FAIL("--set lora_targets={}: {} ({})", cfg[settings::lora_targets], e.message(), config.model_type);
+        }
+    }
+    check_router(cfg, config, dir.string());
     check_quantize(cfg, true, dir);
     LEVERS_CHECK(!cfg[settings::save_quantized] || cfg[gguf].empty(), "--set save_quantized=true saves the merged "
                  "model in 4 bits, and --set gguf={} exports it from full precision; drop one", cfg[gguf]);
 }
 
-// With lora_r > 0, adapters on `targets` (then only they train); says what trains.
+// With lora_r > 0, adapters on `targets` (then only they train, with a mixture's routers where train_router);
+// says what trains.
 inline void attach_adapters(models::LanguageModel& model, const Config& cfg, const std::vector<std::string>& targets,
                             const std::string& from) {
     const int r = cfg[settings::lora_r];
     const std::int64_t all = model.params().size();
     if (r > 0) nn::attach_lora(model, r, cfg[settings::lora_alpha], cfg[settings::seed], targets);
+    if (auto* llama = dynamic_cast<models::Llama*>(&model)) set_up_routers(*llama, cfg);
     dist::print0("base {}: {}; training {} of its {} parameters ({})\n", from, model.summary(), model.params().size(),
                  all, r > 0 ? fmt::format("LoRA rank {}", r) : std::string("every weight"));
 }

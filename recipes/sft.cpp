@@ -1,4 +1,5 @@
-// sft: supervised fine-tuning of a Hugging Face model (Llama, Mistral, Qwen, SmolLM3, Gemma)
+// sft: supervised fine-tuning of a Hugging Face model (Llama, Mistral, Qwen, SmolLM3, Gemma, Phi-3, and the
+// mixtures of experts Mixtral and Qwen3-MoE, whose routing each step logs)
 // on examples in a JSON-lines file: conversations rendered through the
 // model's chat template, instructions, or plain text (levers/data/sft_data.hpp).
 // The loss counts the assistant's tokens only; examples are packed into rows
@@ -141,7 +142,7 @@ MicroResult train_step(models::LanguageModel& model, Examples& d, const StepInfo
     const data::SftBatch b = d.batches().next();
     const Tensor loss = loss_of(model, b, d.packing);
     loss.backward();
-    return {loss.item(), static_cast<long>(b.real_tokens)};
+    return {loss.item(), static_cast<long>(b.real_tokens), recipes::router_metrics(model)};
 }
 
 // The mean loss per learned token over the held-out rows (all, or eval_batches x batch), shared by the ranks.

@@ -1,5 +1,7 @@
 #include "recipes/text_windows.hpp"
 
+#include "recipes/moe_tuning.hpp"
+
 #include "levers/core/rng.hpp"
 #include "levers/distributed/context.hpp"
 #include "levers/models/generate.hpp"
@@ -31,7 +33,7 @@ MicroResult window_step(models::LanguageModel& model, TextWindows& text, const S
     const data::TokenBatch b = text.windows(model).next();
     const Tensor loss = model.loss(b.inputs, b.targets);
     loss.backward();
-    return {loss.item(), static_cast<long>(b.batch * b.time)};
+    return {loss.item(), static_cast<long>(b.batch * b.time), recipes::router_metrics(model)};
 }
 
 double validation_loss(models::LanguageModel& model, TextWindows& text, long max_batches) {

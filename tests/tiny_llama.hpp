@@ -43,7 +43,8 @@ inline models::LlamaConfig tiny_llama(const TinyLlama& t = {}) {
 // and soft caps that bite; gemma3_text a sliding layer, linear rope scaling on
 // the global one and heads of 64 (bf16's fused attention on GPUs); phi3 its
 // fused projections, three quarters of each head turning, longrope whose long
-// factors take over past half the context, and a window of 6 keys.
+// factors take over past half the context, and a window of 6 keys; mixtral
+// and qwen3_moe their experts and the load-balancing loss.
 inline models::LlamaConfig tiny_of_type(const std::string& model_type, const TinyLlama& t = {}) {
     nlohmann::json j = tiny_llama(t).to_json();
     j["model_type"] = model_type;
@@ -76,6 +77,13 @@ inline models::LlamaConfig tiny_of_type(const std::string& model_type, const Tin
                   {"sliding_window", 6}, {"original_max_position_embeddings", t.context / 2},
                   {"rope_scaling", {{"type", "longrope"}, {"short_factor", short_factor}, {"long_factor", long_factor}}}});
     }
+    if (model_type == "mixtral")  // 4 experts of the MLP's width, the load-balancing loss on
+        j.update({{"num_local_experts", 4}, {"num_experts_per_tok", 2}, {"output_router_logits", true},
+                  {"router_aux_loss_coef", 0.02}});
+    if (model_type == "qwen3_moe")  // 4 experts of half its width, renormalised, the last layer dense
+        j.update({{"num_experts", 4}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", t.intermediate / 2},
+                  {"norm_topk_prob", true}, {"mlp_only_layers", {t.layers - 1}}, {"output_router_logits", true},
+                  {"router_aux_loss_coef", 0.02}});
     return models::parse_llama_config(j, model_type);
 }
 

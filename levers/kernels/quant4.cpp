@@ -24,8 +24,9 @@ std::int64_t Quantized4::blocks() const { return (shape.numel() + blocksize - 1)
 
 Quantized4 Quantized4::to(Device device) const {
     Quantized4 q = *this;
+    // A plan's codes hold no values: only their room is made (copying them would touch every page reserved).
     for (Tensor* t : {&q.codes, &q.absmax, &q.absmax_codes, &q.nested_absmax})
-        if (t->defined()) *t = t->to(device);
+        if (t->defined()) *t = shape_tracing() ? Tensor::empty(t->shape(), t->dtype(), device) : t->to(device);
     return q;
 }
 

@@ -7,6 +7,7 @@
 #include "levers/kernels/cross_entropy.hpp"
 #include "levers/kernels/elementwise.hpp"
 #include "levers/kernels/indexing.hpp"
+#include "levers/kernels/reduce.hpp"
 #include "levers/kernels/softmax.hpp"
 
 #include <cmath>
@@ -48,6 +49,29 @@ std::unique_ptr<nn::RMSNorm> sandwich_norm(nn::Module& layer, const char* name, 
     return norm;
 }
 
+std::unique_ptr<nn::GatedMLP> dense_mlp(nn::Module& layer, const LlamaConfig& c, std::int64_t index) {
+    if (c.sparse_layer(index)) return nullptr;
+    auto mlp = std::make_unique<nn::GatedMLP>(c.hidden_size, c.intermediate_size, c.mlp_bias,
+                                              nn::init::normal(c.initializer_range), activation(c), c.fused_projections);
+    layer.register_module("mlp", *mlp);
+    return mlp;
+}
+
+std::unique_ptr<nn::SparseMoe> sparse_moe(nn::Module& layer, const LlamaConfig& c, std::int64_t index) {
+    if (!c.sparse_layer(index)) return nullptr;
+    auto moe = std::make_unique<nn::SparseMoe>(nn::SparseMoe::Options{
+        .dim = c.hidden_size,
+        .hidden = c.moe_intermediate_size,
+        .experts = c.num_experts,
+        .top_k = c.num_experts_per_tok,
+        .norm_topk_prob = c.norm_topk_prob,
+        .init = nn::init::normal(c.initializer_range),
+        .activation = activation(c),
+        .names = c.model_type == "mixtral" ? nn::GatedMLP::kMixtralNames : nn::GatedMLP::Names{}});
+    layer.register_module(c.moe_block_name(), *moe);
+    return moe;
+}
+
 // x · s with s rounded to x's dtype first, as transformers scales Gemma's embeddings (a bf16 model by bf16(s)).
 Tensor scaled(const Tensor& x, double s) {
     if (s == 1) return x;
@@ -60,8 +84,8 @@ LlamaLayer::LlamaLayer(const LlamaConfig& c, std::int64_t index)
     : input_layernorm(*this, "input_layernorm", c.hidden_size, c.rms_norm_eps, c.norm_offset),
       self_attn(*this, "self_attn", c.hidden_size, c.num_attention_heads, attention_options(c, index)),
       post_attention_layernorm(*this, "post_attention_layernorm", c.hidden_size, c.rms_norm_eps, c.norm_offset),
-      mlp(*this, "mlp", c.hidden_size, c.intermediate_size, c.mlp_bias, nn::init::normal(c.initializer_range),
-          activation(c), c.fused_projections),
+      mlp(dense_mlp(*this, c, index)),
+      moe(sparse_moe(*this, c, index)),
       pre_feedforward_layernorm(sandwich_norm(*this, "pre_feedforward_layernorm", c)),
       post_feedforward_layernorm(sandwich_norm(*this, "post_feedforward_layernorm", c)) {}
 
@@ -72,10 +96,10 @@ Tensor LlamaLayer::forward(const Tensor& x, nn::KvCache* cache, const Tensor* do
                                         : self_attn.forward(a);
     if (!pre_feedforward_layernorm) {
         const Tensor h = x + attended;
-        return h + mlp(post_attention_layernorm(h));
+        return h + feed_forward(post_attention_layernorm(h));
     }
     const Tensor h = x + post_attention_layernorm(attended);
-    return h + (*post_feedforward_layernorm)(mlp((*pre_feedforward_layernorm)(h)));
+    return h + (*post_feedforward_layernorm)(feed_forward((*pre_feedforward_layernorm)(h)));
 }
 
 LlamaBody::LlamaBody(Module& parent, std::string name, const LlamaConfig& c)
@@ -87,7 +111,10 @@ LlamaBody::LlamaBody(Module& parent, std::string name, const LlamaConfig& c)
     parent.register_module(std::move(name), *this);
 }
 
-Llama::Llama(const LlamaConfig& config) : model(*this, "model", checked(config)), config_(config) {
+Llama::Llama(const LlamaConfig& config)
+    : model(*this, "model", checked(config)),
+      config_(config),
+      router_losses_{.aux = config.output_router_logits ? config.router_aux_loss_coef : 0.0} {
     if (!config.tie_word_embeddings) {
         lm_head = std::make_unique<nn::Linear>(config.hidden_size, config.vocab_size, false,
                                                nn::init::normal(config.initializer_range));
@@ -105,15 +132,34 @@ Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* docu
                  tokens.shape().str());
     Tensor x = scaled(model.embed_tokens(on_device(tokens)), model.embedding_scale);
     std::size_t i = 0;
+    router_logits_.clear();
+    router_counts_.clear();
+    // Under checkpointing a router's logits come out of the block beside its output where a loss reads them.
+    const bool routed_loss = router_losses_.aux > 0 || router_losses_.z > 0;
     for (LlamaLayer& layer : model.layers) {
         if (checkpoint_blocks_ && !cache) {
             // The documents tensor (packed rows) is kept by the recompute, as the layer reads it again.
             const Tensor docs = documents ? *documents : Tensor();
-            x = nn::checkpoint(layer, x, [&layer, docs](const Tensor& in) {
+            auto run = [&layer, docs](const Tensor& in) {
                 return layer.forward(in, nullptr, docs.defined() ? &docs : nullptr);
-            });
+            };
+            if (layer.moe && routed_loss) {
+                Tensor logits;
+                std::tie(x, logits) = nn::checkpoint_with_side(layer, x, [&layer, run](const Tensor& in) {
+                    Tensor y = run(in);
+                    return std::pair{y, layer.moe->router_logits()};
+                });
+                router_logits_.push_back(logits);
+                router_counts_.push_back(layer.moe->tokens_per_expert());
+                continue;
+            }
+            x = nn::checkpoint(layer, x, run);
         } else {
             x = layer.forward(x, cache ? &cache->layers[i++] : nullptr, documents, starts);
+        }
+        if (layer.moe && !cache) {
+            router_logits_.push_back(layer.moe->router_logits());
+            router_counts_.push_back(layer.moe->tokens_per_expert());
         }
     }
     return model.norm(x);
@@ -142,14 +188,58 @@ Tensor next_token_loss(Llama& model, const Tensor& h, const Tensor& targets) {
 Tensor Llama::loss(const Tensor& tokens, const Tensor& targets) {
     LEVERS_CHECK(targets.shape() == tokens.shape(), "{} loss: targets {} do not match tokens {}", config_.model_type,
                  targets.shape().str(), tokens.shape().str());
-    return next_token_loss(*this, features(tokens), on_device(targets));
+    return with_router_losses(next_token_loss(*this, features(tokens), on_device(targets)));
 }
+
+Tensor Llama::with_router_losses(const Tensor& loss) {
+    if (router_logits_.empty() || !training()) return loss;
+    Tensor out = loss;
+    if (router_losses_.aux > 0) out = out + ops::cast(aux_loss(), loss.dtype()) * router_losses_.aux;
+    if (router_losses_.z > 0) out = out + ops::cast(z_loss(), loss.dtype()) * router_losses_.z;
+    return out;
+}
+
+Tensor Llama::aux_loss() {
+    if (router_logits_.empty()) return Tensor::zeros({1}, DType::f32, device()).view({});
+    const Device where = router_logits_.front().device();
+    const std::int64_t experts = config_.num_experts;
+    const DType acc = ops::accumulator(router_logits_.front().dtype());
+    // P_e summed over every layer's tokens; f_e from the choices the blocks made (constants: no gradient flows
+    // through a count).
+    Tensor probability_sum;
+    std::vector<double> chosen(static_cast<std::size_t>(experts), 0.0);
+    std::int64_t rows = 0;
+    for (std::size_t l = 0; l < router_logits_.size(); ++l) {
+        const Tensor s = ops::sum(ops::softmax(ops::cast(router_logits_[l], acc), -1), {0});
+        probability_sum = probability_sum.defined() ? probability_sum + s : s;
+        for (std::size_t e = 0; e < chosen.size(); ++e) chosen[e] += static_cast<double>(router_counts_[l][e]);
+        rows += router_logits_[l].dim(0);
+    }
+    const double n = static_cast<double>(rows);
+    for (double& c : chosen) c *= static_cast<double>(experts) / (n * n);  // E · f_e / rows: P_e's mean is sum / rows
+    const Tensor weights = Tensor::from(chosen, {experts}).to(where, acc);
+    return ops::sum(probability_sum * weights, {0});
+}
+
+Tensor Llama::z_loss() {
+    if (router_logits_.empty()) return Tensor::zeros({1}, DType::f32, device()).view({});
+    Tensor total;
+    std::int64_t rows = 0;
+    for (const Tensor& logits : router_logits_) {
+        const Tensor lse = ops::logsumexp(ops::cast(logits, ops::accumulator(logits.dtype())), {-1});
+        const Tensor s = ops::sum(lse * lse, {0});
+        total = total.defined() ? total + s : s;
+        rows += logits.dim(0);
+    }
+    return total * (1.0 / static_cast<double>(rows));
+}
+
 
 Tensor Llama::loss(const Tensor& tokens, const Tensor& targets, const Tensor& documents) {
     LEVERS_CHECK(targets.shape() == tokens.shape() && documents.shape() == tokens.shape(),
                  "{} loss: targets {} and documents {} must match tokens {}", config_.model_type, targets.shape().str(),
                  documents.shape().str(), tokens.shape().str());
-    return next_token_loss(*this, hidden(tokens, nullptr, &documents), on_device(targets));
+    return with_router_losses(next_token_loss(*this, hidden(tokens, nullptr, &documents), on_device(targets)));
 }
 
 Tensor Llama::token_logprobs(const Tensor& tokens, const Tensor& targets, const Tensor* documents) {
@@ -202,9 +292,16 @@ Tensor Llama::last_logits(const Tensor& tokens, LlamaCache& cache, const Tensor*
 
 std::string Llama::summary() const {
     const LlamaConfig& c = config_;
-    return fmt::format("{}, {} layers x {}, {} heads ({} key-value) of {}, vocabulary {}", c.model_type,
+    std::string experts;
+    if (c.num_experts > 0) {
+        std::int64_t sparse = 0;
+        for (std::int64_t l = 0; l < c.num_hidden_layers; ++l) sparse += c.sparse_layer(l) ? 1 : 0;
+        experts = fmt::format(", {} experts (top {}) in {} of {} layers", c.num_experts, c.num_experts_per_tok, sparse,
+                              c.num_hidden_layers);
+    }
+    return fmt::format("{}, {} layers x {}, {} heads ({} key-value) of {}, vocabulary {}{}", c.model_type,
                        c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_size(),
-                       c.vocab_size);
+                       c.vocab_size, experts);
 }
 
 namespace {

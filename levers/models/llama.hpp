@@ -10,7 +10,9 @@
 //   h += post_attention_layernorm(self_attn(input_layernorm(h)))
 //   h += post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)))
 // Each layer's attention (its window, its rotary base, or none) is
-// LlamaConfig::layer's. Parameter names are Hugging Face's
+// LlamaConfig::layer's. A sparse layer's MLP is a mixture of experts
+// (mixtral's block_sparse_moe, qwen3_moe's mlp: nn::SparseMoe); training adds
+// the routers' load-balancing loss (and a z-loss where asked) to the loss. Parameter names are Hugging Face's
 // (model.layers.0.self_attn.q_proj.weight, lm_head.weight), so a directory's
 // tensors go where their names say.
 #pragma once
@@ -19,6 +21,7 @@
 #include "levers/nn/containers.hpp"
 #include "levers/nn/gated_mlp.hpp"
 #include "levers/nn/layers.hpp"
+#include "levers/nn/sparse_moe.hpp"
 #include "levers/models/language_model.hpp"
 #include "levers/models/llama_config.hpp"
 
@@ -38,8 +41,12 @@ public:
     nn::RMSNorm input_layernorm;
     nn::Attention self_attn;
     nn::RMSNorm post_attention_layernorm;
-    nn::GatedMLP mlp;
+    std::unique_ptr<nn::GatedMLP> mlp;   // a dense layer's
+    std::unique_ptr<nn::SparseMoe> moe;  // a sparse layer's (registered as mlp, or Mixtral's block_sparse_moe)
     std::unique_ptr<nn::RMSNorm> pre_feedforward_layernorm, post_feedforward_layernorm;  // Gemma's
+
+private:
+    Tensor feed_forward(const Tensor& x) { return moe ? (*moe)(x) : (*mlp)(x); }
 };
 
 // Hugging Face's LlamaModel: the embeddings, the layers and the final norm.
@@ -110,6 +117,25 @@ public:
     // The model's own weights by Hugging Face name, without LoRA adapters.
     std::vector<std::pair<std::string, nn::Parameter*>> weights();
 
+    // Mixtures of experts. What loss() adds for the routers: aux times the
+    // load-balancing loss (transformers' load_balancing_loss_func over every
+    // sparse layer's router, all tokens counted: E · Σ_e f_e · P_e, f_e the
+    // share of the (token, choice) pairs expert e took, P_e its mean
+    // probability), z times the router z-loss (the mean over tokens and
+    // layers of logsumexp(router logits)²). By default aux is the config's
+    // router_aux_loss_coef where output_router_logits, z is 0. In evaluation
+    // mode loss() is the next-token loss alone.
+    struct RouterLosses {
+        double aux = 0, z = 0;
+    };
+    void set_router_losses(RouterLosses losses) { router_losses_ = losses; }
+    RouterLosses router_losses() const { return router_losses_; }
+    // The last forward's (without a cache): the two losses, differentiable (zero for a dense model), and the
+    // tokens each expert took in each sparse layer.
+    Tensor aux_loss();
+    Tensor z_loss();
+    const std::vector<std::vector<std::int64_t>>& tokens_per_expert() const { return router_counts_; }
+
     LlamaBody model;
     std::unique_ptr<nn::Linear> lm_head;  // absent when tied
 
@@ -117,7 +143,11 @@ private:
     Tensor hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* documents = nullptr,
                   const Tensor* starts = nullptr);
     Tensor last_logits(const Tensor& tokens, LlamaCache& cache, const Tensor* starts);
+    Tensor with_router_losses(const Tensor& loss);
     LlamaConfig config_;
+    RouterLosses router_losses_;
+    std::vector<Tensor> router_logits_;  // the last forward's, per sparse layer: [tokens, experts]
+    std::vector<std::vector<std::int64_t>> router_counts_;  // and the tokens each expert took
 };
 
 }  // namespace levers::models

@@ -12,7 +12,7 @@ namespace levers::models {
 namespace {
 
 // Each model type and transformers' class of it.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kTypes = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kTypes = {{
     {"llama", "LlamaForCausalLM"},
     {"mistral", "MistralForCausalLM"},
     {"qwen2", "Qwen2ForCausalLM"},
@@ -21,6 +21,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kTypes = 
     {"gemma2", "Gemma2ForCausalLM"},
     {"gemma3_text", "Gemma3ForCausalLM"},
     {"phi3", "Phi3ForCausalLM"},
+    {"mixtral", "MixtralForCausalLM"},
+    {"qwen3_moe", "Qwen3MoeForCausalLM"},
 }};
 
 std::string architecture(const std::string& type) {
@@ -153,9 +155,35 @@ void per_layer(LlamaConfig& c, const nlohmann::json& j, const std::string& sourc
                  source, c.sliding_window);
 }
 
+// The experts of mixtral and qwen3_moe, with transformers' defaults.
+void experts(LlamaConfig& c, const nlohmann::json& j, const std::string& source) {
+    const bool mixtral = c.model_type == "mixtral";
+    c.num_experts = field<std::int64_t>(j, mixtral ? "num_local_experts" : "num_experts", source,
+                                        std::int64_t{mixtral ? 8 : 128});
+    c.num_experts_per_tok = field<std::int64_t>(j, "num_experts_per_tok", source, std::int64_t{mixtral ? 2 : 8});
+    c.moe_intermediate_size =
+        mixtral ? c.intermediate_size : field<std::int64_t>(j, "moe_intermediate_size", source, std::int64_t{768});
+    c.norm_topk_prob = mixtral || field<bool>(j, "norm_topk_prob", source, false);
+    if (!mixtral) {
+        c.decoder_sparse_step = field<std::int64_t>(j, "decoder_sparse_step", source, std::int64_t{1});
+        c.mlp_only_layers = field<std::vector<std::int64_t>>(j, "mlp_only_layers", source, {});
+    }
+    c.router_aux_loss_coef = field<double>(j, "router_aux_loss_coef", source, 0.001);
+    c.output_router_logits = field<bool>(j, "output_router_logits", source, false);
+}
+
 }  // namespace
 
-const char* supported_model_types() { return "llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text, phi3"; }
+const char* supported_model_types() {
+    return "llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text, phi3, mixtral, qwen3_moe";
+}
+
+bool LlamaConfig::sparse_layer(std::int64_t index) const {
+    if (num_experts == 0) return false;
+    for (std::int64_t l : mlp_only_layers)
+        if (l == index) return false;
+    return (index + 1) % decoder_sparse_step == 0;
+}
 
 LayerAttention LlamaConfig::layer(std::int64_t index) const {
     const auto i = static_cast<std::size_t>(index);
@@ -204,10 +232,10 @@ LlamaConfig parse_llama_config(const nlohmann::json& j, const std::string& sourc
     c.fused_projections = c.model_type == "phi3";
     c.attention_bias = c.model_type == "qwen2" || field<bool>(j, "attention_bias", source, false);
     c.mlp_bias = field<bool>(j, "mlp_bias", source, false);
-    c.qk_norm = c.model_type == "qwen3" || c.model_type == "gemma3_text";
-    if (c.model_type == "mistral" || c.model_type == "smollm3" || c.model_type == "phi3")
+    c.qk_norm = c.model_type == "qwen3" || c.model_type == "qwen3_moe" || c.model_type == "gemma3_text";
+    if (c.model_type == "mistral" || c.model_type == "smollm3" || c.model_type == "phi3" || c.model_type == "mixtral")
         c.sliding_window = field<std::int64_t>(j, "sliding_window", source, std::int64_t{0});
-    if (c.model_type == "qwen2" || c.model_type == "qwen3")
+    if (c.model_type == "qwen2" || c.model_type == "qwen3" || c.model_type == "qwen3_moe")
         LEVERS_CHECK(!field<bool>(j, "use_sliding_window", source, false), "{}: use_sliding_window is true; levers "
                      "runs {} with full attention only", source, c.model_type);
     c.tie_word_embeddings = field<bool>(j, "tie_word_embeddings", source, gemma);
@@ -227,6 +255,7 @@ LlamaConfig parse_llama_config(const nlohmann::json& j, const std::string& sourc
                      "{}: query_pre_attn_scalar ({}) must be positive and the soft caps ({}, {}) >= 0", source,
                      c.query_pre_attn_scalar, c.final_logit_softcapping, c.attn_logit_softcapping);
     }
+    if (c.model_type == "mixtral" || c.model_type == "qwen3_moe") experts(c, j, source);
     per_layer(c, j, source);
     c.eos_token_ids = token_ids(j, "eos_token_id");
     const auto bos = token_ids(j, "bos_token_id");
@@ -278,6 +307,18 @@ void LlamaConfig::validate() const {
     LEVERS_CHECK(partial_rotary_factor > 0 && partial_rotary_factor <= 1 && rotary_dim() >= 2 && rotary_dim() % 2 == 0,
                  "partial_rotary_factor {} must be in (0, 1] and turn an even number (>= 2) of a head's {} elements; it "
                  "turns {}", partial_rotary_factor, head_size(), rotary_dim());
+    if (num_experts > 0) {
+        const char* experts_key = model_type == "mixtral" ? "num_local_experts" : "num_experts";
+        LEVERS_CHECK(num_experts_per_tok >= 1 && num_experts_per_tok <= num_experts,
+                     "num_experts_per_tok = {} of {} experts ({}); give 1..{}", num_experts_per_tok, num_experts,
+                     experts_key, num_experts);
+        LEVERS_CHECK(moe_intermediate_size >= 1, "moe_intermediate_size must be >= 1, got {}", moe_intermediate_size);
+        LEVERS_CHECK(decoder_sparse_step >= 1, "decoder_sparse_step must be >= 1, got {}", decoder_sparse_step);
+        for (std::int64_t l : mlp_only_layers)
+            LEVERS_CHECK(l >= 0 && l < num_hidden_layers, "mlp_only_layers holds {}; the layers are 0..{}", l,
+                         num_hidden_layers - 1);
+        LEVERS_CHECK(router_aux_loss_coef >= 0, "router_aux_loss_coef must be >= 0, got {}", router_aux_loss_coef);
+    }
     if (rope_scaling && rope_scaling->kind == nn::RopeScaling::Kind::longrope)
         LEVERS_CHECK(rope_scaling->short_factor.size() == static_cast<std::size_t>(rotary_dim() / 2) &&
                          rope_scaling->long_factor.size() == rope_scaling->short_factor.size(),
@@ -290,8 +331,18 @@ std::int64_t LlamaConfig::parameter_count() const {
     const std::int64_t d = hidden_size, hd = head_size(), q = num_attention_heads * hd, kv = num_key_value_heads * hd;
     const std::int64_t attention = d * q + 2 * d * kv + q * d + (attention_bias ? q + 2 * kv : 0) + (qk_norm ? 2 * hd : 0);
     const std::int64_t mlp = 3 * d * intermediate_size + (mlp_bias ? 2 * intermediate_size + d : 0);
-    const std::int64_t layer = attention + mlp + (sandwich_norms ? 4 : 2) * d;
-    return vocab_size * d * (tie_word_embeddings ? 1 : 2) + num_hidden_layers * layer + d;
+    const std::int64_t experts = d * num_experts + num_experts * 3 * d * moe_intermediate_size;
+    std::int64_t layers = 0;
+    for (std::int64_t l = 0; l < num_hidden_layers; ++l)
+        layers += attention + (sparse_layer(l) ? experts : mlp) + (sandwich_norms ? 4 : 2) * d;
+    return vocab_size * d * (tie_word_embeddings ? 1 : 2) + layers + d;
+}
+
+std::int64_t LlamaConfig::active_parameter_count() const {
+    std::int64_t sparse = 0;
+    for (std::int64_t l = 0; l < num_hidden_layers; ++l) sparse += sparse_layer(l) ? 1 : 0;
+    const std::int64_t idle = num_experts - num_experts_per_tok;
+    return parameter_count() - sparse * idle * 3 * hidden_size * moe_intermediate_size;
 }
 
 nlohmann::json LlamaConfig::to_json() const {
@@ -307,7 +358,7 @@ nlohmann::json LlamaConfig::to_json() const {
         if (head_dim > 0) j["head_dim"] = head_dim;
         if (model_type != "qwen2") j["attention_bias"] = attention_bias;
         if (model_type == "llama") j["mlp_bias"] = mlp_bias;
-        if (model_type == "mistral" || model_type == "phi3" || !layer_types.empty())
+        if (model_type == "mistral" || model_type == "phi3" || model_type == "mixtral" || !layer_types.empty())
             j["sliding_window"] = sliding_window > 0 ? nlohmann::json(sliding_window) : nullptr;
         if (!layer_types.empty()) j["layer_types"] = layer_types;
         if (!no_rope_layers.empty()) j["no_rope_layers"] = no_rope_layers;
@@ -319,6 +370,18 @@ nlohmann::json LlamaConfig::to_json() const {
             if (rope_local_base_freq > 0) j["rope_local_base_freq"] = rope_local_base_freq;
         }
         if (partial_rotary_factor != 1) j["partial_rotary_factor"] = partial_rotary_factor;
+        if (num_experts > 0) {
+            j[model_type == "mixtral" ? "num_local_experts" : "num_experts"] = num_experts;
+            j["num_experts_per_tok"] = num_experts_per_tok;
+            j["router_aux_loss_coef"] = router_aux_loss_coef;
+            j["output_router_logits"] = output_router_logits;
+            if (model_type == "qwen3_moe") {
+                j["moe_intermediate_size"] = moe_intermediate_size;
+                j["norm_topk_prob"] = norm_topk_prob;
+                j["decoder_sparse_step"] = decoder_sparse_step;
+                j["mlp_only_layers"] = mlp_only_layers;
+            }
+        }
         if (rope_scaling && rope_scaling->kind == nn::RopeScaling::Kind::linear)
             j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", rope_scaling->factor}};
         else if (rope_scaling && rope_scaling->kind == nn::RopeScaling::Kind::longrope) {

@@ -9,7 +9,9 @@
 // (smollm3's no_rope_layers), Gemma's norms (1 + weight, after attention and
 // around the MLP too), GeGLU, scaled embeddings and queries and soft-capped
 // scores and logits (gemma2), tied output embeddings, Phi-3's fused
-// qkv_proj and gate_up_proj, partial rotation and longrope scaling.
+// qkv_proj and gate_up_proj, partial rotation and longrope scaling; and the
+// mixtures of experts, mixtral and qwen3_moe: a sparse MoE block for the MLP
+// of every decoder_sparse_step-th layer not in mlp_only_layers.
 #pragma once
 
 #include "levers/nn/rotary.hpp"
@@ -62,6 +64,17 @@ struct LlamaConfig {
     bool scale_embeddings = false;
     double query_pre_attn_scalar = 0;  // 0: head_size()
     double attn_logit_softcapping = 0, final_logit_softcapping = 0;
+    // Mixtures of experts (mixtral: num_local_experts; qwen3_moe: num_experts; 0: a dense model): each token's
+    // top num_experts_per_tok experts, their weights renormalised where norm_topk_prob (always in Mixtral), each
+    // a gated MLP of moe_intermediate_size (Mixtral's: intermediate_size); the dense layers among them
+    // (qwen3_moe's mlp_only_layers) keep intermediate_size. Training adds router_aux_loss_coef times the
+    // load-balancing loss where output_router_logits, as transformers does.
+    std::int64_t num_experts = 0, num_experts_per_tok = 0, moe_intermediate_size = 0;
+    bool norm_topk_prob = true;
+    std::int64_t decoder_sparse_step = 1;
+    std::vector<std::int64_t> mlp_only_layers;
+    double router_aux_loss_coef = 0.001;
+    bool output_router_logits = false;
     std::vector<std::int64_t> eos_token_ids;
     std::int64_t bos_token_id = -1;
     std::string torch_dtype = "float32";  // how the weights are stored: float32, bfloat16 or float16
@@ -73,9 +86,15 @@ struct LlamaConfig {
         return static_cast<std::int64_t>(static_cast<double>(head_size()) * partial_rotary_factor);
     }
     LayerAttention layer(std::int64_t index) const;
+    // Whether layer `index`'s MLP is a mixture of experts.
+    bool sparse_layer(std::int64_t index) const;
+    // The name of a sparse layer's MoE block: block_sparse_moe (Mixtral) or mlp.
+    const char* moe_block_name() const { return model_type == "mixtral" ? "block_sparse_moe" : "mlp"; }
     // Throws levers::Error naming the field and what would be valid.
     void validate() const;
     std::int64_t parameter_count() const;
+    // The parameters one token computes with: the experts it is routed to, not all of them.
+    std::int64_t active_parameter_count() const;
     // Hugging Face's config.json for this configuration: the one read, with
     // torch_dtype as it is now, or one made from the fields above (with the
     // architecture's name) for a model made here.

@@ -9,7 +9,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 
 namespace levers::models {
 
@@ -46,6 +48,8 @@ LoraSettings read_peft_settings(const fs::path& dir) {
         s.rank = j.at("r").get<int>();
         s.alpha = j.at("lora_alpha").get<double>();
         s.targets = j.at("target_modules").get<std::vector<std::string>>();
+        if (j.contains("modules_to_save") && !j.at("modules_to_save").is_null())
+            s.modules_to_save = j.at("modules_to_save").get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception& e) {
         LEVERS_FAIL("{}: r, lora_alpha and target_modules are needed: {}", file.string(), e.what());
     }
@@ -56,6 +60,13 @@ LoraSettings read_peft_settings(const fs::path& dir) {
 
 void save_peft_adapter(const fs::path& dir, nn::Module& model, const LoraSettings& settings, const std::string& base) {
     std::vector<std::pair<std::string, Tensor>> tensors;
+    std::set<std::string> saved_whole;
+    for (nn::Linear* l : nn::linear_layers(model))
+        if (!l->has_lora() && l->weight.trainable()) {  // PEFT's modules_to_save
+            tensors.emplace_back(kPrefix + l->full_name() + ".weight",
+                                 l->weight.value().to(Device::cpu(), DType::f32).contiguous());
+            saved_whole.insert(l->name());
+        }
     for (nn::Linear* l : nn::linear_layers(model))
         if (l->has_lora()) {
             tensors.emplace_back(kPrefix + l->full_name() + ".lora_A.weight",
@@ -63,7 +74,7 @@ void save_peft_adapter(const fs::path& dir, nn::Module& model, const LoraSetting
             tensors.emplace_back(kPrefix + l->full_name() + ".lora_B.weight",
                                  l->lora_b()->value().to(Device::cpu(), DType::f32).contiguous());
         }
-    LEVERS_CHECK(!tensors.empty(), "save_peft_adapter: the model has no LoRA adapters");
+    LEVERS_CHECK(tensors.size() > saved_whole.size(), "save_peft_adapter: the model has no LoRA adapters");
     const nlohmann::json config = {{"peft_type", "LORA"},
                                    {"task_type", "CAUSAL_LM"},
                                    {"base_model_name_or_path", base},
@@ -76,7 +87,8 @@ void save_peft_adapter(const fs::path& dir, nn::Module& model, const LoraSetting
                                    {"use_rslora", false},
                                    {"use_dora", false},
                                    {"inference_mode", true},
-                                   {"modules_to_save", nullptr}};
+                                   {"modules_to_save", saved_whole.empty() ? nlohmann::json(nullptr)
+                                                                           : nlohmann::json(saved_whole)}};
     data::write_directory(dir, "an adapter directory", is_adapter_dir, [&](const fs::path& partial) {
         data::write_safetensors(partial / kWeights, tensors, {{"format", "pt"}});
         std::ofstream(partial / kConfig) << config.dump(2) << "\n";
@@ -93,8 +105,23 @@ LoraSettings load_peft_adapter(const fs::path& dir, nn::Module& model) {
     std::map<std::string, nn::Linear*> layers;
     for (nn::Linear* l : nn::linear_layers(model)) layers[l->full_name()] = l;
     std::map<std::string, int> seen;  // layer -> A and B found
+    std::map<std::string, nn::Linear*> whole;  // modules_to_save's tensor -> its layer
     for (const auto& [name, stored] : weights.tensors()) {
         const bool a = name.ends_with(".lora_A.weight"), b = name.ends_with(".lora_B.weight");
+        if (!a && !b && name.starts_with(kPrefix) && name.ends_with(".weight")) {
+            const std::string layer = name.substr(std::string(kPrefix).size(),
+                                                  name.size() - std::string(kPrefix).size() - std::string(".weight").size());
+            const auto it = layers.find(layer);
+            LEVERS_CHECK(it != layers.end() && std::count(s.modules_to_save.begin(), s.modules_to_save.end(),
+                                                          it->second->name()),
+                         "{}: tensor '{}' is a whole weight of '{}', which this base {} and modules_to_save ({}) does "
+                         "not name", file.string(), name, layer, it == layers.end() ? "does not have" : "has",
+                         fmt::join(s.modules_to_save, ", "));
+            LEVERS_CHECK(stored.shape == it->second->weight.shape(), "{}: tensor '{}' is {}; this base's is {}",
+                         file.string(), name, stored.shape.str(), it->second->weight.shape().str());
+            whole[name] = it->second;
+            continue;
+        }
         LEVERS_CHECK(name.starts_with(kPrefix) && (a || b), "{}: tensor '{}' is not a LoRA weight as PEFT names them "
                      "(base_model.model.<layer>.lora_A.weight or .lora_B.weight)", file.string(), name);
         const std::string layer = name.substr(std::string(kPrefix).size(),
@@ -114,6 +141,11 @@ LoraSettings load_peft_adapter(const fs::path& dir, nn::Module& model) {
     std::vector<std::string> adapted;
     for (const auto& [layer, got] : seen) adapted.push_back(layer);
     nn::attach_lora(model, s.rank, s.alpha, 0, adapted);
+    for (const auto& [name, layer] : whole) {
+        const Tensor host = weights.tensors().at(name).to_f32();
+        layer->weight.value().copy_from(host.dtype() == layer->weight.value().dtype() ? host
+                                                                                        : host.to(layer->weight.value().dtype()));
+    }
     for (const auto& [layer, got] : seen) {
         nn::Linear& l = *layers.at(layer);
         for (auto [param, suffix] : {std::pair{l.lora_a(), ".lora_A.weight"}, std::pair{l.lora_b(), ".lora_B.weight"}}) {

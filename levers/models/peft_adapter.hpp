@@ -5,6 +5,9 @@
 //
 // A PEFT adapter trained elsewhere loads here and one saved here loads in
 // PEFT, over the same base; merge_lora (levers/nn/lora.hpp) folds it in.
+// Whole weights that train beside the adapters (a mixture's routers) go in
+// as PEFT's modules_to_save: base_model.model.<layer>.weight, the layers'
+// last names listed in adapter_config.json.
 #pragma once
 
 #include "levers/nn/module.hpp"
@@ -19,6 +22,7 @@ struct LoraSettings {
     int rank = 8;
     double alpha = 16;
     std::vector<std::string> targets;  // layer names or their last parts: "q_proj"
+    std::vector<std::string> modules_to_save;  // read: the layers saved whole beside the adapters ("gate")
 };
 
 // Writes the adapters attached to `model` (nn::attach_lora) to `dir`

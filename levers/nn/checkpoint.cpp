@@ -4,6 +4,8 @@
 
 #include "levers/core/autograd.hpp"
 #include "levers/core/error.hpp"
+#include "levers/kernels/elementwise.hpp"
+#include "levers/kernels/reduce.hpp"
 
 namespace levers::nn {
 
@@ -11,7 +13,7 @@ namespace {
 
 struct CheckpointState {
     autograd::SavedTensor x;
-    std::function<Tensor(const Tensor&)> fn;
+    std::function<std::pair<Tensor, Tensor>(const Tensor&)> fn;  // the side output undefined where there is none
     Module* block = nullptr;
     nlohmann::json dropout_before;  // the model's dropout counters as the forward began
 };
@@ -32,36 +34,56 @@ void checkpoint_backward(autograd::Backward& b) {
     if (b.needs_grad(0)) x.requires_grad_();
     {
         autograd::RecomputeScope recompute;
-        const Tensor y = s.fn(x);
+        const auto [y, side] = s.fn(x);
         root.load_state(dropout_now);
         LEVERS_CHECK(y.shape() == b.grad_out(0).shape(),
                      "checkpoint: the block's recomputed output is {}, its forward gave {}", y.shape().str(),
                      b.grad_out(0).shape().str());
-        y.backward(b.grad_out(0));  // the block's parameters' gradients land in their flat buffer
+        if (!side.defined()) {
+            y.backward(b.grad_out(0));  // the block's parameters' gradients land in their flat buffer
+        } else {
+            // Both outputs' gradients at once, through Σ y·dy + Σ side·dside (whose gradients are dy and dside).
+            (ops::sum(ops::cast(y * b.grad_out(0), DType::f32)) +
+             ops::sum(ops::cast(side * b.grad_out(1), DType::f32)))
+                .backward();
+        }
     }
     if (b.needs_grad(0)) b.set_grad(0, x.grad());
 }
 
-}  // namespace
-
-Tensor checkpoint(Module& block, const Tensor& x, std::function<Tensor(const Tensor&)> fn) {
+std::pair<Tensor, Tensor> checkpointed(Module& block, const Tensor& x,
+                                       std::function<std::pair<Tensor, Tensor>(const Tensor&)> fn) {
     if (!autograd::grad_enabled() || !block.training()) return fn(x);
     std::vector<Tensor> params;
     collect(block, params);
     nlohmann::json dropout_before = block.root().save_state();
-    Tensor y;
+    Tensor y, side;
     {
         autograd::InferenceMode no_graph;  // the activations are freed as the block goes
-        y = fn(x);
+        std::tie(y, side) = fn(x);
     }
-    autograd::Node* n = autograd::record_using("checkpoint", &checkpoint_backward, {&x}, {&y}, params);
-    if (!n) return y;  // nothing in it needs a gradient
+    autograd::Node* n = side.defined()
+                            ? autograd::record_using("checkpoint", &checkpoint_backward, {&x}, {&y, &side}, params)
+                            : autograd::record_using("checkpoint", &checkpoint_backward, {&x}, {&y}, params);
+    if (!n) return {y, side};  // nothing in it needs a gradient
     auto* s = n->make_state<CheckpointState>();
     s->x = x;
     s->fn = std::move(fn);
     s->block = &block;
     s->dropout_before = std::move(dropout_before);
-    return y;
+    return {y, side};
+}
+
+}  // namespace
+
+Tensor checkpoint(Module& block, const Tensor& x, std::function<Tensor(const Tensor&)> fn) {
+    return checkpointed(block, x, [fn = std::move(fn)](const Tensor& in) { return std::pair{fn(in), Tensor()}; })
+        .first;
+}
+
+std::pair<Tensor, Tensor> checkpoint_with_side(Module& block, const Tensor& x,
+                                               std::function<std::pair<Tensor, Tensor>(const Tensor&)> fn) {
+    return checkpointed(block, x, std::move(fn));
 }
 
 }  // namespace levers::nn

@@ -15,6 +15,7 @@
 #include "levers/nn/module.hpp"
 
 #include <functional>
+#include <utility>
 
 namespace levers::nn {
 
@@ -22,5 +23,11 @@ namespace levers::nn {
 // ones), with its activations recomputed during backward. Outside training
 // (evaluation mode, InferenceMode) it is fn(x).
 Tensor checkpoint(Module& block, const Tensor& x, std::function<Tensor(const Tensor&)> fn);
+
+// The same for a block that gives a second, smaller output beside its own (a
+// router's logits, which a loss of their own reads): both differentiable,
+// recomputed together in backward.
+std::pair<Tensor, Tensor> checkpoint_with_side(Module& block, const Tensor& x,
+                                               std::function<std::pair<Tensor, Tensor>(const Tensor&)> fn);
 
 }  // namespace levers::nn

@@ -5,16 +5,17 @@
 
 namespace levers::nn {
 
-GatedMLP::GatedMLP(std::int64_t dim, std::int64_t hidden, bool bias, Init init, Activation activation_, bool fused)
-    : gate_proj(optional_linear(*this, !fused, "gate_proj", dim, hidden, bias, init)),
-      up_proj(optional_linear(*this, !fused, "up_proj", dim, hidden, bias, init)),
+GatedMLP::GatedMLP(std::int64_t dim, std::int64_t hidden, bool bias, Init init, Activation activation_, bool fused,
+                   Names names)
+    : gate_proj(optional_linear(*this, !fused, names.gate, dim, hidden, bias, init)),
+      up_proj(optional_linear(*this, !fused, names.up, dim, hidden, bias, init)),
       gate_up_proj(optional_linear(*this, fused, "gate_up_proj", dim, 2 * hidden, bias, init)),
-      down_proj(*this, "down_proj", hidden, dim, bias, init),
+      down_proj(*this, names.down, hidden, dim, bias, init),
       activation(activation_) {}
 
 GatedMLP::GatedMLP(Module& parent, std::string name, std::int64_t dim, std::int64_t hidden, bool bias, Init init,
-                   Activation activation_, bool fused)
-    : GatedMLP(dim, hidden, bias, init, activation_, fused) {
+                   Activation activation_, bool fused, Names names)
+    : GatedMLP(dim, hidden, bias, init, activation_, fused, names) {
     parent.register_module(std::move(name), *this);
 }
 

@@ -1,5 +1,7 @@
 #include "levers/nn/lora.hpp"
 
+#include "levers/nn/sparse_moe.hpp"
+
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -24,7 +26,7 @@ namespace {
 constexpr const char* kAllLinear = "all-linear";
 std::string last_part(const std::string& name) { return name.substr(name.rfind('.') + 1); }
 bool chosen_by(const Linear& l, const std::string& target) {
-    if (target == kAllLinear) return last_part(l.full_name()) != "lm_head";
+    if (target == kAllLinear) return last_part(l.full_name()) != "lm_head" && !is_router(l);
     return l.full_name() == target || l.full_name().ends_with("." + target);
 }
 }  // namespace
@@ -39,9 +41,8 @@ std::vector<std::string> resolved_targets(Module& model, const std::vector<std::
     return {names.begin(), names.end()};
 }
 
-int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const std::vector<std::string>& targets) {
+std::vector<Linear*> lora_layers(Module& model, const std::vector<std::string>& targets) {
     Module& root = model.root();
-    LEVERS_CHECK(!has_lora(root), "this model already has LoRA adapters");
     std::vector<Linear*> chosen;
     for (Linear* l : linear_layers(root))
         for (const auto& t : targets)
@@ -58,6 +59,13 @@ int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const
             LEVERS_FAIL("LoRA target '{}' names no Linear layer of this model; its layers are {}", t,
                         fmt::join(names, ", "));
         }
+    return chosen;
+}
+
+int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const std::vector<std::string>& targets) {
+    Module& root = model.root();
+    LEVERS_CHECK(!has_lora(root), "this model already has LoRA adapters");
+    const std::vector<Linear*> chosen = lora_layers(root, targets);
     LEVERS_CHECK(alpha > 0, "lora alpha must be positive, got {}", alpha);
     for (Linear* l : chosen)  // every layer checked before any changes
         LEVERS_CHECK(rank >= 1 && rank <= std::min(l->in_features(), l->out_features()),

@@ -11,11 +11,15 @@ namespace levers::nn {
 
 // Attaches a rank-`rank` adapter (scale alpha / rank) to every Linear of
 // `model` whose full name ends with one of `targets` ("attn.c_attn"; "all-linear",
-// as PEFT has it, every Linear but the output layer lm_head), freezes
+// as PEFT has it, every Linear but the output layer lm_head, and here but a
+// mixture's routers, which train whole or stay frozen), freezes
 // every other parameter and lays the model out again, the adapters' A drawn
 // from `seed`. Returns how many layers got one; a target naming no layer is
 // an error naming the model's layers. Call after loading weights, before training.
 int attach_lora(Module& model, int rank, double alpha, std::uint64_t seed, const std::vector<std::string>& targets);
+// The layers `targets` choose, as attach_lora chooses them (a target naming no layer is the same error), with
+// nothing attached: a recipe's check step asks it of a model declared without weights.
+std::vector<Linear*> lora_layers(Module& model, const std::vector<std::string>& targets);
 // The targets as PEFT's adapter_config.json lists them: "all-linear" as the
 // last parts of the names of the layers it chose in `model`.
 std::vector<std::string> resolved_targets(Module& model, const std::vector<std::string>& targets);

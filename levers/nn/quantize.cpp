@@ -1,5 +1,7 @@
 #include "levers/nn/quantize.hpp"
 
+#include "levers/nn/sparse_moe.hpp"
+
 #include "levers/nn/lora.hpp"
 
 #include <optional>
@@ -10,7 +12,7 @@ namespace levers::nn {
 int hold_linears_in_4bit(Module& model, const ops::Quant4Spec& spec) {
     std::vector<Parameter*> chosen;
     for (Linear* l : linear_layers(model.root()))
-        if (l->name() != "lm_head" && !l->weight.held_in_4bit()) chosen.push_back(&l->weight);
+        if (l->name() != "lm_head" && !is_router(*l) && !l->weight.held_in_4bit()) chosen.push_back(&l->weight);
     // Values a laid-out model has are quantized first, all from one layout (each weight held in 4 bits lays the
     // model out again); a model not laid out yet is quantized as its weights are given.
     std::vector<std::optional<ops::Quantized4>> values(chosen.size());

@@ -1,5 +1,7 @@
 #include "levers/nn/sparse_moe.hpp"
 
+#include "levers/core/shape_trace.hpp"
+
 #include "levers/kernels/elementwise.hpp"
 #include "levers/kernels/indexing.hpp"
 #include "levers/kernels/reduce.hpp"
@@ -20,11 +22,16 @@ SparseMoe::Options checked(const SparseMoe::Options& o) {
 
 SparseMoe::SparseMoe(const Options& o)
     : gate(*this, "gate", checked(o).dim, o.experts, false, o.init), experts(*this, "experts"), options(o) {
-    for (std::int64_t e = 0; e < o.experts; ++e) experts.add(o.dim, o.hidden, false, o.init, o.activation);
+    for (std::int64_t e = 0; e < o.experts; ++e) experts.add(o.dim, o.hidden, false, o.init, o.activation, false, o.names);
 }
 
 SparseMoe::SparseMoe(Module& parent, std::string name, const Options& o) : SparseMoe(o) {
     parent.register_module(std::move(name), *this);
+}
+
+bool is_router(const Linear& layer) {
+    const auto* moe = dynamic_cast<const SparseMoe*>(layer.parent());
+    return moe && &moe->gate == &layer;
 }
 
 Tensor SparseMoe::forward(const Tensor& x) {
@@ -36,8 +43,13 @@ Tensor SparseMoe::forward(const Tensor& x) {
     if (options.norm_topk_prob) weights = weights / ops::sum(weights, {-1}, true);
     weights = ops::cast(weights, x.dtype()).reshape({n * k});
     // Which (token, slot) went to each expert, from the choices on the host.
-    const Tensor host = chosen.to(Device::cpu());
-    const std::int32_t* c = host.data<std::int32_t>();
+    choices_ = chosen.to(Device::cpu()).contiguous();
+    if (shape_tracing()) {  // a plan: the choices hold no values; the tokens spread evenly over the experts
+        std::vector<std::int32_t> even(static_cast<std::size_t>(n * k));
+        for (std::size_t i = 0; i < even.size(); ++i) even[i] = static_cast<std::int32_t>(i % static_cast<std::size_t>(options.experts));
+        choices_ = Tensor::from(even, {n, k});
+    }
+    const std::int32_t* c = choices_.data<std::int32_t>();
     std::vector<std::vector<std::int32_t>> tokens(static_cast<std::size_t>(options.experts)), slots(tokens.size());
     for (std::int64_t i = 0; i < n * k; ++i) {
         tokens[static_cast<std::size_t>(c[i])].push_back(static_cast<std::int32_t>(i / k));

@@ -5,7 +5,10 @@
 // norm_topk_prob; each expert a gated MLP over the tokens routed to it
 // (gathered: one product per expert over its rows, no token dropped), its
 // output weighted by the token's probability and added back at the token's
-// row. Differentiable in the router (through the kept probabilities) and the
+// row. In a shape trace (a plan) the tokens spread evenly over the experts:
+// the activations kept are the same for any routing (n·k rows in all), only
+// the largest expert's transient product grows where it is uneven.
+// Differentiable in the router (through the kept probabilities) and the
 // experts; the gathering and the adding back are index_select and
 // scatter_add, whose gradients are each other.
 #pragma once
@@ -25,6 +28,7 @@ public:
         bool norm_topk_prob = true;
         Init init = init::fan_in_uniform();
         GatedMLP::Activation activation = GatedMLP::Activation::silu;
+        GatedMLP::Names names = {};  // the experts' projections (Mixtral's: GatedMLP::kMixtralNames)
     };
     explicit SparseMoe(const Options& options);
     SparseMoe(Module& parent, std::string name, const Options& options);
@@ -36,13 +40,20 @@ public:
     const Options options;
 
     // What the last forward routed: the router's scores [tokens, experts] (for the load-balancing loss),
-    // and how many tokens each expert took.
+    // each token's experts (i32 [tokens, top_k] on the host, the likeliest first) and how many tokens each
+    // expert took.
     const Tensor& router_logits() const { return router_logits_; }
+    const Tensor& choices() const { return choices_; }
     const std::vector<std::int64_t>& tokens_per_expert() const { return tokens_per_expert_; }
 
 private:
-    Tensor router_logits_;
+    Tensor router_logits_, choices_;
     std::vector<std::int64_t> tokens_per_expert_;
 };
+
+// Whether `layer` is a mixture's router (its gate): LoRA's all-linear and the
+// 4-bit base leave routers alone (they are small, and a fine-tune trains or
+// freezes them whole).
+bool is_router(const Linear& layer);
 
 }  // namespace levers::nn

@@ -123,6 +123,8 @@ void declare_lora(RecipeDef& def, const LoraDefaults& d) {
     add_param(def, settings::quantize.spec());
     add_param(def, settings::double_quant.spec());
     add_param(def, settings::save_quantized.spec());
+    add_param(def, settings::train_router.spec());
+    add_param(def, settings::router.spec());
 }
 
 Recipe freeze(const RecipeDef& def) {

@@ -123,8 +123,8 @@ struct TrainingDefaults {
     std::optional<long> eval_every;  // steps between evaluations (.evaluate); 0: at the end only
 };
 
-// LoRA's settings (settings.hpp: lora_r, lora_alpha, lora_targets; QLoRA's quantize, double_quant), declared by
-// .lora({...}).
+// LoRA's settings (settings.hpp: lora_r, lora_alpha, lora_targets; QLoRA's quantize, double_quant; a mixture
+// of experts' train_router and router), declared by .lora({...}).
 struct LoraDefaults {
     long r = 8;          // adapter rank; 0: every weight trains
     double alpha = 16;   // updates scaled by alpha / r
@@ -370,8 +370,8 @@ public:
         def_.loop.early_stop = {std::move(metric), patience, maximize, min_delta};
         return *this;
     }
-    // LoRA's settings as parameters (settings.hpp: lora_r, lora_alpha, lora_targets, and QLoRA's quantize and
-    // double_quant), with these defaults.
+    // LoRA's settings as parameters (settings.hpp: lora_r, lora_alpha, lora_targets, QLoRA's quantize and
+    // double_quant, a mixture's train_router and router), with these defaults.
     BasicRecipe& lora(const LoraDefaults& defaults) {
         detail::declare_lora(def_, defaults);
         return *this;

@@ -56,4 +56,13 @@ inline const Param<bool> save_quantized{"save_quantized", false, "save the merge
                                         "as bitsandbytes does (quantize='s type, nf4 without it), not in full "
                                         "precision"};
 
+// A mixture of experts' (mixtral, qwen3_moe), declared with LoRA's.
+inline const Param<bool> train_router{"train_router", true, "a mixture of experts' routers learn: whole weights "
+                                      "beside LoRA's adapters (in the adapter as PEFT's modules_to_save), or with "
+                                      "every weight (lora_r=0); false: frozen"};
+inline const Param<std::string> router{"router", "", "a mixture of experts' router losses, comma-separated: "
+                                       "aux:COEF, the load-balancing loss's weight (default: config.json's "
+                                       "router_aux_loss_coef where it sets output_router_logits, else 0); z:COEF, "
+                                       "the router z-loss's (default 0)"};
+
 }  // namespace levers::settings

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace levers::train {
 
 LoopReport::LoopReport(const LoopOptions& options, bool main_rank)
@@ -19,8 +21,9 @@ double LoopReport::train_seconds() const { return train_seconds_before_ + second
 void LoopReport::log_window(LoopState& st, double lr, double grad_norm, LoopResult& result) {
     const double mean = st.window_loss / static_cast<double>(st.window_steps);
     std::string more;
-    for (const auto& [name, sum] : window_metrics_)
-        more += fmt::format(" | {} {:.4g}", name, sum / static_cast<double>(window_metric_steps_));
+    for (const auto& [name, sum] : window_metrics_)  // a histogram's bins (a/b/c) are for metrics.jsonl alone
+        if (std::count(name.begin(), name.end(), '/') < 2)
+            more += fmt::format(" | {} {:.4g}", name, sum / static_cast<double>(window_metric_steps_));
     console_.line(fmt::format("step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} {}/s{}", st.step,
                               options_.steps, mean, lr, grad_norm,
                               static_cast<double>(window_items_) / seconds_since(window_start_), options_.unit, more));

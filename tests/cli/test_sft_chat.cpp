@@ -18,6 +18,7 @@
 #include "tests/process.hpp"
 #include "tests/temp_dir.hpp"
 #include "tests/tiny_llama.hpp"
+#include "tests/cli/sft_runs.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -40,33 +41,12 @@ fs::path tiny_model(const TempDir& tmp) {
                            5);
 }
 
-fs::path examples(const TempDir& tmp) {
-    std::string lines;
-    for (int i = 0; i < 24; ++i) {
-        const std::string a = std::to_string(i), b = std::to_string(2 * i + 1), sum = std::to_string(3 * i + 1);
-        if (i % 3 == 0)
-            lines += R"({"messages": [{"role": "user", "content": "What is )" + a + " plus " + b +
-                     R"(?"}, {"role": "assistant", "content": ")" + sum + R"(."}]})" "\n";
-        else if (i % 3 == 1)
-            lines += R"({"instruction": "Add )" + a + " and " + b + R"(.", "output": ")" + sum + R"("})" "\n";
-        else
-            lines += R"({"text": ")" + a + " plus " + b + " is " + sum + R"(."})" "\n";
-    }
-    return tmp.write("chat.jsonl", lines);
-}
-
 double max_difference(const std::vector<double>& a, const std::vector<double>& b) {
     double d = 0;
     for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
     return d;
 }
 
-std::vector<std::string> sft(const fs::path& model, const fs::path& data, const fs::path& out, int gpus) {
-    return {"run", "sft", "--gpus", std::to_string(gpus), "--threads", "1", "--out", out.string(), "--set",
-            "model=" + model.string(), "--set", "data=" + data.string(), "--set", "context=64", "--set",
-            "batch_size=1", "--set", "steps=6", "--set", "checkpoint_every=3", "--set", "eval_every=3", "--set",
-            "log_every=1", "--set", "val_fraction=0.2"};
-}
 
 }  // namespace
 

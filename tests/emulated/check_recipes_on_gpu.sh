@@ -14,8 +14,8 @@
 # on the answers only) likewise, on one GPU and two, dpo on pairs of its answers
 # (LoRA, the base as the reference) and grpo on its questions (answers sampled
 # together through the KV cache, the same as the CPU's in f32) on one GPU,
-# and a tiny SmolLM3, Gemma 2
-# and Gemma 3 in bf16, each lowering its validation loss. Whole runs: data,
+# and a tiny SmolLM3, Gemma 2, Gemma 3, Phi-3, Mixtral and Qwen3-MoE in bf16
+# (Mixtral on two GPUs with ZeRO-2 too), each lowering its validation loss. Whole runs: data,
 # training loop, AdamW and clipping on the GPU, evaluation, checkpoints,
 # sampling. Then a user's own models (examples/user_project: a residual MLP
 # with layernorm written as modules, a small CNN, a classifier with an op of
@@ -104,9 +104,9 @@ run llama_base "${cpu[@]}" run pretrain_llama --threads 1 --set steps=1 --set hi
     --set eval_batches=1 --set sample_tokens=0 --set corpus="$corpus" --set tokenizer="$here/../fixtures/tiny_tokenizer" \
     --out "$work/llama_base"
 # Tiny models of the families beside Llama (each layer kind: no rotary, sliding and soft-capped, Gemma 3's norms
-# and scaled rotary, Phi-3's fused projections, partial rotation and longrope), saved with the same tokenizer;
-# sft fine-tunes each in bf16 below.
-families=(smollm3 gemma2 gemma3_text phi3)
+# and scaled rotary, Phi-3's fused projections, partial rotation and longrope; the mixtures of experts Mixtral and
+# Qwen3-MoE), saved with the same tokenizer; sft fine-tunes each in bf16 below.
+families=(smollm3 gemma2 gemma3_text phi3 mixtral qwen3_moe)
 for type in "${families[@]}"; do
     run "tiny_$type" "$4" run tiny_model --set model_type="$type" --set dir="$work/tiny_$type" \
         --set tokenizer="$here/../fixtures/tiny_tokenizer"
@@ -204,6 +204,10 @@ for type in "${families[@]}"; do  # every weight trained (lora_r=0), its validat
                 --set checkpoint_every=0 --set val_fraction=0.25)
     run "cpu_sft_$type" "${cpu[@]}" "${family_sft[@]}"
     run "bf16_sft_$type" "${gpu[@]}" "${family_sft[@]}" --device cuda --precision bf16
+    if [ "$type" = mixtral ]; then  # a mixture's experts' state sharded by ZeRO-2 over two GPUs
+        run "bf16_sft_x2_$type" env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${family_sft[@]}" --gpus 2 --device cuda \
+            --precision bf16 --set zero=2 --set checkpointing=true
+    fi
 done
 # A GPU too small for the batch asked (the emulated GPU's memory limited): the rank stops with the plan's figures
 # and what fits, having written no checkpoint.
@@ -218,10 +222,10 @@ run oom run_oom
 settle
 grep -q "the model uses op 'test_square', which has no cuda kernel in f32; training on the CPU instead" fallback.log ||
     { echo "the model with a CPU-only op did not fall back to the CPU:"; cat fallback.log; exit 1; }
-for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft f32_dpo bf16_dpo f32_grpo bf16_grpo bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text bf16_sft_phi3 user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
+for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft f32_dpo bf16_dpo f32_grpo bf16_grpo bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text bf16_sft_phi3 bf16_sft_mixtral bf16_sft_qwen3_moe user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
     grep -q 'on GPU 0 (levers emulated GPU' "$run.log" || { echo "the $run run did not use the emulated GPU:"; cat "$run.log"; exit 1; }
 done
-for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 user_f32_x2 cnn_f32_x2; do
+for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 bf16_sft_x2_mixtral user_f32_x2 cnn_f32_x2; do
     grep -q '2 ranks on GPUs 0,1 (levers emulated GPU' "$run.log" ||
         { echo "the $run run did not use two emulated GPUs:"; cat "$run.log"; exit 1; }
 done
@@ -264,7 +268,9 @@ for suffix, precisions, cpu_run in (('', ('f32', 'bf16'), 'cpu'), ('_x2', ('f32'
                                     ('_sft_smollm3', ('bf16',), 'cpu_sft_smollm3'),
                                     ('_sft_gemma2', ('bf16',), 'cpu_sft_gemma2'),
                                     ('_sft_gemma3_text', ('bf16',), 'cpu_sft_gemma3_text'),
-                                    ('_sft_phi3', ('bf16',), 'cpu_sft_phi3')):
+                                    ('_sft_phi3', ('bf16',), 'cpu_sft_phi3'),
+                                    ('_sft_mixtral', ('bf16',), 'cpu_sft_mixtral'),
+                                    ('_sft_qwen3_moe', ('bf16',), 'cpu_sft_qwen3_moe')):
     cpu = result(cpu_run)
     for precision in precisions:
         run, tolerance = precision + suffix, 1e-5 if precision == 'f32' else 0.02
@@ -291,8 +297,8 @@ def against_cpu(cpu_run, runs, accuracy):  # each run's loss within its toleranc
 against_cpu('user_cpu', (('user_f32', 1e-5), ('user_bf16', 0.02), ('user_f32_x2', 1e-5)), 'test_accuracy')
 against_cpu('cnn_cpu', (('cnn_f32', 1e-5), ('cnn_bf16', 0.02), ('cnn_f32_x2', 1e-5)), 'final_test_accuracy')
 against_cpu('logistic_cpu', (('logistic_f32', 1e-5),), 'train_accuracy')
-for family in ('smollm3', 'gemma2', 'gemma3_text', 'phi3'):  # sft lowers each family's validation loss on the GPU
-    run = 'bf16_sft_' + family
+for run in ('bf16_sft_smollm3', 'bf16_sft_gemma2', 'bf16_sft_gemma3_text', 'bf16_sft_phi3', 'bf16_sft_mixtral',
+            'bf16_sft_qwen3_moe', 'bf16_sft_x2_mixtral'):  # sft lowers each family's validation loss on the GPU
     before = float(re.search(r'eval step +0 \| val_loss ([0-9.]+)', open(run + '.log').read()).group(1))
     after = result(run)['val_loss']
     failed |= not after < before

@@ -3,7 +3,7 @@
 for tests/unit/models/test_llama_family.cpp.
 
 For each model_type levers reads (llama, mistral, qwen2, qwen3, smollm3,
-gemma2, gemma3_text, phi3) this makes a model of two layers with random weights,
+gemma2, gemma3_text, phi3, mixtral, qwen3_moe) this makes a model of two layers with random weights,
 writes it as Hugging Face does (config.json, model.safetensors or shards with
 model.safetensors.index.json, in float32 or bfloat16), and computes with
 PyTorch in float64, from the weights as stored, what transformers'
@@ -19,12 +19,18 @@ global one, gemma2's soft-capped scores and logits, gemma3_text's q/k norms
 and the sliding layer's own rope base with linear scaling on the global one),
 and Phi-3's (fused qkv_proj and gate_up_proj, a partial rotation, longrope
 scaling whose long factors take over past the original length, a sliding
-window); tied and separate output embeddings. The greedy continuation is
+window), and the mixtures of experts: Mixtral's block_sparse_moe (experts
+w1/w3/w2, top-2 renormalised) and Qwen3-MoE's (q/k norms, top-2 of 6 not
+renormalised, a dense layer among the sparse ones by mlp_only_layers, three
+layers), each with output_router_logits, so the loss is transformers' cross
+entropy plus router_aux_loss_coef times its load_balancing_loss_func, and
+the reference records that auxiliary loss and which experts each token
+went to in each sparse layer; tied and separate output embeddings. The greedy continuation is
 what generation through transformers' cache computes: each position turned
 by the factors of the step that added it (for longrope, the short ones while
 the sequence stays within the original length).
 
-    /usr/bin/python3 tests/reference/hf_models.py tests/reference/hf
+    /usr/bin/python3 tests/reference/hf_models.py tests/reference/hf [model_type ...]
 
 Needs PyTorch (Debian's python3-torch); what it wrote is committed, so the
 tests run without it. safetensors is written by hand (struct + json): Debian
@@ -102,6 +108,20 @@ MODELS = {
                 "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.5, 2.5],
                                  "long_factor": [3.0, 5.0, 9.0]}},
         dtype="F32", shards=2),
+    "mixtral": dict(
+        config={**COMMON, "model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "num_key_value_heads": 2,
+                "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "tie_word_embeddings": False, "sliding_window": None,
+                "num_local_experts": 4, "num_experts_per_tok": 2, "router_aux_loss_coef": 0.02,
+                "output_router_logits": True},
+        dtype="F32", shards=3),
+    "qwen3_moe": dict(
+        config={**COMMON, "model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"],
+                "num_hidden_layers": 3, "num_key_value_heads": 2, "head_dim": 16, "rms_norm_eps": 1e-6,
+                "rope_theta": 1000000.0, "tie_word_embeddings": False, "attention_bias": False,
+                "use_sliding_window": False, "sliding_window": None, "num_experts": 6, "num_experts_per_tok": 2,
+                "moe_intermediate_size": 24, "norm_topk_prob": False, "decoder_sparse_step": 1,
+                "mlp_only_layers": [1], "router_aux_loss_coef": 0.05, "output_router_logits": True},
+        dtype="BF16", shards=1),
 }
 BATCH, TIME = 2, 9
 
@@ -125,6 +145,24 @@ def layer_attention(c, l):
     if c["model_type"] == "smollm3" and not c["no_rope_layers"][l]:
         theta = None
     return window, theta, scaling
+
+
+def experts(c):
+    """The experts of a mixture, or 0 for a dense model."""
+    return c.get("num_local_experts", 0) if c["model_type"] == "mixtral" else c.get("num_experts", 0)
+
+
+def sparse(c, l):
+    """Whether layer l's MLP is a mixture of experts, as transformers' Qwen3MoeDecoderLayer decides."""
+    step = c.get("decoder_sparse_step", 1)
+    return experts(c) > 0 and l not in c.get("mlp_only_layers", []) and (l + 1) % step == 0
+
+
+def expert_names(c):
+    """The MoE block's name and its experts' (gate, up, down) projections."""
+    if c["model_type"] == "mixtral":
+        return "block_sparse_moe", ("w1", "w3", "w2")
+    return "mlp", ("gate_proj", "up_proj", "down_proj")
 
 
 def head_dim(c):
@@ -154,13 +192,22 @@ def shapes(c):
             out[p + "self_attn.k_proj.bias"] = [kv]
             out[p + "self_attn.v_proj.bias"] = [kv]
         out[p + "self_attn.o_proj.weight"] = [d, q]
-        if c["model_type"] in ("qwen3", "gemma3_text"):
+        if c["model_type"] in ("qwen3", "qwen3_moe", "gemma3_text"):
             out[p + "self_attn.q_norm.weight"] = [hd]
             out[p + "self_attn.k_norm.weight"] = [hd]
         out[p + "post_attention_layernorm.weight"] = [d]
         if gemma(c):
             out[p + "pre_feedforward_layernorm.weight"] = [d]
             out[p + "post_feedforward_layernorm.weight"] = [d]
+        if sparse(c, l):
+            block, (g, u, dn) = expert_names(c)
+            mi = c.get("moe_intermediate_size", i) if c["model_type"] == "qwen3_moe" else i
+            out[p + block + ".gate.weight"] = [experts(c), d]
+            for e in range(experts(c)):
+                out[p + f"{block}.experts.{e}.{g}.weight"] = [mi, d]
+                out[p + f"{block}.experts.{e}.{u}.weight"] = [mi, d]
+                out[p + f"{block}.experts.{e}.{dn}.weight"] = [d, mi]
+            continue
         if c["model_type"] == "phi3":
             out[p + "mlp.gate_up_proj.weight"] = [2 * i, d]
         else:
@@ -283,7 +330,40 @@ def rotate(c, x, cos, sin):
     return torch.cat((turned * cos + rotate_half(turned) * sin, rest), dim=-1)
 
 
-def forward(c, w, tokens, lengths=None):
+def sparse_moe(c, w, m, p, act, lin, routed):
+    """transformers' MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: softmax over the router's logits, the top k
+    (renormalised where norm_topk_prob; always in Mixtral), a loop over the experts with index_add_."""
+    block, (g, u, dn) = expert_names(c)
+    shape = m.shape
+    x = m.reshape(-1, shape[-1])
+    logits = lin(x, p + block + ".gate")
+    probs = logits.softmax(-1)
+    weights, chosen = probs.topk(c["num_experts_per_tok"], dim=-1)
+    if c["model_type"] == "mixtral" or c.get("norm_topk_prob"):
+        weights = weights / weights.sum(-1, keepdim=True)
+    out = torch.zeros_like(x)
+    for e in range(experts(c)):
+        rows, slot = torch.where(chosen == e)
+        if rows.numel() == 0:
+            continue
+        q = p + f"{block}.experts.{e}."
+        xe = x[rows]
+        y = lin(act(lin(xe, q + g)) * lin(xe, q + u), q + dn) * weights[rows, slot, None]
+        out = out.index_add(0, rows, y)
+    routed.append((logits, chosen))
+    return out.reshape(shape)
+
+
+def load_balancing_loss(c, routed):
+    """transformers' load_balancing_loss_func without an attention mask: every sparse layer's logits together."""
+    logits = torch.cat([r[0] for r in routed], dim=0)
+    probs = logits.softmax(-1)
+    _, chosen = probs.topk(c["num_experts_per_tok"], dim=-1)
+    mask = torch.nn.functional.one_hot(chosen, experts(c)).to(probs.dtype)
+    return (mask.mean(0) * probs.mean(0).unsqueeze(0)).sum() * experts(c)
+
+
+def forward(c, w, tokens, lengths=None, routed=None):
     """lengths[p]: the length of the forward that computed position p (all of tokens' by default; generation
     through a cache computes each new position in a forward of its own)."""
     b, t = tokens.shape
@@ -316,7 +396,7 @@ def forward(c, w, tokens, lengths=None):
             q = lin(a, p + "self_attn.q_proj").view(b, t, heads, hd)
             k = lin(a, p + "self_attn.k_proj").view(b, t, kv_heads, hd)
             v = lin(a, p + "self_attn.v_proj").view(b, t, kv_heads, hd).transpose(1, 2)
-        if c["model_type"] in ("qwen3", "gemma3_text"):
+        if c["model_type"] in ("qwen3", "qwen3_moe", "gemma3_text"):
             q = norm(q, p + "self_attn.q_norm")
             k = norm(k, p + "self_attn.k_norm")
         q, k = q.transpose(1, 2), k.transpose(1, 2)
@@ -339,11 +419,14 @@ def forward(c, w, tokens, lengths=None):
         else:
             h = h + y
             m = norm(h, p + "post_attention_layernorm")
-        if c["model_type"] == "phi3":  # the gate's half first
-            gate, up = lin(m, p + "mlp.gate_up_proj").chunk(2, dim=-1)
+        if sparse(c, l):
+            y = sparse_moe(c, w, m, p, act, lin, routed if routed is not None else [])
         else:
-            gate, up = lin(m, p + "mlp.gate_proj"), lin(m, p + "mlp.up_proj")
-        y = lin(act(gate) * up, p + "mlp.down_proj")
+            if c["model_type"] == "phi3":  # the gate's half first
+                gate, up = lin(m, p + "mlp.gate_up_proj").chunk(2, dim=-1)
+            else:
+                gate, up = lin(m, p + "mlp.gate_proj"), lin(m, p + "mlp.up_proj")
+            y = lin(act(gate) * up, p + "mlp.down_proj")
         h = h + (norm(y, p + "post_feedforward_layernorm") if gemma(c) else y)
     h = norm(h, "model.norm")
     head = w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]
@@ -362,9 +445,16 @@ def reference(c, stored):
     tokens = torch.randint(0, c["vocab_size"], (BATCH, TIME), generator=g)
     targets = torch.randint(0, c["vocab_size"], (BATCH, TIME), generator=g)
     targets[1, 3] = -100  # ignored
-    logits = forward(c, w, tokens)
+    routed = []
+    logits = forward(c, w, tokens, routed=routed)
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, c["vocab_size"]), targets.reshape(-1),
                                              ignore_index=-100)
+    extra = {}
+    if routed:  # MixtralForCausalLM's and Qwen3MoeForCausalLM's loss with output_router_logits
+        aux = load_balancing_loss(c, routed)
+        extra = {"cross_entropy": float(loss), "aux_loss": float(aux),
+                 "experts": [r[1].reshape(-1).tolist() for r in routed]}
+        loss = loss + c["router_aux_loss_coef"] * aux
     loss.backward()
     with torch.no_grad():
         prompt = tokens[0, :4].tolist()
@@ -373,22 +463,31 @@ def reference(c, stored):
             nxt = forward(c, w, torch.tensor([prompt]), lengths)[0, -1].argmax().item()
             prompt.append(nxt)
     query = "qkv_proj" if c["model_type"] == "phi3" else "q_proj"
-    full = ["model.embed_tokens.weight", f"model.layers.0.self_attn.{query}.weight", "model.layers.1.mlp.down_proj.weight"]
+    full = ["model.embed_tokens.weight", f"model.layers.0.self_attn.{query}.weight"]
+    last = c["num_hidden_layers"] - 1
+    if sparse(c, last):
+        block, (_, _, down) = expert_names(c)
+        full += [f"model.layers.{last}.{block}.gate.weight", f"model.layers.{last}.{block}.experts.1.{down}.weight"]
+    else:
+        full.append(f"model.layers.{last}.mlp.down_proj.weight")
     return {
+        **extra,
         "made_by": f"tests/reference/hf_models.py with PyTorch {torch.__version__}, float64 from the stored weights",
         "tokens": tokens.reshape(-1).tolist(),
         "targets": targets.reshape(-1).tolist(),
         "shape": [BATCH, TIME],
         "logits": flat(logits),
         "loss": float(loss),
-        "grad_sum_squares": {n: float(t.grad.pow(2).sum()) for n, t in w.items()},
+        "grad_sum_squares": {n: float(t.grad.pow(2).sum()) if t.grad is not None else 0.0 for n, t in w.items()},
         "grads": {n: flat(w[n].grad) for n in full},
         "greedy": {"prompt": tokens[0, :4].tolist(), "tokens": prompt},
     }
 
 
-def main(out):
+def main(out, only):
     for seed, (name, m) in enumerate(MODELS.items()):
+        if only and name not in only:
+            continue
         directory = os.path.join(out, name)
         weights = random_weights(m["config"], m["dtype"], seed)
         cfg = {**m["config"], "torch_dtype": "bfloat16" if m["dtype"] == "BF16" else "float32"}
@@ -398,4 +497,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tests/reference/hf")
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/reference/hf", sys.argv[2:])

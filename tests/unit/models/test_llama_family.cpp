@@ -6,7 +6,9 @@
 // soft caps and a sliding layer in f32, gemma3_text with q/k norms, a sliding
 // layer of its own rope base and linear rope scaling on the global one in bf16
 // shards, phi3 with fused projections, a partial rotation, longrope scaling and
-// a sliding window in f32 shards), against PyTorch computing what transformers computes
+// a sliding window in f32 shards, mixtral's experts with the load-balancing
+// loss in f32 shards, qwen3_moe's experts not renormalised around a dense layer
+// in bf16), against PyTorch computing what transformers computes
 // (tests/reference/hf_models.py, float64, its output committed beside them):
 // logits, loss, gradients and a greedy continuation with the KV cache; then
 // written back and read again, tensor for tensor.
@@ -16,6 +18,7 @@
 #include "levers/models/hf_dir.hpp"
 #include "levers/models/peft_adapter.hpp"
 #include "levers/nn/lora.hpp"
+#include "tests/hf_reference.hpp"
 #include "tests/source_tree.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -33,22 +36,13 @@
 #include <set>
 
 using namespace levers;
+using levers::testing::ids;
+using levers::testing::reference;
+using levers::testing::reference_dir;
 using levers::testing::relative_error;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path reference_dir() { return testing::source_path("tests/reference/hf"); }
-
-nlohmann::json reference(const std::string& model) {
-    std::ifstream in(reference_dir() / (model + ".json"));
-    REQUIRE(in.good());
-    return nlohmann::json::parse(in);
-}
-
-Tensor ids(const nlohmann::json& values, const nlohmann::json& shape) {
-    return Tensor::from(values.get<std::vector<std::int32_t>>(), Shape(shape.get<std::vector<std::int64_t>>()));
-}
 
 // Logits, loss and gradients of the directory's model computing in `dtype` on the CPU.
 void check_forward_backward(const std::string& name, DType dtype, double tolerance) {
@@ -63,6 +57,14 @@ void check_forward_backward(const std::string& name, DType dtype, double toleran
     }
     model->params().zero_grad();
     const Tensor loss = model->loss(tokens, targets);
+    if (ref.contains("aux_loss")) {  // a mixture of experts: the load-balancing loss and each token's experts
+        const double aux = ref["aux_loss"];
+        CHECK(std::abs(model->aux_loss().item() - aux) <= tolerance * aux);
+        std::vector<std::vector<double>> experts;
+        for (models::LlamaLayer& layer : model->model.layers)
+            if (layer.moe) experts.push_back(layer.moe->choices().to(DType::f64).values());
+        CHECK(experts == ref["experts"].get<std::vector<std::vector<double>>>());
+    }
     loss.backward();
     CHECK(std::abs(loss.item() - ref["loss"].get<double>()) <= tolerance * ref["loss"].get<double>());
     const ParamSet& set = model->params();
@@ -86,7 +88,8 @@ void check_forward_backward(const std::string& name, DType dtype, double toleran
 
 }  // namespace
 
-constexpr const char* kModelTypes[] = {"llama", "mistral", "qwen2", "qwen3", "smollm3", "gemma2", "gemma3_text", "phi3"};
+constexpr const char* kModelTypes[] = {"llama",  "mistral",     "qwen2", "qwen3",   "smollm3",
+                                       "gemma2", "gemma3_text", "phi3",  "mixtral", "qwen3_moe"};
 
 TEST_CASE("every model type from HF directories matches transformers' maths: logits, loss, grads") {
     for (const char* name : kModelTypes) {
@@ -224,7 +227,7 @@ TEST_CASE("a broken HF directory is refused before anything is read, naming the 
         {broken_copy(dir, "llama", "gpt_neox",
                      [](const fs::path& d) { edit_config(d, [](auto& c) { c["model_type"] = "gpt_neox"; }); }),
          "model_type \"gpt_neox\" is not supported; levers reads llama, mistral, qwen2, qwen3, smollm3, gemma2, "
-         "gemma3_text, phi3"},
+         "gemma3_text, phi3, mixtral, qwen3_moe"},
         {broken_copy(dir, "gemma3_text", "chunked",
                      [](const fs::path& d) {
                          edit_config(d, [](auto& c) { c["layer_types"] = {"chunked_attention", "full_attention"}; });
@@ -289,6 +292,26 @@ TEST_CASE("a broken HF directory is refused before anything is read, naming the 
                          std::ofstream(d / "model.safetensors.index.json") << index.dump();
                      }),
          "no tensor 'model.layers.0.self_attn.qkv_proj.weight'; a phi3 of this config.json (2 layers) needs it [64, 32]"},
+        {broken_copy(dir, "mixtral", "top5",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["num_experts_per_tok"] = 5; }); }),
+         "num_experts_per_tok = 5 of 4 experts (num_local_experts); give 1..4"},
+        {broken_copy(dir, "qwen3_moe", "dense_layer_9",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["mlp_only_layers"] = {9}; }); }),
+         "mlp_only_layers holds 9; the layers are 0..2"},
+        {broken_copy(dir, "qwen3_moe", "lost_expert",
+                     [](const fs::path& d) {
+                         rewrite_weights(d, [](auto& t) {
+                             std::erase_if(t, [](const auto& w) {
+                                 return w.first == "model.layers.2.mlp.experts.3.up_proj.weight";
+                             });
+                         });
+                     }),
+         "no tensor 'model.layers.2.mlp.experts.3.up_proj.weight'; a qwen3_moe of this config.json (3 layers) needs "
+         "it [24, 32]"},
+        {broken_copy(dir, "qwen3_moe", "narrow_experts",
+                     [](const fs::path& d) { edit_config(d, [](auto& c) { c["moe_intermediate_size"] = 16; }); }),
+         "model.safetensors: tensor 'model.layers.0.mlp.experts.0.gate_proj.weight' is [24, 32]; this config.json "
+         "makes it [16, 32]"},
         {broken_copy(dir, "llama", "no_layers",
                      [](const fs::path& d) { edit_config(d, [](auto& c) { c.erase("num_hidden_layers"); }); }),
          "no \"num_hidden_layers\""},

@@ -49,24 +49,31 @@ Tensor SparseMoe::forward(const Tensor& x) {
         for (std::size_t i = 0; i < even.size(); ++i) even[i] = static_cast<std::int32_t>(i % static_cast<std::size_t>(options.experts));
         choices_ = Tensor::from(even, {n, k});
     }
+    // The routed rows sorted by expert: each one's token, and where each (token, choice) slot landed.
     const std::int32_t* c = choices_.data<std::int32_t>();
-    std::vector<std::vector<std::int32_t>> tokens(static_cast<std::size_t>(options.experts)), slots(tokens.size());
+    tokens_per_expert_.assign(static_cast<std::size_t>(options.experts), 0);
+    for (std::int64_t i = 0; i < n * k; ++i) ++tokens_per_expert_[static_cast<std::size_t>(c[i])];
+    std::vector<std::int64_t> next(tokens_per_expert_.size(), 0);
+    for (std::size_t e = 1; e < next.size(); ++e) next[e] = next[e - 1] + tokens_per_expert_[e - 1];
+    std::vector<std::int32_t> token_of(static_cast<std::size_t>(n * k)), landed(token_of.size());
     for (std::int64_t i = 0; i < n * k; ++i) {
-        tokens[static_cast<std::size_t>(c[i])].push_back(static_cast<std::int32_t>(i / k));
-        slots[static_cast<std::size_t>(c[i])].push_back(static_cast<std::int32_t>(i));
+        const auto at = next[static_cast<std::size_t>(c[i])]++;
+        token_of[static_cast<std::size_t>(at)] = static_cast<std::int32_t>(i / k);
+        landed[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(at);
     }
-    tokens_per_expert_.assign(tokens.size(), 0);
-    Tensor out = ops::zeros_like(h);
-    for (std::size_t e = 0; e < tokens.size(); ++e) {
-        const std::int64_t m = static_cast<std::int64_t>(tokens[e].size());
-        tokens_per_expert_[e] = m;
-        if (m == 0) continue;
-        const Tensor rows = Tensor::from(tokens[e], {m}, x.device());
-        const Tensor w = ops::index_select(weights, 0, Tensor::from(slots[e], {m}, x.device()));
-        const Tensor y = experts[e](ops::index_select(h, 0, rows)) * w.unsqueeze(1);
-        out = ops::scatter_add(out, 0, rows.unsqueeze(1).expand({m, dim}), y);
+    // One gather of every routed row; each expert a product over its run of them.
+    const Tensor gathered = ops::index_select(h, 0, Tensor::from(token_of, {n * k}, x.device()));
+    std::vector<Tensor> outputs;
+    std::int64_t first = 0;
+    for (std::size_t e = 0; e < tokens_per_expert_.size(); ++e) {
+        const std::int64_t m = tokens_per_expert_[e];
+        if (m > 0) outputs.push_back(experts[e](gathered.narrow(0, first, m)));
+        first += m;
     }
-    return out.reshape(x.shape());
+    const Tensor routed = outputs.size() == 1 ? outputs.front() : ops::cat(outputs, 0);  // [n·k, dim], by expert
+    // Back in slot order, weighted, each token's k summed.
+    const Tensor by_slot = ops::index_select(routed, 0, Tensor::from(landed, {n * k}, x.device()));
+    return ops::sum((by_slot * weights.unsqueeze(1)).view({n, k, dim}), {1}).reshape(x.shape());
 }
 
 }  // namespace levers::nn

@@ -51,14 +51,19 @@ template <class T> void scatter_add(const ScatterAddCall& c) {
     T* const out = c.out.as<T>();
     const T* const src = c.src.as<const T>();
     const std::int32_t* const index = c.index.as<const std::int32_t>();
-    // A task is a run of lines along the innermost other dimension: its start decoded once, not each line's
-    // (a max-pool's backward has lines of one element).
+    // A task is a block of a run of lines along the innermost other dimension: its start decoded once, not each
+    // line's (a max-pool's backward has lines of one element). Within it the lines advance together, one
+    // position along `dim` at a time, so rows of a matrix scattered along dim 0 are added as rows (contiguous),
+    // not column by column; each element still takes its adds in index order.
     const auto last = static_cast<std::size_t>(std::max(k - 1, 0));
     const index_t run = k > 0 ? other[last] : 1;
     const index_t s_step = k > 0 ? src_stride[last] : 0, x_step = k > 0 ? index_stride[last] : 0,
                   o_step = k > 0 ? out_stride[last] : 0;
-    parallel_for(lines / run, lines * length >= (1 << 15), [&](index_t task) {
-        index_t rest = task, s_at = 0, x_at = 0, o_at = 0;
+    constexpr index_t kBlock = 64;
+    const index_t blocks = (run + kBlock - 1) / kBlock;
+    parallel_for(lines / run * blocks, lines * length >= (1 << 15), [&](index_t task) {
+        const index_t first = task % blocks * kBlock, count = std::min(kBlock, run - first);
+        index_t rest = task / blocks, s_at = first * s_step, x_at = first * x_step, o_at = first * o_step;
         for (int d = k - 2; d >= 0; --d) {
             const auto u = static_cast<std::size_t>(d);
             const index_t i = rest % other[u];
@@ -67,9 +72,12 @@ template <class T> void scatter_add(const ScatterAddCall& c) {
             x_at += i * index_stride[u];
             o_at += i * out_stride[u];
         }
-        for (index_t t = 0; t < run; ++t, s_at += s_step, x_at += x_step, o_at += o_step)
-            for (index_t j = 0; j < length; ++j)
-                out[o_at + index[x_at + j * index_along] * out_along] += src[s_at + j * src_along];
+        for (index_t j = 0; j < length; ++j) {
+            const std::int32_t* px = index + x_at + j * index_along;
+            const T* ps = src + s_at + j * src_along;
+            T* po = out + o_at;
+            for (index_t t = 0; t < count; ++t) po[px[t * x_step] * out_along + t * o_step] += ps[t * s_step];
+        }
     });
 }
 

@@ -78,7 +78,8 @@ void check_tensors(const fs::path& dir, const LlamaConfig& c, const HfWeights& w
         wanted.insert(name);
         const auto it = w.tensors.find(name);
         LEVERS_CHECK(it != w.tensors.end(), "{}: no tensor '{}'; a {} of this config.json ({} layers) needs it {}",
-                     dir.string(), name, c.model_type, c.num_hidden_layers, shape.str());
+                     (dir / (fs::exists(dir / kIndex) ? kIndex : kSingle)).string(), name, c.model_type,
+                     c.num_hidden_layers, shape.str());
         if (stored_in_4bit(w, name)) {  // bitsandbytes' codes and state, checked against the shape
             LEVERS_CHECK(quantized, "{}: tensor '{}' is stored in 4 bits, but config.json has no quantization_config "
                          "(bitsandbytes, load_in_4bit)", (dir / w.file_of.at(name)).string(), name);

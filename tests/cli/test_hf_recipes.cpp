@@ -30,25 +30,30 @@ fs::path reference_dir() { return testing::source_path("tests/reference/hf"); }
 
 }  // namespace
 
-TEST_CASE("eval_lm scores a HF directory on token ids exactly as the library does, on 1 and 2 ranks") {
+TEST_CASE("eval_lm scores a HF directory on token ids exactly as the library does, on 1 and 2 ranks (Qwen 3, and "
+          "Qwen3-MoE's mixture of experts)") {
     TempDir tmp;
-    const fs::path dir = reference_dir() / "qwen3";
     std::vector<std::int32_t> ids;
     for (int i = 0; i < 70; ++i) ids.push_back((i * 37 + 11) % 64);
     const fs::path file = tmp.write("ids.json", nlohmann::json(ids).dump());
-    auto model = models::load_hf_model(dir);
-    const double expected = train::mean_window_loss(*model, data::TokenFile::from(ids), 4, 8, 0);
-    for (const char* gpus : {"1", "2"}) {
-        CAPTURE(gpus);
-        const Ran r = run_recipe({"run", "eval_lm", "--threads", "1", "--gpus", gpus, "--set", "model=" + dir.string(),
-                                  "--set", "tokens=" + file.string(), "--set", "context=8", "--out",
-                                  (tmp.path() / gpus).string()});
-        INFO(r.output);
-        REQUIRE(r.code == 0);
-        const auto result = nlohmann::json::parse(r.last_line());
-        CHECK(result["loss"].get<double>() == doctest::Approx(expected).epsilon(1e-6));
-        CHECK(result["windows"] == (70 - 1) / 8);
+    for (const char* type : {"qwen3", "qwen3_moe"}) {
+        const fs::path dir = reference_dir() / type;
+        auto model = models::load_hf_model(dir);
+        const double expected = train::mean_window_loss(*model, data::TokenFile::from(ids), 4, 8, 0);
+        for (const char* gpus : {"1", "2"}) {
+            CAPTURE(type);
+            CAPTURE(gpus);
+            const Ran r = run_recipe({"run", "eval_lm", "--threads", "1", "--gpus", gpus, "--set",
+                                      "model=" + dir.string(), "--set", "tokens=" + file.string(), "--set",
+                                      "context=8", "--out", (tmp.path() / (std::string(type) + gpus)).string()});
+            INFO(r.output);
+            REQUIRE(r.code == 0);
+            const auto result = nlohmann::json::parse(r.last_line());
+            CHECK(result["loss"].get<double>() == doctest::Approx(expected).epsilon(1e-6));
+            CHECK(result["windows"] == (70 - 1) / 8);
+        }
     }
+    const fs::path dir = reference_dir() / "qwen3";
     // Ids outside the vocabulary are named.
     const fs::path bad = tmp.write("bad.json", "[1, 2, 64]");
     const Ran r = run_recipe({"run", "eval_lm", "--set", "model=" + dir.string(), "--set", "tokens=" + bad.string()});

@@ -1,4 +1,6 @@
-// `recipe run sft` of the mixtures of experts through the real binary: tiny
+// The mixtures of experts through the real binary (eval_lm is
+// test_hf_recipes.cpp's): sample generates from a Mixtral, fine_tune adapts
+// one with LoRA; and `recipe run sft`: tiny
 // Mixtral and Qwen3-MoE models over the tests' tokenizer lower their loss in
 // full fine-tuning on 1 rank and on 2 with ZeRO-2 and checkpointing, log
 // their routing (the load-balancing loss on the console, the tokens each
@@ -138,4 +140,23 @@ TEST_CASE("recipe run sft of a MoE refuses bad router and LoRA settings with one
     refused(mixtral, {"--set", "lora_targets=gate_proj,up_proj"},
             "--set lora_targets=gate_proj,up_proj: LoRA target 'gate_proj' names no Linear layer of this model; its "
             "layers are gate, k_proj, o_proj, q_proj, v_proj, w1, w2, w3 (mixtral)");
+}
+
+TEST_CASE("sample generates from a Mixtral through the KV cache; fine_tune adapts one with LoRA") {
+    TempDir tmp;
+    const fs::path mixtral = tiny_moe(tmp, "mixtral");
+    const Ran sampled = run_recipe({"run", "sample", "--set", "model=" + mixtral.string(), "--set", "tokens=8", "--set",
+                                    "prompt=What is 3 plus 7?", "--set", "temperature=0"});
+    INFO(sampled.output);
+    REQUIRE(sampled.code == 0);
+    CHECK(nlohmann::json::parse(sampled.last_line())["text"].get<std::string>().starts_with("What is 3 plus 7?"));
+    const fs::path corpus = tmp.write("sums.txt", std::string(4000, 'x') + " 1 plus 2 is 3. 2 plus 5 is 7.");
+    const Ran tuned = run_recipe({"run", "fine_tune", "--threads", "1", "--set", "model=" + mixtral.string(), "--set",
+                                  "corpus=" + corpus.string(), "--set", "steps=4", "--set", "batch_size=2", "--set",
+                                  "context=32", "--set", "eval_every=4", "--set", "eval_batches=2", "--set", "lora_r=2",
+                                  "--out", (tmp.path() / "ft").string()});
+    INFO(tuned.output);
+    REQUIRE(tuned.code == 0);
+    CHECK(fs::exists(tmp.path() / "ft" / "adapter" / "adapter_config.json"));
+    CHECK(tuned.output.find("| aux_loss ") != std::string::npos);
 }

@@ -306,8 +306,8 @@ TEST_CASE("a broken HF directory is refused before anything is read, naming the 
                              });
                          });
                      }),
-         "no tensor 'model.layers.2.mlp.experts.3.up_proj.weight'; a qwen3_moe of this config.json (3 layers) needs "
-         "it [24, 32]"},
+         "model.safetensors: no tensor 'model.layers.2.mlp.experts.3.up_proj.weight'; a qwen3_moe of this config.json "
+         "(3 layers) needs it [24, 32]"},
         {broken_copy(dir, "qwen3_moe", "narrow_experts",
                      [](const fs::path& d) { edit_config(d, [](auto& c) { c["moe_intermediate_size"] = 16; }); }),
          "model.safetensors: tensor 'model.layers.0.mlp.experts.0.gate_proj.weight' is [24, 32]; this config.json "

@@ -25,14 +25,7 @@ trap 'rm -rf "$out"' EXIT
 for round in $(seq "$rounds"); do
     for threads in 1 2; do
         "$build/bench/bench_model_steps" --model llama --threads "$threads" --steps 3 >>"$out/levers-$threads.jsonl"
-        for variant in pthread openmp; do
-            for flush in 0 1; do
-                OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
-                    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-$variant \
-                    /usr/bin/python3 "$root/bench/model_steps.py" --model llama --threads "$threads" --steps 3 \
-                    --blas "openblas-$variant" --flush-denormal "$flush" >>"$out/torch-$threads.jsonl"
-            done
-        done
+        torch_builds "$threads" "$out/torch-$threads.jsonl" "$root/bench/model_steps.py" --model llama --steps 3
     done
 done
 

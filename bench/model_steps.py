@@ -62,7 +62,8 @@ class LlamaBlock(nn.Module):
         rotated = torch.cat((-x[..., d // 2:], x[..., : d // 2]), dim=-1)
         return x * emb.cos() + rotated * emb.sin()
 
-    def forward(self, x):
+    def attend(self, x):
+        """x plus attention over input_layernorm(x)."""
         b, t, _ = x.shape
         a = self.input_layernorm(x)
         q = self.rope(self.q_proj(a).view(b, t, self.heads, self.head).transpose(1, 2))
@@ -72,7 +73,10 @@ class LlamaBlock(nn.Module):
         v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.head)
         scores = scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
-        h = x + self.o_proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, -1))
+        return x + self.o_proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, -1))
+
+    def forward(self, x):
+        h = self.attend(x)
         m = self.post_attention_layernorm(h)
         return h + self.down_proj(F.silu(self.gate_proj(m)) * self.up_proj(m))
 
@@ -128,20 +132,30 @@ def median_ms(warmup, steps, step):
     return times[len(times) // 2]
 
 
+def peer_arguments(p):
+    """The arguments every PyTorch peer takes: its threads, timed steps and the BLAS build's label."""
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--blas", default="system", help="label for the BLAS build in use")
+    p.add_argument("--flush-denormal", type=int, default=0, choices=[0, 1])
+
+
+def set_up_torch(a):
+    """PyTorch on a.threads threads, flushing subnormals where a.flush_denormal."""
+    torch.set_num_threads(a.threads)
+    if a.flush_denormal:
+        torch.set_flush_denormal(True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", choices=["cnn", "llama_block", "llama", "dpo"], default="cnn")
     p.add_argument("--ids", help="dpo: a JSON array of token ids")
     p.add_argument("--images", default="/usr/share/datasets/fashion-mnist", help="cnn: Fashion-MNIST's IDX files")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=0)
-    p.add_argument("--blas", default="system", help="label for the BLAS build in use")
-    p.add_argument("--flush-denormal", type=int, default=0, choices=[0, 1])
+    peer_arguments(p)
     a = p.parse_args()
-    torch.set_num_threads(a.threads)
-    if a.flush_denormal:
-        torch.set_flush_denormal(True)
+    set_up_torch(a)
     torch.manual_seed(1)
     row = {"impl": "pytorch " + torch.__version__, "model": a.model, "threads": a.threads}
     if a.model == "cnn":

@@ -10,7 +10,6 @@
 // dense layer over its dequantized values, forward and backward over 512 rows.
 //
 //   bench_qlora --ids FILE.json [--threads N] [--steps N]
-#include "levers/core/read_file.hpp"
 #include "levers/core/rng.hpp"
 #include "levers/core/threads.hpp"
 #include "levers/kernels/linear.hpp"
@@ -21,32 +20,21 @@
 #include "levers/nn/quantize.hpp"
 #include "levers/train/optimizer.hpp"
 #include "bench/llama_shape.hpp"
+#include "bench/lm_step.hpp"
+#include "bench/timing.hpp"
+#include "bench/token_batch.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <functional>
 
 using namespace levers;
 
-namespace {
-
-double ms_of(const std::function<void()>& f) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-}  // namespace
+using bench::median;
+using bench::ms_of;
 
 int main(int argc, char** argv) {
     CLI::App app("QLoRA's step against LoRA's, its memory, and dequantizing's bandwidth", "bench_qlora");
@@ -59,28 +47,14 @@ int main(int argc, char** argv) {
     set_threads(threads);
 
     const std::int64_t b = 2, t = 512;
-    const auto text = nlohmann::json::parse(read_file(ids_file)).get<std::vector<std::int32_t>>();
-    LEVERS_CHECK(static_cast<std::int64_t>(text.size()) > b * (t + 1), "--ids: {} ids, fewer than {}", text.size(),
-                 b * (t + 1) + 1);
-    std::vector<std::int32_t> in, out;
-    for (std::int64_t r = 0; r < b; ++r) {
-        in.insert(in.end(), text.begin() + r * (t + 1), text.begin() + r * (t + 1) + t);
-        out.insert(out.end(), text.begin() + r * (t + 1) + 1, text.begin() + (r + 1) * (t + 1));
-    }
-    const Tensor tokens = Tensor::from(in, {b, t}), targets = Tensor::from(out, {b, t});
+    const auto [tokens, targets] = bench::token_batch(ids_file, b, t);
 
     const models::LlamaConfig c = bench::llama_shape(t);
     models::Llama lora(c, 1), qlora(c, 1);
     for (models::Llama* m : {&lora, &qlora}) nn::attach_lora(*m, 16, 32, 1, {"all-linear"});
     nn::hold_linears_in_4bit(qlora, {.type = Quant4Type::nf4, .double_quant = true});
     train::AdamW lora_opt(lora.params(), {.lr = 1e-4}), qlora_opt(qlora.params(), {.lr = 1e-4});
-    const auto step = [&](models::Llama& m, train::AdamW& opt) {
-        m.params().zero_grad();
-        const Tensor l = m.loss(tokens, targets);
-        l.backward();
-        opt.step(1e-4);
-        return l.item();
-    };
+    const auto step = [&](models::Llama& m, train::AdamW& opt) { return bench::lm_step(m, opt, tokens, targets); };
     std::vector<double> lora_ms, qlora_ms;
     double lora_loss = 0, qlora_loss = 0;
     for (int i = 0; i < steps + 1; ++i) {  // the first of each warms up

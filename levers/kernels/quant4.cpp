@@ -22,11 +22,16 @@ Quant4Type quant4_type(std::string_view name, std::string_view where) {
 
 std::int64_t Quantized4::blocks() const { return (shape.numel() + blocksize - 1) / blocksize; }
 
-Quantized4 Quantized4::to(Device device) const {
+Quantized4 Quantized4::to(Device device) const { return device == this->device() ? *this : persistent(device); }
+
+Quantized4 Quantized4::persistent(Device device) const {
     Quantized4 q = *this;
-    // A plan's codes hold no values: only their room is made (copying them would touch every page reserved).
-    for (Tensor* t : {&q.codes, &q.absmax, &q.absmax_codes, &q.nested_absmax})
-        if (t->defined()) *t = shape_tracing() ? Tensor::empty(t->shape(), t->dtype(), device) : t->to(device);
+    for (Tensor* t : {&q.codes, &q.absmax, &q.absmax_codes, &q.nested_absmax}) {
+        if (!t->defined()) continue;
+        Tensor own = Tensor::persistent(t->shape(), t->dtype(), device);
+        if (!shape_tracing()) own.copy_from(*t);  // a plan's hold no values (copying touches what is reserved)
+        *t = own;
+    }
     return q;
 }
 
@@ -58,8 +63,8 @@ void quantize_absmax(Quantized4& q) {
     const std::int64_t nested_blocks = (n + kernels::kNestedBlock - 1) / kernels::kNestedBlock;
     if (shape_tracing()) {  // a plan: what it holds, nothing computed
         q.absmax = Tensor();
-        q.absmax_codes = Tensor::empty({n}, DType::u8, device);
-        q.nested_absmax = Tensor::empty({nested_blocks}, DType::f32, device);
+        q.absmax_codes = Tensor::persistent({n}, DType::u8, device);
+        q.nested_absmax = Tensor::persistent({nested_blocks}, DType::f32, device);
         return;
     }
     const Tensor absmax = q.absmax.to(Device::cpu());
@@ -69,12 +74,17 @@ void quantize_absmax(Quantized4& q) {
     q.offset = static_cast<float>(sum / static_cast<double>(n));
     std::vector<float> centred(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) centred[i] = a[i] - q.offset;
-    Tensor codes = Tensor::empty({n}, DType::u8);
-    Tensor nested = Tensor::empty({nested_blocks}, DType::f32);
+    Tensor codes = Tensor::persistent({n}, DType::u8);
+    Tensor nested = Tensor::persistent({nested_blocks}, DType::f32);
     quantize_dynamic(centred.data(), n, codes.data<std::uint8_t>(), nested.data<float>());
     q.absmax = Tensor();
-    q.absmax_codes = codes.to(device);
-    q.nested_absmax = nested.to(device);
+    q.absmax_codes = codes;
+    q.nested_absmax = nested;
+    if (!device.is_cpu()) {
+        const Quantized4 on = q.persistent(device);
+        q.absmax_codes = on.absmax_codes;
+        q.nested_absmax = on.nested_absmax;
+    }
 }
 
 }  // namespace
@@ -87,8 +97,8 @@ Quantized4 quantize_4bit(const Tensor& weight, const Quant4Spec& spec) {
     const std::int64_t n = in.numel();
     LEVERS_CHECK(n > 0, "quantize_4bit: the weight {} holds no values", describe(weight));
     Quantized4 q{.type = spec.type, .shape = weight.shape(), .blocksize = spec.blocksize};
-    q.codes = Tensor::empty({(n + 1) / 2}, DType::u8, in.device());
-    q.absmax = Tensor::empty({q.blocks()}, DType::f32, in.device());
+    q.codes = Tensor::persistent({(n + 1) / 2}, DType::u8, in.device());
+    q.absmax = Tensor::persistent({q.blocks()}, DType::f32, in.device());
     Quantize4Call call{.codes = arg(q.codes), .absmax = arg(q.absmax), .in = arg(in.view({n})), .type = spec.type,
                        .blocksize = spec.blocksize};
     run(in, call);

@@ -164,8 +164,13 @@ struct Quantized4 {
     bool double_quant() const { return absmax_codes.defined(); }
     std::int64_t blocks() const;
     Device device() const { return codes.device(); }
-    // The same on `device`.
+    // The same on `device` (copies in memory of their own where it is another).
     Quantized4 to(Device device) const;
+    // The same in memory of its own (Tensor::persistent) on `device`: a frozen
+    // weight's codes and scales live as long as the model, and the pools, which
+    // search a size's blocks for a free one, would hold tens of thousands of
+    // them for a mixture of experts.
+    Quantized4 persistent(Device device) const;
     // The bytes it holds (codes and scales).
     std::int64_t bytes() const;
 };

@@ -180,7 +180,7 @@ ops::Quantized4 read_4bit_weight(const fs::path& dir, const HfWeights& w, const 
     } else {
         s.q.absmax = flat_f32(*w.tensors.at(name + ".absmax"));
     }
-    return s.q;
+    return s.q.persistent(Device::cpu());
 }
 
 std::vector<std::pair<std::string, Tensor>> bnb_4bit_tensors(const std::string& name, const ops::Quantized4& given,

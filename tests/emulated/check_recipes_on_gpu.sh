@@ -15,7 +15,7 @@
 # (LoRA, the base as the reference) and grpo on its questions (answers sampled
 # together through the KV cache, the same as the CPU's in f32) on one GPU,
 # and a tiny SmolLM3, Gemma 2, Gemma 3, Phi-3, Mixtral and Qwen3-MoE in bf16
-# (Mixtral on two GPUs with ZeRO-2 too), each lowering its validation loss. Whole runs: data,
+# (the two mixtures on two GPUs with ZeRO-2 too), each lowering its validation loss. Whole runs: data,
 # training loop, AdamW and clipping on the GPU, evaluation, checkpoints,
 # sampling. Then a user's own models (examples/user_project: a residual MLP
 # with layernorm written as modules, a small CNN, a classifier with an op of
@@ -204,7 +204,7 @@ for type in "${families[@]}"; do  # every weight trained (lora_r=0), its validat
                 --set checkpoint_every=0 --set val_fraction=0.25)
     run "cpu_sft_$type" "${cpu[@]}" "${family_sft[@]}"
     run "bf16_sft_$type" "${gpu[@]}" "${family_sft[@]}" --device cuda --precision bf16
-    if [ "$type" = mixtral ]; then  # a mixture's experts' state sharded by ZeRO-2 over two GPUs
+    if [ "$type" = mixtral ] || [ "$type" = qwen3_moe ]; then  # a mixture's experts' state sharded by ZeRO-2
         run "bf16_sft_x2_$type" env LEVERS_EMULATED_GPUS=2 "${gpu[@]}" "${family_sft[@]}" --gpus 2 --device cuda \
             --precision bf16 --set zero=2 --set checkpointing=true
     fi
@@ -225,7 +225,7 @@ grep -q "the model uses op 'test_square', which has no cuda kernel in f32; train
 for run in f32 bf16 f32_tune bf16_tune f32_sft bf16_sft f32_dpo bf16_dpo f32_grpo bf16_grpo bf16_sft_smollm3 bf16_sft_gemma2 bf16_sft_gemma3_text bf16_sft_phi3 bf16_sft_mixtral bf16_sft_qwen3_moe user_f32 user_bf16 cnn_f32 cnn_bf16 logistic_f32; do
     grep -q 'on GPU 0 (levers emulated GPU' "$run.log" || { echo "the $run run did not use the emulated GPU:"; cat "$run.log"; exit 1; }
 done
-for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 bf16_sft_x2_mixtral user_f32_x2 cnn_f32_x2; do
+for run in f32_x2 bf16_x2 f32_x2_zero2 bf16_x2_zero2 f32_tune_x2 f32_sft_x2 bf16_sft_x2_mixtral bf16_sft_x2_qwen3_moe user_f32_x2 cnn_f32_x2; do
     grep -q '2 ranks on GPUs 0,1 (levers emulated GPU' "$run.log" ||
         { echo "the $run run did not use two emulated GPUs:"; cat "$run.log"; exit 1; }
 done
@@ -298,7 +298,7 @@ against_cpu('user_cpu', (('user_f32', 1e-5), ('user_bf16', 0.02), ('user_f32_x2'
 against_cpu('cnn_cpu', (('cnn_f32', 1e-5), ('cnn_bf16', 0.02), ('cnn_f32_x2', 1e-5)), 'final_test_accuracy')
 against_cpu('logistic_cpu', (('logistic_f32', 1e-5),), 'train_accuracy')
 for run in ('bf16_sft_smollm3', 'bf16_sft_gemma2', 'bf16_sft_gemma3_text', 'bf16_sft_phi3', 'bf16_sft_mixtral',
-            'bf16_sft_qwen3_moe', 'bf16_sft_x2_mixtral'):  # sft lowers each family's validation loss on the GPU
+            'bf16_sft_qwen3_moe', 'bf16_sft_x2_mixtral', 'bf16_sft_x2_qwen3_moe'):  # sft lowers each family's validation loss on the GPU
     before = float(re.search(r'eval step +0 \| val_loss ([0-9.]+)', open(run + '.log').read()).group(1))
     after = result(run)['val_loss']
     failed |= not after < before

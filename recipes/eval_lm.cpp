@@ -22,8 +22,9 @@ namespace {
 using namespace levers;
 namespace fs = std::filesystem;
 
-const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen, SmolLM3, Gemma): config.json, "
-                                   "safetensors, tokenizer.json"};
+const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen, SmolLM3, "
+                                   "Gemma, Phi, Mixtral, Qwen3-MoE): config.json, safetensors, "
+                                   "tokenizer.json"};
 const Param<std::string> weights_file{"weights", "", "GPT-2 weights (.safetensors) or a model.ckpt from pretrain or "
                                       "fine_tune"};
 const Param<std::string> text_file{"text", "", "the text to score"};

@@ -28,8 +28,8 @@ namespace fs = std::filesystem;
 
 using Model = models::LanguageModel;
 
-const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen, SmolLM3, Gemma), instead of "
-                                   "--set base="};
+const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen, SmolLM3, "
+                                   "Gemma, Phi, Mixtral, Qwen3-MoE), instead of --set base="};
 const Param<std::string> base{"base", "runs/pretrain/latest/model.ckpt",
                               "the pretrained GPT: a pretrain run's model.ckpt, or GPT-2 weights (.safetensors)"};
 const Param<std::string> corpus{"corpus", "", "the text to adapt to: a .txt file or directory (default: Newton's "

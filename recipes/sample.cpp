@@ -68,8 +68,8 @@ Result sample(const Config& cfg) {
 
 LEVERS_RECIPE(sample) {
     return levers::recipe("sample")
-        .describe("text from a language model: a Hugging Face directory (Llama, Mistral, Qwen, SmolLM3, Gemma), a checkpoint "
-                  "pretrain or fine_tune saved, or GPT-2 safetensors")
+        .describe("text from a language model: a Hugging Face directory (Llama, Mistral, Qwen, SmolLM3, Gemma, "
+                  "Phi, Mixtral, Qwen3-MoE), a checkpoint pretrain or fine_tune saved, or GPT-2 safetensors")
         .params(model_dir, checkpoint, recipes::n_head, recipes::prompt.with_default("The "), tokens,
                 recipes::temperature, recipes::top_k, recipes::top_p,
                 settings::seed.with_default(1), settings::quantize, settings::double_quant)

@@ -26,8 +26,8 @@ namespace {
 using namespace levers;
 namespace fs = std::filesystem;
 
-const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen, SmolLM3, Gemma) with its "
-                                   "tokenizer"};
+const Param<std::string> model_dir{"model", "", "a Hugging Face model directory (Llama, Mistral, Qwen, SmolLM3, "
+                                   "Gemma, Phi, Mixtral, Qwen3-MoE) with its tokenizer"};
 const Param<std::string> data_file{"data", "", "the examples: FILE.jsonl, one {\"messages\": [...]}, {\"instruction\", "
                                    "\"input\", \"output\"} or {\"text\"} per line"};
 const Param<long> context{"context", 1024, "row length in tokens (at most the model's max_position_embeddings)",
@@ -67,7 +67,8 @@ std::unique_ptr<Examples> prepare(const Config& cfg);
 
 fs::path model_path(const Config& cfg) {
     const fs::path dir = cfg[model_dir];
-    LEVERS_CHECK(!dir.empty(), "sft needs --set model=DIR: a Hugging Face model directory (Llama, Mistral, Qwen, SmolLM3, Gemma)");
+    LEVERS_CHECK(!dir.empty(), "sft needs --set model=DIR: a Hugging Face model directory (Llama, Mistral, Qwen, "
+                 "SmolLM3, Gemma, Phi, Mixtral, Qwen3-MoE)");
     return dir;
 }
 

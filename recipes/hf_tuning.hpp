@@ -6,6 +6,7 @@
 #pragma once
 
 #include "levers/core/rng.hpp"
+#include "levers/core/split.hpp"
 #include "levers/data/chat_template.hpp"
 #include "levers/distributed/context.hpp"
 #include "levers/models/hf_dir.hpp"
@@ -19,16 +20,14 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 namespace levers::recipes {
 
 // "q_proj,v_proj" as its names (empty items left out).
 inline std::vector<std::string> split_targets(const std::string& text) {
     std::vector<std::string> out;
-    std::stringstream list(text);
-    for (std::string t; std::getline(list, t, ',');)
-        if (!t.empty()) out.push_back(t);
+    for (std::string& t : split(text))
+        if (!t.empty()) out.push_back(std::move(t));
     return out;
 }
 

@@ -5,14 +5,16 @@
 // even share, and per layer the share of tokens each expert took.
 #pragma once
 
+#include "levers/core/split.hpp"
 #include "levers/models/llama.hpp"
+#include "levers/recipe/config.hpp"
 #include "levers/recipe/recipe.hpp"
 #include "levers/recipe/settings.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
+#include <variant>
 
 namespace levers::recipes {
 
@@ -20,20 +22,18 @@ namespace levers::recipes {
 inline models::Llama::RouterLosses router_losses(const Config& cfg, const models::LlamaConfig& c) {
     models::Llama::RouterLosses out{.aux = c.output_router_logits ? c.router_aux_loss_coef : 0.0};
     const std::string text = cfg[settings::router];
-    std::stringstream list(text);
-    for (std::string item; std::getline(list, item, ',');) {
+    for (const std::string& item : split(text)) {
         if (item.empty()) continue;
         const auto colon = item.find(':');
         const std::string key = item.substr(0, colon);
         LEVERS_CHECK(key == "aux" || key == "z", "--set router={}: unknown router option '{}'; the options are "
                      "aux:COEF (the load-balancing loss's weight) and z:COEF (the router z-loss's)", text, key);
-        double value = -1;
-        try {
-            std::size_t used = 0;
-            value = colon == std::string::npos ? -1 : std::stod(item.substr(colon + 1), &used);
-            if (colon != std::string::npos && used != item.size() - colon - 1) value = -1;
-        } catch (const std::exception&) {
-            value = -1;
+        double value = -1;  // refused below, naming the item, unless a number >= 0 follows the colon
+        if (colon != std::string::npos) {
+            try {
+                value = std::get<double>(parse_as(0.0, "router", item.substr(colon + 1)));
+            } catch (const Error&) {
+            }
         }
         LEVERS_CHECK(value >= 0, "--set router={}: '{}' needs a weight >= 0, as {}:0.01", text, item, key);
         (key == "aux" ? out.aux : out.z) = value;

@@ -24,14 +24,19 @@ std::int64_t Quantized4::blocks() const { return (shape.numel() + blocksize - 1)
 
 Quantized4 Quantized4::to(Device device) const { return device == this->device() ? *this : persistent(device); }
 
+namespace {
+// `t` copied into memory of its own on `device`.
+Tensor persistent_copy(const Tensor& t, Device device) {
+    Tensor own = Tensor::persistent(t.shape(), t.dtype(), device);
+    if (!shape_tracing()) own.copy_from(t);  // a plan's hold no values (copying touches what is reserved)
+    return own;
+}
+}  // namespace
+
 Quantized4 Quantized4::persistent(Device device) const {
     Quantized4 q = *this;
-    for (Tensor* t : {&q.codes, &q.absmax, &q.absmax_codes, &q.nested_absmax}) {
-        if (!t->defined()) continue;
-        Tensor own = Tensor::persistent(t->shape(), t->dtype(), device);
-        if (!shape_tracing()) own.copy_from(*t);  // a plan's hold no values (copying touches what is reserved)
-        *t = own;
-    }
+    for (Tensor* t : {&q.codes, &q.absmax, &q.absmax_codes, &q.nested_absmax})
+        if (t->defined()) *t = persistent_copy(*t, device);
     return q;
 }
 
@@ -78,13 +83,8 @@ void quantize_absmax(Quantized4& q) {
     Tensor nested = Tensor::persistent({nested_blocks}, DType::f32);
     quantize_dynamic(centred.data(), n, codes.data<std::uint8_t>(), nested.data<float>());
     q.absmax = Tensor();
-    q.absmax_codes = codes;
-    q.nested_absmax = nested;
-    if (!device.is_cpu()) {
-        const Quantized4 on = q.persistent(device);
-        q.absmax_codes = on.absmax_codes;
-        q.nested_absmax = on.nested_absmax;
-    }
+    q.absmax_codes = device.is_cpu() ? codes : persistent_copy(codes, device);
+    q.nested_absmax = device.is_cpu() ? nested : persistent_copy(nested, device);
 }
 
 }  // namespace

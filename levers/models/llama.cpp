@@ -137,28 +137,25 @@ Tensor Llama::hidden(const Tensor& tokens, LlamaCache* cache, const Tensor* docu
     // Under checkpointing a router's logits come out of the block beside its output where a loss reads them.
     const bool routed_loss = router_losses_.aux > 0 || router_losses_.z > 0;
     for (LlamaLayer& layer : model.layers) {
+        Tensor side;  // the router's logits as the checkpointed block gave them, where a loss reads them
         if (checkpoint_blocks_ && !cache) {
             // The documents tensor (packed rows) is kept by the recompute, as the layer reads it again.
             const Tensor docs = documents ? *documents : Tensor();
             auto run = [&layer, docs](const Tensor& in) {
                 return layer.forward(in, nullptr, docs.defined() ? &docs : nullptr);
             };
-            if (layer.moe && routed_loss) {
-                Tensor logits;
-                std::tie(x, logits) = nn::checkpoint_with_side(layer, x, [&layer, run](const Tensor& in) {
+            if (layer.moe && routed_loss)
+                std::tie(x, side) = nn::checkpoint_with_side(layer, x, [&layer, run](const Tensor& in) {
                     Tensor y = run(in);
                     return std::pair{y, layer.moe->router_logits()};
                 });
-                router_logits_.push_back(logits);
-                router_counts_.push_back(layer.moe->tokens_per_expert());
-                continue;
-            }
-            x = nn::checkpoint(layer, x, run);
+            else
+                x = nn::checkpoint(layer, x, run);
         } else {
             x = layer.forward(x, cache ? &cache->layers[i++] : nullptr, documents, starts);
         }
         if (layer.moe && !cache) {
-            router_logits_.push_back(layer.moe->router_logits());
+            router_logits_.push_back(side.defined() ? side : layer.moe->router_logits());
             router_counts_.push_back(layer.moe->tokens_per_expert());
         }
     }
@@ -234,7 +231,6 @@ Tensor Llama::z_loss() {
     return total * (1.0 / static_cast<double>(rows));
 }
 
-
 Tensor Llama::loss(const Tensor& tokens, const Tensor& targets, const Tensor& documents) {
     LEVERS_CHECK(targets.shape() == tokens.shape() && documents.shape() == tokens.shape(),
                  "{} loss: targets {} and documents {} must match tokens {}", config_.model_type, targets.shape().str(),
@@ -293,12 +289,9 @@ Tensor Llama::last_logits(const Tensor& tokens, LlamaCache& cache, const Tensor*
 std::string Llama::summary() const {
     const LlamaConfig& c = config_;
     std::string experts;
-    if (c.num_experts > 0) {
-        std::int64_t sparse = 0;
-        for (std::int64_t l = 0; l < c.num_hidden_layers; ++l) sparse += c.sparse_layer(l) ? 1 : 0;
-        experts = fmt::format(", {} experts (top {}) in {} of {} layers", c.num_experts, c.num_experts_per_tok, sparse,
-                              c.num_hidden_layers);
-    }
+    if (c.num_experts > 0)
+        experts = fmt::format(", {} experts (top {}) in {} of {} layers", c.num_experts, c.num_experts_per_tok,
+                              c.sparse_layers(), c.num_hidden_layers);
     return fmt::format("{}, {} layers x {}, {} heads ({} key-value) of {}, vocabulary {}{}", c.model_type,
                        c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_size(),
                        c.vocab_size, experts);

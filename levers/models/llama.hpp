@@ -12,9 +12,9 @@
 // Each layer's attention (its window, its rotary base, or none) is
 // LlamaConfig::layer's. A sparse layer's MLP is a mixture of experts
 // (mixtral's block_sparse_moe, qwen3_moe's mlp: nn::SparseMoe); training adds
-// the routers' load-balancing loss (and a z-loss where asked) to the loss. Parameter names are Hugging Face's
-// (model.layers.0.self_attn.q_proj.weight, lm_head.weight), so a directory's
-// tensors go where their names say.
+// the routers' load-balancing loss (and a z-loss where asked) to the loss.
+// Parameter names are Hugging Face's (model.layers.0.self_attn.q_proj.weight,
+// lm_head.weight), so a directory's tensors go where their names say.
 #pragma once
 
 #include "levers/nn/attention.hpp"

@@ -185,6 +185,12 @@ bool LlamaConfig::sparse_layer(std::int64_t index) const {
     return (index + 1) % decoder_sparse_step == 0;
 }
 
+std::int64_t LlamaConfig::sparse_layers() const {
+    std::int64_t n = 0;
+    for (std::int64_t l = 0; l < num_hidden_layers; ++l) n += sparse_layer(l) ? 1 : 0;
+    return n;
+}
+
 LayerAttention LlamaConfig::layer(std::int64_t index) const {
     const auto i = static_cast<std::size_t>(index);
     LayerAttention a{.sliding_window = sliding_window, .rope_theta = rope_theta, .rope_scaling = rope_scaling};
@@ -339,10 +345,8 @@ std::int64_t LlamaConfig::parameter_count() const {
 }
 
 std::int64_t LlamaConfig::active_parameter_count() const {
-    std::int64_t sparse = 0;
-    for (std::int64_t l = 0; l < num_hidden_layers; ++l) sparse += sparse_layer(l) ? 1 : 0;
     const std::int64_t idle = num_experts - num_experts_per_tok;
-    return parameter_count() - sparse * idle * 3 * hidden_size * moe_intermediate_size;
+    return parameter_count() - sparse_layers() * idle * 3 * hidden_size * moe_intermediate_size;
 }
 
 nlohmann::json LlamaConfig::to_json() const {

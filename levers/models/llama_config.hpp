@@ -86,8 +86,9 @@ struct LlamaConfig {
         return static_cast<std::int64_t>(static_cast<double>(head_size()) * partial_rotary_factor);
     }
     LayerAttention layer(std::int64_t index) const;
-    // Whether layer `index`'s MLP is a mixture of experts.
+    // Whether layer `index`'s MLP is a mixture of experts; how many layers' are.
     bool sparse_layer(std::int64_t index) const;
+    std::int64_t sparse_layers() const;
     // The name of a sparse layer's MoE block: block_sparse_moe (Mixtral) or mlp.
     const char* moe_block_name() const { return model_type == "mixtral" ? "block_sparse_moe" : "mlp"; }
     // Throws levers::Error naming the field and what would be valid.

@@ -141,17 +141,16 @@ LoraSettings load_peft_adapter(const fs::path& dir, nn::Module& model) {
     std::vector<std::string> adapted;
     for (const auto& [layer, got] : seen) adapted.push_back(layer);
     nn::attach_lora(model, s.rank, s.alpha, 0, adapted);
-    for (const auto& [name, layer] : whole) {
+    // A stored tensor into a parameter, in the parameter's dtype.
+    const auto set = [&](nn::Parameter& param, const std::string& name) {
         const Tensor host = weights.tensors().at(name).to_f32();
-        layer->weight.value().copy_from(host.dtype() == layer->weight.value().dtype() ? host
-                                                                                        : host.to(layer->weight.value().dtype()));
-    }
+        param.value().copy_from(host.dtype() == param.value().dtype() ? host : host.to(param.value().dtype()));
+    };
+    for (const auto& [name, layer] : whole) set(layer->weight, name);
     for (const auto& [layer, got] : seen) {
         nn::Linear& l = *layers.at(layer);
-        for (auto [param, suffix] : {std::pair{l.lora_a(), ".lora_A.weight"}, std::pair{l.lora_b(), ".lora_B.weight"}}) {
-            const Tensor host = weights.tensors().at(kPrefix + layer + suffix).to_f32();
-            param->value().copy_from(host.dtype() == param->value().dtype() ? host : host.to(param->value().dtype()));
-        }
+        set(*l.lora_a(), kPrefix + layer + ".lora_A.weight");
+        set(*l.lora_b(), kPrefix + layer + ".lora_B.weight");
     }
     model.parameters_changed();
     return s;

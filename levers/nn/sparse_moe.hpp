@@ -3,14 +3,14 @@
 // each token; softmax over the experts in f32; each token goes to its top k
 // experts, their probabilities renormalised to sum to 1 where
 // norm_topk_prob; each expert a gated MLP over the tokens routed to it
-// (gathered: one product per expert over its rows, no token dropped), its
-// output weighted by the token's probability and added back at the token's
-// row. In a shape trace (a plan) the tokens spread evenly over the experts:
-// the activations kept are the same for any routing (n·k rows in all), only
-// the largest expert's transient product grows where it is uneven.
+// (every routed row gathered at once, sorted by expert: one product per
+// expert over its run of rows, no token dropped), the outputs put back in
+// (token, choice) order, weighted by the probabilities and summed over each
+// token's choices. In a shape trace (a plan) the tokens spread evenly over
+// the experts: the activations kept are the same for any routing (n·k rows in
+// all), only the largest expert's transient product grows where it is uneven.
 // Differentiable in the router (through the kept probabilities) and the
-// experts; the gathering and the adding back are index_select and
-// scatter_add, whose gradients are each other.
+// experts; both reorderings are index_select, whose gradient is a scatter_add.
 #pragma once
 
 #include "levers/nn/containers.hpp"

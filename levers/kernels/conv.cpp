@@ -3,6 +3,7 @@
 #include "levers/kernels/elementwise.hpp"
 #include "levers/kernels/matmul.hpp"
 #include "levers/kernels/reduce.hpp"
+#include "levers/core/dispatch.hpp"
 
 #include <limits>
 
@@ -76,6 +77,60 @@ Tensor run_fold(const Tensor& cols_in, const Shape& image_shape, const Window& w
     return image;
 }
 
+struct ConvSaved {
+    autograd::SavedTensor x, weight;
+    Window window;
+    std::int64_t groups = 1;
+};
+
+// The fused convolution (the backend's conv2d kernels): y [N, O, out].
+Tensor run_conv2d(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, const Window& w,
+                  std::int64_t groups, Pair out) {
+    const Tensor x = x_in.contiguous(), weight = weight_in.contiguous(), bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
+    Tensor y = Tensor::empty({x.dim(0), weight.dim(0), out[0], out[1]}, x.dtype(), x.device());
+    Conv2dCall call{.out = arg(y), .in = arg(x), .weight = arg(weight), .bias = arg(bias), .window = w, .groups = groups};
+    run(x, call);
+    if (auto* s = autograd::record<ConvSaved>(
+            "conv2d",
+            [](autograd::Backward& g, const ConvSaved& s) {
+                const Tensor d_x = g.needs_grad(0) ? g.write_grad(0) : Tensor();
+                const Tensor d_w = g.needs_grad(1) ? g.add_grad(1) : Tensor();
+                const Tensor d_b = g.needs_grad(2) ? g.add_grad(2) : Tensor();
+                if (!d_x.defined() && !d_w.defined() && !d_b.defined()) return;
+                const Tensor d_y = g.grad_out().contiguous();
+                Conv2dBackwardCall back{.d_in = arg(d_x), .d_weight = arg(d_w), .d_bias = arg(d_b), .d_out = arg(d_y),
+                                        .in = arg(s.x), .weight = arg(s.weight), .window = s.window, .groups = s.groups};
+                run(d_y, back);
+            },
+            {&x, &weight, &bias}, {&y}))
+        *s = {.x = x, .weight = weight, .window = w, .groups = groups};
+    return y;
+}
+
+struct PoolSaved {
+    autograd::SavedTensor indices;
+};
+
+// The fused max-pooling (the backend's max_pool2d kernels): y [N, C, out].
+Tensor run_max_pool2d(const Tensor& x_in, const Window& w, Pair out) {
+    const Tensor x = x_in.contiguous();
+    const Shape shape{x.dim(0), x.dim(1), out[0], out[1]};
+    Tensor y = Tensor::empty(shape, x.dtype(), x.device());
+    Tensor indices = Tensor::empty(shape, DType::i32, x.device());
+    MaxPool2dCall call{.out = arg(y), .indices = arg(indices), .in = arg(x), .window = w};
+    run(x, call);
+    if (auto* s = autograd::record<PoolSaved>(
+            "max_pool2d",
+            [](autograd::Backward& g, const PoolSaved& s) {
+                const Tensor d_y = g.grad_out().contiguous();
+                MaxPool2dBackwardCall back{.d_in = arg(g.write_grad(0)), .d_out = arg(d_y), .indices = arg(s.indices)};
+                run(d_y, back);
+            },
+            {&x}, {&y}))
+        s->indices = indices;
+    return y;
+}
+
 }  // namespace
 
 Tensor unfold(const Tensor& x_in, Pair kernel, Pair dilation, Pair padding, Pair stride, double pad_value) {
@@ -122,6 +177,10 @@ Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias, Pair
     }
     const Window w = window_of("conv2d", {weight.dim(2), weight.dim(3)}, stride, padding, dilation);
     const Pair out = out_sizes("conv2d", x, w);
+    if (has_kernel(Conv2dCall::kName, x.device().kind, x.dtype())) {
+        const Tensor y = run_conv2d(x, weight, bias, w, groups, out);
+        return batched ? y : y.squeeze(0);
+    }
     const std::int64_t field = weight.dim(1) * w.kernel[0] * w.kernel[1];
     // [N, G, C/G·kh·kw, L] against [G, O/G, C/G·kh·kw]: one product per image and group.
     const Tensor cols = run_unfold(x, w, 0).view({n, groups, field, out[0] * out[1]});
@@ -141,6 +200,10 @@ Tensor max_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding, Pa
                  kernel[1]);
     const Pair out = out_sizes("max_pool2d", x, w);
     const std::int64_t n = x.dim(0), c = x.dim(1);
+    if (has_kernel(MaxPool2dCall::kName, x.device().kind, x.dtype())) {
+        const Tensor y = run_max_pool2d(x, w, out);
+        return batched ? y : y.squeeze(0);
+    }
     // Each channel a one-channel image, its windows as columns, the largest of each column.
     const Tensor cols = run_unfold(x.reshape({n * c, 1, x.dim(2), x.dim(3)}), w, -std::numeric_limits<double>::infinity());
     const Tensor y = max(cols, 1).values.view({n, c, out[0], out[1]});

@@ -1,10 +1,14 @@
 // Convolutions and pooling over images [N, C, H, W] (or one image [C, H, W]),
-// differentiable, made of one pair of kernels on every backend: "unfold"
+// differentiable, made on every backend of one pair of kernels: "unfold"
 // (im2col: each output position's receptive field as a column) and its
 // adjoint "fold" (col2im: columns summed back into the image). conv2d is
 // unfold then one batched matmul against the weights (stride, padding,
 // dilation and groups as PyTorch's); max_pool2d and avg_pool2d reduce the
-// unfolded windows. The kernels read contiguous images: the ops make them so.
+// unfolded windows. Where a backend has them (the CPU), conv2d and
+// max_pool2d run fused kernels instead, which never write the batch's
+// columns: a convolution unfolds one image at a time into cache and
+// multiplies it there; max-pooling keeps each window's winner. The kernels
+// read contiguous images: the ops make them so.
 #pragma once
 
 #include "levers/core/kernel.hpp"
@@ -39,6 +43,38 @@ struct FoldCall : KernelCallBase {
     static constexpr const char* kName = "fold";
     TensorArg out, in;
     Window window;
+};
+
+// "conv2d": out [N, O, oh, ow] (written) = in [N, C, H, W] convolved with
+// weight [O, C / groups, kh, kw], plus bias [O] (optional).
+struct Conv2dCall : KernelCallBase {
+    static constexpr const char* kName = "conv2d";
+    TensorArg out, in, weight, bias;
+    Window window;
+    std::int64_t groups = 1;
+};
+// "conv2d_backward": d_in (optional, written), d_weight and d_bias (optional,
+// added to) from d_out; each image's columns unfolded again from in.
+struct Conv2dBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "conv2d_backward";
+    TensorArg d_in, d_weight, d_bias, d_out, in, weight;
+    Window window;
+    std::int64_t groups = 1;
+};
+// "max_pool2d": out [N, C, oh, ow] (written), each window's largest element
+// (padding as -infinity; NaN wins; the first of equals), and where it lies
+// in its plane, indices [N, C, oh, ow] (i32, y·W + x; -1 for a window of
+// padding alone).
+struct MaxPool2dCall : KernelCallBase {
+    static constexpr const char* kName = "max_pool2d";
+    TensorArg out, indices, in;
+    Window window;
+};
+// "max_pool2d_backward": d_in [N, C, H, W] (written) = each output's
+// gradient added where its index points, outputs in order.
+struct MaxPool2dBackwardCall : KernelCallBase {
+    static constexpr const char* kName = "max_pool2d_backward";
+    TensorArg d_in, d_out, indices;
 };
 
 }  // namespace levers

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -23,9 +24,9 @@ double at(const Tensor& t, std::initializer_list<std::int64_t> index) {
     for (const std::int64_t i : index) offset += i * t.stride(d++);
     return t.data<double>()[offset];
 }
-void check_close(const std::vector<double>& got, const std::vector<double>& want) {
+void check_close(const std::vector<double>& got, const std::vector<double>& want, double epsilon = 1e-12) {
     REQUIRE(got.size() == want.size());
-    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-12));
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(epsilon));
 }
 }  // namespace
 
@@ -103,6 +104,103 @@ TEST_CASE("pooling: the max (padding counts as -infinity) and the mean of each w
     CHECK(ops::avg_pool2d(x, {3, 3}).values() == std::vector<double>{-5});
     // Padding counts in the mean (count_include_pad).
     CHECK(ops::avg_pool2d(x, {2, 2}, {2, 2}, {1, 1}).values() == std::vector<double>{-0.25, -1.25, -2.75, -7});
+}
+
+namespace {
+// conv2d composed as the GPU computes it: unfold, one batched matmul, the bias added.
+Tensor conv_by_columns(const Tensor& x, const Tensor& weight, const Tensor& bias, ops::Pair stride, ops::Pair padding,
+                       ops::Pair dilation, std::int64_t groups) {
+    const std::int64_t n = x.dim(0), o = weight.dim(0), field = weight.dim(1) * weight.dim(2) * weight.dim(3);
+    const Tensor cols = ops::unfold(x, {weight.dim(2), weight.dim(3)}, dilation, padding, stride);
+    const std::int64_t oh = (x.dim(2) + 2 * padding[0] - dilation[0] * (weight.dim(2) - 1) - 1) / stride[0] + 1;
+    const Tensor y = ops::matmul(weight.reshape({groups, o / groups, field}), cols.view({n, groups, field, -1}))
+                         .reshape({n, o, oh, -1});
+    return bias.defined() ? y + bias.view({1, o, 1, 1}) : y;
+}
+std::vector<double> grad_of(const Tensor& t) { return t.grad().defined() ? t.grad().values() : std::vector<double>{}; }
+}  // namespace
+
+TEST_CASE("conv2d's fused CPU kernels equal unfold and matmul, values and gradients, on every path") {
+    struct Geometry {
+        const char* name;
+        Shape x, weight;
+        ops::Pair stride, padding, dilation;
+        std::int64_t groups;
+    };
+    // The same-size runs (3x3 padded, dilated), a 1x1 window (the image as its columns),
+    // the general walk (stride, groups), and more images than the backward's 16 chunks.
+    const Geometry cases[] = {
+        {"3x3, padding 1", {3, 2, 7, 6}, {4, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+        {"3x3, dilation 2, padding 2", {2, 3, 6, 7}, {2, 3, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1},
+        {"1x1, groups 2", {2, 4, 3, 5}, {6, 2, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 2},
+        {"3x2, stride 2x1, groups 2", {2, 4, 7, 6}, {6, 2, 3, 2}, {2, 1}, {1, 1}, {1, 1}, 2},
+        {"19 images, 5x5 padding 2", {19, 1, 6, 6}, {3, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1},
+    };
+    // f32 as the models run (the AVX-512 runs), f64 to the last digits.
+    for (const auto& [dtype, epsilon] : {std::pair{DType::f64, 1e-12}, std::pair{DType::f32, 1e-4}})
+    for (const Geometry& c : cases) {
+        CAPTURE(std::string(c.name));
+        CAPTURE(std::string(name_of(dtype)));
+        for (const bool with_bias : {true, false})
+            for (const bool x_grad : {true, false}) {
+                const auto inputs = [&] {
+                    return std::array<Tensor, 3>{
+                        random(c.x, 21).to(dtype).requires_grad_(x_grad), random(c.weight, 22).to(dtype).requires_grad_(),
+                        with_bias ? random({c.weight[0]}, 23).to(dtype).requires_grad_() : Tensor()};
+                };
+                const auto fused = inputs(), composed = inputs();
+                const Tensor probe = random(ops::conv2d(fused[0], fused[1], fused[2], c.stride, c.padding, c.dilation,
+                                                        c.groups).shape(), 24).to(dtype);
+                const Tensor y = ops::conv2d(fused[0], fused[1], fused[2], c.stride, c.padding, c.dilation, c.groups);
+                const Tensor want =
+                    conv_by_columns(composed[0], composed[1], composed[2], c.stride, c.padding, c.dilation, c.groups);
+                check_close(y.values(), want.values(), epsilon);
+                ops::sum(y * probe).backward();
+                ops::sum(want * probe).backward();
+                for (std::size_t k = 0; k < 3; ++k) {
+                    if (!fused[k].defined()) continue;
+                    CAPTURE(k);
+                    CHECK(fused[k].grad().defined() == composed[k].grad().defined());
+                    check_close(grad_of(fused[k]), grad_of(composed[k]), epsilon);
+                }
+            }
+    }
+}
+
+TEST_CASE("max_pool2d's fused CPU kernels equal the largest of unfolded columns: ties, NaN, padding, gradients") {
+    // Small integers: ties in most windows (ReLU's zeros are the usual ones); a NaN wins its window.
+    Rng rng(5);
+    const Shape shape{2, 3, 7, 38};  // 2x2 windows: 19 a line, a full vector of 16 and a tail
+    std::vector<double> v(static_cast<std::size_t>(shape.numel()));
+    for (double& e : v) e = std::floor(rng.uniform() * 4) - 1;
+    v[9] = std::numeric_limits<double>::quiet_NaN();
+    struct Window {
+        ops::Pair kernel, stride, padding, dilation;
+    };
+    const Window windows[] = {{{2, 2}, {2, 2}, {0, 0}, {1, 1}}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}},
+                              {{2, 3}, {1, 2}, {1, 1}, {2, 1}}};
+    for (const DType dtype : {DType::f64, DType::f32})
+    for (const Window& w : windows) {
+        CAPTURE(w.kernel[0]);
+        CAPTURE(w.stride[1]);
+        CAPTURE(std::string(name_of(dtype)));
+        const Tensor x = Tensor::from(v, shape).to(dtype).requires_grad_();
+        const Tensor x2 = Tensor::from(v, shape).to(dtype).requires_grad_();
+        const Tensor y = ops::max_pool2d(x, w.kernel, w.stride, w.padding, w.dilation);
+        const Tensor cols = ops::unfold(x2.reshape({6, 1, 7, 38}), w.kernel, w.dilation, w.padding, w.stride,
+                                        -std::numeric_limits<double>::infinity());
+        const Tensor want = ops::max(cols, 1).values.view(y.shape());
+        const std::vector<double> got = y.values(), expected = want.values();
+        REQUIRE(got.size() == expected.size());
+        for (std::size_t i = 0; i < got.size(); ++i)
+            CHECK((std::isnan(expected[i]) ? std::isnan(got[i]) : got[i] == expected[i]));
+        const Tensor probe = random(y.shape(), 7).to(dtype);
+        ops::sum(y * probe).backward();
+        ops::sum(want * probe).backward();
+        // The same winner in every window (where windows overlap, a pixel's terms are added in another order).
+        check_close(x.grad().values(), x2.grad().values(), dtype == DType::f64 ? 1e-12 : 1e-5);
+        if (w.stride == w.kernel) CHECK(x.grad().values() == x2.grad().values());
+    }
 }
 
 TEST_CASE("indexing and building: gather, scatter_add, index_select, cat, one_hot, triangles, repeats") {

@@ -1,0 +1,152 @@
+// max_pool2d and its backward on the CPU (levers/kernels/conv.hpp): a plane
+// per task, each window read in place (no columns), its winner's position
+// kept for backward, which adds each output's gradient there.
+#include "levers/kernels/conv.hpp"
+
+#include "levers/kernels/cpu/im2col.hpp"
+#include "levers/kernels/cpu/strided_loop.hpp"
+#include "levers/kernels/elementwise_math.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace levers::kernels::cpu {
+
+namespace {
+
+// Whether `x` replaces `best`: NaN wins, the first of equals stays (as the reductions choose).
+template <class T> bool better(T x, T best) { return !math::is_nan(best) && (math::is_nan(x) || x > best); }
+
+// The usual 2x2 window at stride 2 inside the image: four loads and three
+// selects an output; under AVX-512, 16 outputs at a time (the row pairs'
+// even and odd pixels separated by permutes, the tail masked).
+template <class T> void pool_2x2(const T* plane, T* out, std::int32_t* at, const Geometry& g) {
+    const auto w = static_cast<std::int32_t>(g.w);
+    for (index_t y = 0; y < g.oh; ++y) {
+        const T* r0 = plane + 2 * y * g.w;
+        const T* r1 = r0 + g.w;
+        T* o = out + y * g.ow;
+        std::int32_t* a = at + y * g.ow;
+        const auto base = static_cast<std::int32_t>(2 * y * g.w);
+        index_t x = 0;
+#if defined(__AVX512F__)
+        if constexpr (std::is_same_v<T, float>) {
+            const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+            const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            for (; x < g.ow; x += 16) {
+                const index_t n = std::min<index_t>(16, g.ow - x);
+                const auto lo = static_cast<__mmask16>(2 * n >= 16 ? 0xFFFFu : (1u << (2 * n)) - 1);
+                const auto hi = static_cast<__mmask16>(2 * n <= 16 ? 0u : (1u << (2 * n - 16)) - 1);
+                const auto take = [&](const T* r, const __m512i& which) {
+                    return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, r + 2 * x), which,
+                                                  _mm512_maskz_loadu_ps(hi, r + 2 * x + 16));
+                };
+                __m512 best = take(r0, even);
+                __m512i k = _mm512_setzero_si512();
+                const auto consider = [&](__m512 v, std::int32_t offset) {
+                    const __mmask16 b = _mm512_cmp_ps_mask(best, best, _CMP_ORD_Q) &
+                                        (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ));
+                    best = _mm512_mask_mov_ps(best, b, v);
+                    k = _mm512_mask_mov_epi32(k, b, _mm512_set1_epi32(offset));
+                };
+                consider(take(r0, odd), 1);
+                consider(take(r1, even), w);
+                consider(take(r1, odd), w + 1);
+                const auto m = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1);
+                _mm512_mask_storeu_ps(o + x, m, best);
+                const __m512i where = _mm512_add_epi32(_mm512_add_epi32(lanes, k),
+                                                       _mm512_set1_epi32(base + static_cast<std::int32_t>(2 * x)));
+                _mm512_mask_storeu_epi32(a + x, m, where);
+            }
+        }
+#endif
+        for (; x < g.ow; ++x) {
+            const T p = r0[2 * x], q = r0[2 * x + 1], r = r1[2 * x], s = r1[2 * x + 1];
+            T best = p;
+            std::int32_t k = 0;
+            bool b = better(q, best);
+            best = b ? q : best;
+            k = b ? 1 : k;
+            b = better(r, best);
+            best = b ? r : best;
+            k = b ? w : k;
+            b = better(s, best);
+            best = b ? s : best;
+            k = b ? w + 1 : k;
+            o[x] = best;
+            a[x] = base + static_cast<std::int32_t>(2 * x) + k;
+        }
+    }
+}
+
+template <class T> void pool_any(const T* plane, T* out, std::int32_t* at, const Geometry& g) {
+    for (index_t y = 0; y < g.oh; ++y)
+        for (index_t x = 0; x < g.ow; ++x) {
+            T best = -std::numeric_limits<T>::infinity();
+            std::int32_t where = -1;
+            bool first = true;
+            for (index_t i = 0; i < g.kh; ++i) {
+                const index_t iy = y * g.sh - g.ph + i * g.dh;
+                for (index_t j = 0; j < g.kw; ++j) {
+                    const index_t ix = x * g.sw - g.pw + j * g.dw;
+                    // Padding is -infinity: it wins only as a window's first element.
+                    if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) {
+                        first = false;
+                        continue;
+                    }
+                    const T v = plane[iy * g.w + ix];
+                    if (first || better(v, best)) {
+                        best = v;
+                        where = static_cast<std::int32_t>(iy * g.w + ix);
+                    }
+                    first = false;
+                }
+            }
+            out[y * g.ow + x] = best;
+            at[y * g.ow + x] = where;
+        }
+}
+
+template <class T> void max_pool2d(const MaxPool2dCall& c) {
+    const Geometry g = geometry(c.in, c.window);
+    const T* in = c.in.as<const T>();
+    T* out = c.out.as<T>();
+    auto* at = c.indices.as<std::int32_t>();
+    const bool two_by_two = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
+                            g.dh == 1 && g.dw == 1;
+    const index_t planes = g.n * g.c, outputs = g.positions();
+    parallel_for(planes, planes * outputs * g.kh * g.kw >= (1 << 15), [&](index_t p) {
+        const T* plane = in + p * g.h * g.w;
+        if (two_by_two) pool_2x2(plane, out + p * outputs, at + p * outputs, g);
+        else pool_any(plane, out + p * outputs, at + p * outputs, g);
+    });
+}
+
+template <class T> void max_pool2d_backward(const MaxPool2dBackwardCall& c) {
+    const index_t planes = c.d_in.shape[0] * c.d_in.shape[1], size = c.d_in.shape[2] * c.d_in.shape[3];
+    const index_t outputs = c.d_out.shape[2] * c.d_out.shape[3];
+    const T* d_out = c.d_out.as<const T>();
+    const auto* at = c.indices.as<const std::int32_t>();
+    T* d_in = c.d_in.as<T>();
+    parallel_for(planes, planes * (size + outputs) >= (1 << 15), [&](index_t p) {
+        T* plane = d_in + p * size;
+        std::fill(plane, plane + size, T(0));
+        for (index_t k = p * outputs; k < (p + 1) * outputs; ++k)
+            if (at[k] >= 0) plane[at[k]] += d_out[k];
+    });
+}
+
+LEVERS_KERNEL(MaxPool2dCall, cpu, f32, max_pool2d<float>);
+LEVERS_KERNEL(MaxPool2dCall, cpu, f64, max_pool2d<double>);
+LEVERS_KERNEL(MaxPool2dBackwardCall, cpu, f32, max_pool2d_backward<float>);
+LEVERS_KERNEL(MaxPool2dBackwardCall, cpu, f64, max_pool2d_backward<double>);
+
+}  // namespace
+}  // namespace levers::kernels::cpu

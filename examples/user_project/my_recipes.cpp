@@ -14,6 +14,7 @@
 #include <levers/recipe/recipe.hpp>
 #include <levers/models/mlp.hpp>
 #include <levers/train/rewards.hpp>
+#include "residual_mlp.hpp"
 #include "small_cnn.hpp"
 #include "user_ops.hpp"
 
@@ -23,30 +24,7 @@
 
 using namespace levers;
 
-// A residual MLP with layernorm: x -> in -> blocks of x + fc(gelu(norm(x))) -> norm -> out.
-struct Block : nn::Layer {
-    nn::LayerNorm norm;
-    nn::Linear fc;
-    explicit Block(std::int64_t width) : norm(*this, "norm", width), fc(*this, "fc", width, width) {}
-    Tensor forward(const Tensor& x) override { return x + fc(ops::gelu(norm(x))); }
-};
-
-struct ResidualMlp : nn::Layer {
-    nn::Linear in;
-    nn::ModuleList<Block> blocks;
-    nn::LayerNorm norm;
-    nn::Linear out;
-    ResidualMlp(std::int64_t width, int depth, std::uint64_t seed)
-        : in(*this, "in", 784, width), blocks(*this, "blocks", depth, width), norm(*this, "norm", width),
-          out(*this, "out", width, 10) {
-        initialize(seed);
-    }
-    Tensor forward(const Tensor& x) override {
-        Tensor h = in(on_device(x));
-        for (Block& b : blocks) h = b(h);
-        return out(norm(h));
-    }
-};
+using user::ResidualMlp;  // residual_mlp.hpp
 
 // Fashion-MNIST (Debian's dataset-fashion-mnist), mapped once per node; each
 // rank takes its share of every step's shuffled global batch.

@@ -159,6 +159,7 @@ namespace {
 void put_image(float* out, const std::uint8_t* bytes, std::int64_t pixels) {
     for (std::int64_t p = 0; p < pixels; ++p) out[p] = static_cast<float>(bytes[p]) / 255.0f - 0.5f;
 }
+constexpr std::int64_t kAhead = 4;  // images prefetched ahead of the one converting
 // New tensors each batch, from the pool: the last batch's may still be saved by a graph.
 void make_batch(std::int64_t n, std::int64_t pixels, Tensor& x, Tensor& y) {
     x = Tensor::empty({n, pixels}, DType::f32);
@@ -174,6 +175,13 @@ void ImageSet::gather(const std::vector<std::int64_t>& rows, Tensor& x, Tensor& 
     for (std::int64_t i = 0; i < n; ++i) {
         const std::int64_t r = rows[static_cast<std::size_t>(i)];
         LEVERS_CHECK(r >= 0 && r < count_, "image {} of a set of {}", r, count_);
+        // Shuffled rows lie anywhere in the set: the image a few rows on is asked for now, so its
+        // bytes arrive while this one converts (waiting on memory was most of a small model's gather).
+        if (i + kAhead < n) {
+            const std::int64_t ahead = rows[static_cast<std::size_t>(i + kAhead)];
+            if (ahead >= 0 && ahead < count_)
+                for (std::int64_t b = 0; b < pixels_; b += 64) __builtin_prefetch(images_ + ahead * pixels_ + b);
+        }
         put_image(xs + i * pixels_, images_ + r * pixels_, pixels_);
         ys[i] = labels_[r];
     }

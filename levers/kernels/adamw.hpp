@@ -29,7 +29,9 @@ LEVERS_HD void adamw_element(T& p, T& m, T& v, T g, T lr, T beta1, T beta2, T ep
     p -= lr * weight_decay * p;
     m = beta1 * m + (T(1) - beta1) * g;
     v = beta2 * v + (T(1) - beta2) * g * g;
-    p -= lr * (m / bc1) / (std::sqrt(v / bc2) + eps);
+    // As PyTorch's AdamW writes it: the corrections' factors hoist out of a loop over elements, leaving one
+    // square root and one division each.
+    p -= lr / bc1 * m / (std::sqrt(v) * (T(1) / std::sqrt(bc2)) + eps);
 }
 
 // A run of at most kAdamWChunk elements of one parameter tensor in the flat

@@ -1,6 +1,7 @@
 #include "levers/kernels/adamw.hpp"
 
 #include "levers/core/error.hpp"
+#include "levers/core/threads.hpp"
 
 #include <algorithm>
 
@@ -21,6 +22,12 @@ template <class T> void adamw_step(T* param, T* m, T* v, const T* grad, index_t 
     const T eps = static_cast<T>(h.eps), wd = static_cast<T>(h.weight_decay);
     const T bc1 = static_cast<T>(1 - std::pow(h.beta1, static_cast<double>(step)));
     const T bc2 = static_cast<T>(1 - std::pow(h.beta2, static_cast<double>(step)));
+    // A parameter tensor of a small model is a few thousand elements: a parallel region would cost more than it.
+    if (n < (index_t{1} << 16) || threads() == 1) {
+#pragma omp simd
+        for (index_t i = 0; i < n; ++i) adamw_element(param[i], m[i], v[i], grad[i], lr, b1, b2, eps, wd, bc1, bc2);
+        return;
+    }
 #pragma omp parallel for simd schedule(static)
     for (index_t i = 0; i < n; ++i) adamw_element(param[i], m[i], v[i], grad[i], lr, b1, b2, eps, wd, bc1, bc2);
 }

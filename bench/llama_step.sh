@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A Llama-shaped training step on the CPU against the same model in PyTorch,
 # in one run: 8 layers x 512, 8 query heads over 2 key-value heads, MLP
-# 1376, vocabulary 32,000, 2 sequences of 512 tokens; forward, the loss over
+# 1376, vocabulary 32,000, 2 sequences of 512 tokens of Moby-Dick through
+# Llama 2's tokenizer (bench/book_ids.sh), the same on both sides; forward, the loss over
 # the vocabulary, backward and AdamW (bench_model_steps --model llama: levers'
 # decoder with its fused kernels; bench/model_steps.py --model llama: the
 # model as Hugging Face's LlamaForCausalLM computes it, in PyTorch 1.13), at
@@ -22,10 +23,18 @@ build=${LEVERS_BUILD:-$root/build}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
+. "$root/bench/book_ids.sh"
+book_ids "$build" "$out/ids.json"
+
+# Both sides on the book's tokens; levers on synthetic ids too (the same
+# positions, ids i·7919 + 13 mod 32000), to show whether the step depends on its input.
 for round in $(seq "$rounds"); do
     for threads in 1 2; do
-        "$build/bench/bench_model_steps" --model llama --threads "$threads" --steps 3 >>"$out/levers-$threads.jsonl"
-        torch_builds "$threads" "$out/torch-$threads.jsonl" "$root/bench/model_steps.py" --model llama --steps 3
+        "$build/bench/bench_model_steps" --model llama --threads "$threads" --steps 3 --ids "$out/ids.json" \
+            >>"$out/levers-$threads.jsonl"
+        "$build/bench/bench_model_steps" --model llama --threads "$threads" --steps 3 >>"$out/synthetic-$threads.jsonl"
+        torch_builds "$threads" "$out/torch-$threads.jsonl" "$root/bench/model_steps.py" --model llama --steps 3 \
+            --ids "$out/ids.json"
     done
 done
 
@@ -50,4 +59,10 @@ for t in (1, 2):
     print(f"| {t} | {med(lv, 'per_second'):.0f} | {med(pt, 'per_second'):.0f} | {med(lv, 'per_second') / med(pt, 'per_second'):.2f}x | "
           f"{med(lv, 'median_step_ms'):.0f} | {med(pt, 'median_step_ms'):.0f} | {med(lv, 'peak_rss_mb'):.0f} | {med(pt, 'peak_rss_mb'):.0f} | "
           f"{best} ({', '.join(f'{b} {v:.0f}' for b, v in meds.items())}) |")
+print()
+for t in (1, 2):
+    real, synthetic = load(f"levers-{t}.jsonl"), load(f"synthetic-{t}.jsonl")
+    med = lambda rs: statistics.median(r["median_step_ms"] for r in rs)
+    print(f"levers at {t} thread(s): {med(real):.0f} ms a step on the book's tokens, {med(synthetic):.0f} ms on synthetic ids "
+          f"({med(synthetic) / med(real):.2f}x)")
 PY

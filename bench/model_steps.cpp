@@ -6,7 +6,7 @@
 // (examples/user_project/llama_block.hpp: forward and backward); and
 // levers' own Llama-family decoder (levers/models/llama.hpp, its fused kernels) for
 // bench/llama_step.sh: a whole training step (forward, loss over the
-// vocabulary, backward, AdamW); and a DPO step of that decoder for
+// vocabulary, backward, AdamW; on a real text's ids, --ids); and a DPO step of that decoder for
 // bench/dpo_step.sh (a frozen reference scores two pairs of answers, the
 // policy scores them with gradients, the sigmoid loss, backward, AdamW),
 // on token ids of a real text (--ids). One JSON object: the median step.
@@ -65,8 +65,10 @@ int main(int argc, char** argv) {
     int threads = 1, steps = 10, batch = 0;
     app.add_option("--model", model, "cnn, llama_block, llama or dpo")
         ->check(CLI::IsMember({"cnn", "llama_block", "llama", "dpo"}));
-    app.add_option("--ids", ids_file, "dpo: a JSON array of token ids (a text as recipe tokenize writes it)");
+    app.add_option("--ids", ids_file, "llama, dpo: a JSON array of token ids (a text as recipe tokenize writes it)");
     app.add_option("--images", images_dir, "cnn: Fashion-MNIST's IDX files (default: Debian's dataset-fashion-mnist)");
+    bool random_images = false;
+    app.add_flag("--random-images", random_images, "cnn: normal(0, 1) images in place of the real ones (the input dependence check)");
     app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
     app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
     app.add_option("--batch", batch, "batch (default: 64 images; 4 sequences of 256 tokens; llama: 2 of 512)");
@@ -85,7 +87,7 @@ int main(int argc, char** argv) {
         for (std::size_t k = 0; k < batches.size(); ++k) {
             auto& [x, y] = batches[k];
             train.gather_range(static_cast<std::int64_t>(k) * n % (train.count() - n + 1), n, x, y);
-            x = x.reshape({n, 1, 28, 28});
+            x = random_images ? normals({n, 1, 28, 28}, 100 + k) : x.reshape({n, 1, 28, 28});
         }
         std::size_t next = 0;
         double loss = 0;
@@ -103,8 +105,16 @@ int main(int argc, char** argv) {
         const std::int64_t b = batch > 0 ? batch : 2, t = 512;
         models::Llama llama(c, 1);
         train::AdamW adamw(llama.params(), {.lr = 1e-4});
+        // Row r: the text's ids [r (t + 1), (r + 1)(t + 1)) (--ids: real tokens, as the peer takes them), or
+        // without --ids a synthetic sequence (the input dependence check).
         std::vector<std::int32_t> ids(static_cast<std::size_t>(b * (t + 1)));
-        for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7919 + 13) % 32000);
+        if (!ids_file.empty()) {
+            const auto text = nlohmann::json::parse(read_file(ids_file)).get<std::vector<std::int32_t>>();
+            LEVERS_CHECK(text.size() >= ids.size(), "--ids: {} ids, fewer than {}", text.size(), ids.size());
+            std::copy(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(ids.size()), ids.begin());
+        } else {
+            for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7919 + 13) % 32000);
+        }
         std::vector<std::int32_t> in, out;
         for (std::int64_t r = 0; r < b; ++r) {
             in.insert(in.end(), ids.begin() + r * (t + 1), ids.begin() + r * (t + 1) + t);
@@ -121,6 +131,7 @@ int main(int argc, char** argv) {
         });
         row.update({{"batch", b}, {"tokens", b * t}, {"median_step_ms", ms}, {"per_second", static_cast<double>(b * t) / ms * 1000},
                     {"unit", "tokens"}, {"final_loss", loss}, {"parameters", llama.params().size()},
+                    {"inputs", ids_file.empty() ? "synthetic" : "text"},
                     {"activations_mb", static_cast<double>(cpu_pool().stats().peak) / (1 << 20)}});
     } else if (model == "dpo") {
         // Pair k: a prompt of 256 ids of the text, then 257 ids of what follows it (chosen) or of a stretch

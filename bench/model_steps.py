@@ -150,7 +150,7 @@ def set_up_torch(a):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", choices=["cnn", "llama_block", "llama", "dpo"], default="cnn")
-    p.add_argument("--ids", help="dpo: a JSON array of token ids")
+    p.add_argument("--ids", help="llama, dpo: a JSON array of token ids (llama without it: synthetic ids)")
     p.add_argument("--images", default="/usr/share/datasets/fashion-mnist", help="cnn: Fashion-MNIST's IDX files")
     p.add_argument("--batch", type=int, default=0)
     peer_arguments(p)
@@ -176,7 +176,10 @@ def main():
         b, t = a.batch or 2, 512
         model = Llama(32000, 512, 8, 8, 2, 1376)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        ids = (torch.arange(b * (t + 1)) * 7919 + 13) % 32000
+        if a.ids:  # the text's first b (t + 1) ids, row by row, as bench_model_steps takes them
+            ids = torch.tensor(json.load(open(a.ids))[:b * (t + 1)])
+        else:
+            ids = (torch.arange(b * (t + 1)) * 7919 + 13) % 32000
         ids = ids.view(b, t + 1)
         tokens, targets = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
 
@@ -186,7 +189,7 @@ def main():
             opt.step()
         ms = median_ms(2, a.steps, step)
         row.update({"batch": b, "tokens": b * t, "median_step_ms": ms, "per_second": b * t / ms * 1e3, "unit": "tokens",
-                    "parameters": sum(p.numel() for p in model.parameters())})
+                    "parameters": sum(p.numel() for p in model.parameters()), "inputs": "text" if a.ids else "synthetic"})
     elif a.model == "dpo":
         text = json.load(open(a.ids))
         pairs, prompt, answer = a.batch or 2, 256, 257

@@ -109,6 +109,7 @@ Tensor run_conv2d(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
 
 struct PoolSaved {
     autograd::SavedTensor indices;
+    Window window;
 };
 
 // The fused max-pooling (the backend's max_pool2d kernels): y [N, C, out].
@@ -123,11 +124,12 @@ Tensor run_max_pool2d(const Tensor& x_in, const Window& w, Pair out) {
             "max_pool2d",
             [](autograd::Backward& g, const PoolSaved& s) {
                 const Tensor d_y = g.grad_out().contiguous();
-                MaxPool2dBackwardCall back{.d_in = arg(g.write_grad(0)), .d_out = arg(d_y), .indices = arg(s.indices)};
+                MaxPool2dBackwardCall back{
+                    .d_in = arg(g.write_grad(0)), .d_out = arg(d_y), .indices = arg(s.indices), .window = s.window};
                 run(d_y, back);
             },
             {&x}, {&y}))
-        s->indices = indices;
+        *s = {.indices = indices, .window = w};
     return y;
 }
 

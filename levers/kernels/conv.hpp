@@ -75,6 +75,7 @@ struct MaxPool2dCall : KernelCallBase {
 struct MaxPool2dBackwardCall : KernelCallBase {
     static constexpr const char* kName = "max_pool2d_backward";
     TensorArg d_in, d_out, indices;
+    Window window;  // the forward's
 };
 
 }  // namespace levers

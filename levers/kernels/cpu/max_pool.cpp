@@ -86,6 +86,11 @@ template <class T> void pool_2x2(const T* plane, T* out, std::int32_t* at, const
     }
 }
 
+// A 2x2 window at stride 2 without padding.
+bool two_by_two(const Geometry& g) {
+    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1;
+}
+
 template <class T> void pool_any(const T* plane, T* out, std::int32_t* at, const Geometry& g) {
     for (index_t y = 0; y < g.oh; ++y)
         for (index_t x = 0; x < g.ow; ++x) {
@@ -119,24 +124,73 @@ template <class T> void max_pool2d(const MaxPool2dCall& c) {
     const T* in = c.in.as<const T>();
     T* out = c.out.as<T>();
     auto* at = c.indices.as<std::int32_t>();
-    const bool two_by_two = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
-                            g.dh == 1 && g.dw == 1;
+
     const index_t planes = g.n * g.c, outputs = g.positions();
     parallel_for(planes, planes * outputs * g.kh * g.kw >= (1 << 15), [&](index_t p) {
         const T* plane = in + p * g.h * g.w;
-        if (two_by_two) pool_2x2(plane, out + p * outputs, at + p * outputs, g);
+        if (two_by_two(g)) pool_2x2(plane, out + p * outputs, at + p * outputs, g);
         else pool_any(plane, out + p * outputs, at + p * outputs, g);
     });
 }
 
+// 2x2 windows at stride 2 that tile the plane: each pixel lies in one window,
+// so each is written once (its window's gradient, or zero), no zeroing first;
+// under AVX-512 16 windows at a time, their four pixels' values interleaved
+// back into the two lines by permutes.
+template <class T> void unpool_2x2(T* plane, const T* d_out, const std::int32_t* at, const Geometry& g) {
+    const auto w = static_cast<std::int32_t>(g.w);
+    for (index_t y = 0; y < g.oh; ++y) {
+        T* r0 = plane + 2 * y * g.w;
+        T* r1 = r0 + g.w;
+        const T* d = d_out + y * g.ow;
+        const std::int32_t* a = at + y * g.ow;
+        const auto base = static_cast<std::int32_t>(2 * y * g.w);
+        index_t x = 0;
+#if defined(__AVX512F__)
+        if constexpr (std::is_same_v<T, float>) {
+            const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+            const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(8));
+            for (; x < g.ow; x += 16) {
+                const index_t n = std::min<index_t>(16, g.ow - x);
+                const auto m = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1);
+                const auto lo = static_cast<__mmask16>(2 * n >= 16 ? 0xFFFFu : (1u << (2 * n)) - 1);
+                const auto hi = static_cast<__mmask16>(2 * n <= 16 ? 0u : (1u << (2 * n - 16)) - 1);
+                const __m512 grad = _mm512_maskz_loadu_ps(m, d + x);
+                const __m512i k = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, a + x),
+                                                   _mm512_add_epi32(lanes, _mm512_set1_epi32(base + static_cast<std::int32_t>(2 * x))));
+                const auto at_offset = [&](std::int32_t offset) {
+                    return _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(offset)), grad);
+                };
+                const auto store_line = [&](T* line, __m512 even, __m512 odd) {
+                    _mm512_mask_storeu_ps(line + 2 * x, lo, _mm512_permutex2var_ps(even, low, odd));
+                    _mm512_mask_storeu_ps(line + 2 * x + 16, hi, _mm512_permutex2var_ps(even, high, odd));
+                };
+                store_line(r0, at_offset(0), at_offset(1));
+                store_line(r1, at_offset(w), at_offset(w + 1));
+            }
+        }
+#endif
+        for (; x < g.ow; ++x) {
+            const std::int32_t k = a[x] - (base + static_cast<std::int32_t>(2 * x));
+            r0[2 * x] = k == 0 ? d[x] : T(0);
+            r0[2 * x + 1] = k == 1 ? d[x] : T(0);
+            r1[2 * x] = k == w ? d[x] : T(0);
+            r1[2 * x + 1] = k == w + 1 ? d[x] : T(0);
+        }
+    }
+}
+
 template <class T> void max_pool2d_backward(const MaxPool2dBackwardCall& c) {
-    const index_t planes = c.d_in.shape[0] * c.d_in.shape[1], size = c.d_in.shape[2] * c.d_in.shape[3];
-    const index_t outputs = c.d_out.shape[2] * c.d_out.shape[3];
+    const Geometry g = geometry(c.d_in, c.window);
+    const index_t planes = g.n * g.c, size = g.h * g.w, outputs = g.positions();
     const T* d_out = c.d_out.as<const T>();
     const auto* at = c.indices.as<const std::int32_t>();
     T* d_in = c.d_in.as<T>();
+    const bool tiles = two_by_two(g) && g.h == 2 * g.oh && g.w == 2 * g.ow;
     parallel_for(planes, planes * (size + outputs) >= (1 << 15), [&](index_t p) {
         T* plane = d_in + p * size;
+        if (tiles) return unpool_2x2(plane, d_out + p * outputs, at + p * outputs, g);
         std::fill(plane, plane + size, T(0));
         for (index_t k = p * outputs; k < (p + 1) * outputs; ++k)
             if (at[k] >= 0) plane[at[k]] += d_out[k];

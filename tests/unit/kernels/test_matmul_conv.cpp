@@ -169,25 +169,29 @@ TEST_CASE("conv2d's fused CPU kernels equal unfold and matmul, values and gradie
 
 TEST_CASE("max_pool2d's fused CPU kernels equal the largest of unfolded columns: ties, NaN, padding, gradients") {
     // Small integers: ties in most windows (ReLU's zeros are the usual ones); a NaN wins its window.
-    Rng rng(5);
-    const Shape shape{2, 3, 7, 38};  // 2x2 windows: 19 a line, a full vector of 16 and a tail
-    std::vector<double> v(static_cast<std::size_t>(shape.numel()));
-    for (double& e : v) e = std::floor(rng.uniform() * 4) - 1;
-    v[9] = std::numeric_limits<double>::quiet_NaN();
+    // 8 lines: 2x2 windows tile the image (backward writes each pixel once); 7: the last line in no window.
+    // 38 columns: 19 windows a line, a full vector of 16 and a tail.
     struct Window {
         ops::Pair kernel, stride, padding, dilation;
     };
     const Window windows[] = {{{2, 2}, {2, 2}, {0, 0}, {1, 1}}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}},
                               {{2, 3}, {1, 2}, {1, 1}, {2, 1}}};
+    for (const std::int64_t lines : {8, 7})
     for (const DType dtype : {DType::f64, DType::f32})
     for (const Window& w : windows) {
+        CAPTURE(lines);
         CAPTURE(w.kernel[0]);
         CAPTURE(w.stride[1]);
         CAPTURE(std::string(name_of(dtype)));
+        const Shape shape{2, 3, lines, 38};
+        Rng rng(5);
+        std::vector<double> v(static_cast<std::size_t>(shape.numel()));
+        for (double& e : v) e = std::floor(rng.uniform() * 4) - 1;
+        v[9] = std::numeric_limits<double>::quiet_NaN();
         const Tensor x = Tensor::from(v, shape).to(dtype).requires_grad_();
         const Tensor x2 = Tensor::from(v, shape).to(dtype).requires_grad_();
         const Tensor y = ops::max_pool2d(x, w.kernel, w.stride, w.padding, w.dilation);
-        const Tensor cols = ops::unfold(x2.reshape({6, 1, 7, 38}), w.kernel, w.dilation, w.padding, w.stride,
+        const Tensor cols = ops::unfold(x2.reshape({6, 1, lines, 38}), w.kernel, w.dilation, w.padding, w.stride,
                                         -std::numeric_limits<double>::infinity());
         const Tensor want = ops::max(cols, 1).values.view(y.shape());
         const std::vector<double> got = y.values(), expected = want.values();

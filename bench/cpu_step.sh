@@ -3,8 +3,9 @@
 # against levers' own hand-written GPT of the commit before models were made
 # of modules (LEVERS_BASE_COMMIT, built beside this one), same model (GPT-2
 # architecture, 4 layers x 128, 4 heads, context 128, byte vocabulary: 0.84M
-# parameters), same batch (16 x 128 tokens), same thread count, measured in
-# one run, alternating so machine noise hits all.
+# parameters), same batch (16 x 128 tokens: the bytes of Moby-Dick for levers
+# and PyTorch, random ids for the base and a second levers run), same thread
+# count, measured in one run, alternating so machine noise hits all.
 #
 #   bash bench/cpu_step.sh [rounds]     (default 3 rounds; the median is reported)
 #
@@ -25,10 +26,15 @@ build=${LEVERS_BUILD:-$root/build}
 base=$(base_build "$LEVERS_BASE_COMMIT" "${LEVERS_BASE_BUILD:-$root/build-base}")
 
 out=$(mktemp -d)
+. "$root/bench/book_ids.sh"
+book_bytes "$out/bytes.json"
+# levers and PyTorch on the book's bytes; levers on random ids too, as the base
+# (which takes no --ids) steps on them: it is set against that run.
 for threads in 1 2; do
     for round in $(seq "$rounds"); do
         "$base" --threads "$threads" >>"$out/base-$threads.jsonl"
-        "$build/bench/bench_gpt_step" --threads "$threads" >>"$out/levers-$threads.jsonl"
+        "$build/bench/bench_gpt_step" --threads "$threads" --ids "$out/bytes.json" >>"$out/levers-$threads.jsonl"
+        "$build/bench/bench_gpt_step" --threads "$threads" >>"$out/random-$threads.jsonl"
         # OpenBLAS's pthreads build keeps its own pool: without OPENBLAS_NUM_THREADS
         # it takes every core whatever torch.set_num_threads says.
         for variant in pthread openmp; do
@@ -36,7 +42,7 @@ for threads in 1 2; do
                 OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
                     LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-$variant \
                     /usr/bin/python3 "$root/bench/gpt_step.py" --threads "$threads" --blas "openblas-$variant" \
-                    --flush-denormal "$flush" >>"$out/torch-$threads.jsonl"
+                    --flush-denormal "$flush" --ids "$out/bytes.json" >>"$out/torch-$threads.jsonl"
             done
         done
     done
@@ -62,14 +68,15 @@ print(f"peer: {torch_info['impl']}, {'; '.join(torch_info['blas'])}, matmul 1024
 print(f"model: {torch_info['parameters']} parameters, {torch_info['tokens_per_step']} tokens per step")
 print(f"base: levers at {sys.argv[2]} (the hand-written GPT)")
 print()
-print("| threads | levers tok/s | base tok/s | levers / base | PyTorch tok/s | levers / PyTorch | levers step ms | PyTorch step ms | levers peak RSS MB | PyTorch peak RSS MB | PyTorch BLAS (tok/s of each) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| threads | levers tok/s (book) | levers tok/s (random ids) | base tok/s (random ids) | levers / base | PyTorch tok/s (book) | levers / PyTorch | levers step ms | PyTorch step ms | levers peak RSS MB | PyTorch peak RSS MB | PyTorch BLAS (tok/s of each) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for t in (1, 2):
-    lv, bs = load(f"levers-{t}.jsonl"), load(f"base-{t}.jsonl")
+    lv, rn, bs = load(f"levers-{t}.jsonl"), load(f"random-{t}.jsonl"), load(f"base-{t}.jsonl")
     build, pt, meds = best_peer(load(f"torch-{t}.jsonl"))
     med = lambda rows, k: statistics.median(r[k] for r in rows)
-    l_tps, b_tps, p_tps = med(lv, "tokens_per_second"), med(bs, "tokens_per_second"), med(pt, "tokens_per_second")
-    print(f"| {t} | {l_tps:.0f} | {b_tps:.0f} | {l_tps / b_tps:.2f}x | {p_tps:.0f} | {l_tps / p_tps:.2f}x | "
+    l_tps, r_tps, b_tps, p_tps = (med(lv, "tokens_per_second"), med(rn, "tokens_per_second"), med(bs, "tokens_per_second"),
+                                  med(pt, "tokens_per_second"))
+    print(f"| {t} | {l_tps:.0f} | {r_tps:.0f} | {b_tps:.0f} | {r_tps / b_tps:.2f}x | {p_tps:.0f} | {l_tps / p_tps:.2f}x | "
           f"{med(lv, 'median_step_ms'):.1f} | {med(pt, 'median_step_ms'):.1f} | {med(lv, 'peak_rss_mb'):.0f} | "
           f"{med(pt, 'peak_rss_mb'):.0f} | {build} ({', '.join(f'{b} {v:.0f}' for b, v in meds.items())}) |")
 lv, bs = load("levers-1.jsonl")[0], load("base-1.jsonl")[0]

@@ -44,6 +44,13 @@ class Gpt(nn.Module):
         self.wte, self.wpe = nn.Embedding(vocab, c), nn.Embedding(block, c)
         self.blocks = nn.ModuleList(Block(c, heads, sdpa) for _ in range(layers))
         self.ln_f = nn.LayerNorm(c)
+        # GPT-2's initialisation, as levers' Gpt: matrices and embeddings N(0, 0.02), biases zero (PyTorch's
+        # default N(0, 1) embeddings, tied to the head, start at a loss near 80 with saturated softmaxes).
+        for name, w in self.named_parameters():
+            if w.dim() >= 2:
+                nn.init.normal_(w, std=0.02)
+            elif name.endswith("bias") and "ln" not in name:
+                nn.init.zeros_(w)
 
     def forward(self, idx, targets):
         t = idx.shape[1]
@@ -80,6 +87,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     add_model_args(p)
     p.add_argument("--blas", default="system", help="label for the BLAS build in use")
+    p.add_argument("--ids", help="a JSON array of token ids of a real text (default: random ids)")
     p.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU comparison in gpu_check.sh")
     p.add_argument("--precision", default="f32", choices=["f32", "bf16"],
                    help="bf16: autocast to bf16 around forward (f32 master weights), as PyTorch users train")
@@ -98,8 +106,12 @@ def main():
     no_decay = [w for w in model.parameters() if w.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
-    x = torch.randint(0, a.vocab, (a.batch, a.block), device=a.device)
-    y = torch.randint(0, a.vocab, (a.batch, a.block), device=a.device)
+    if a.ids:  # row r: the text's ids [r (block + 1), (r + 1)(block + 1)), as bench_gpt_step takes them
+        rows = torch.tensor(json.load(open(a.ids))[:a.batch * (a.block + 1)]).view(a.batch, a.block + 1).to(a.device)
+        x, y = rows[:, :-1].contiguous(), rows[:, 1:].contiguous()
+    else:
+        x = torch.randint(0, a.vocab, (a.batch, a.block), device=a.device)
+        y = torch.randint(0, a.vocab, (a.batch, a.block), device=a.device)
     sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     times = []
     for step in range(a.warmup + a.steps):
@@ -124,6 +136,7 @@ def main():
         "threads": a.threads,
         "parameters": sum(w.numel() for w in model.parameters()),
         "tokens_per_step": a.batch * a.block,
+        "inputs": "text" if a.ids else "random",
         "median_step_ms": median * 1e3,
         "tokens_per_second": a.batch * a.block / median,
         "final_loss": loss.item(),

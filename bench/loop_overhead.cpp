@@ -15,6 +15,7 @@
 // share of the loop's step, and the framework's own part of it (loop - manual).
 //
 //   bench_loop_overhead --model cnn|mlp_20k|mlp [--threads N] [--steps N] [--rounds N]
+#include "bench/timing.hpp"
 #include "examples/user_project/residual_mlp.hpp"
 #include "examples/user_project/small_cnn.hpp"
 #include "levers/core/threads.hpp"
@@ -28,9 +29,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include <unistd.h>
@@ -38,19 +38,9 @@
 using namespace levers;
 
 namespace {
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+double ms_per_step(long steps, const std::function<void()>& run) {
+    return bench::ms_of(run) / static_cast<double>(steps);
 }
-
-template <class F> double ms_per_step(long steps, F&& run) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
-           static_cast<double>(steps);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,7 +109,7 @@ int main(int argc, char** argv) {
         }));
     }
     std::filesystem::remove_all(metrics_dir);
-    const double step = median(step_ms), manual = median(manual_ms), loop = median(loop_ms);
+    const double step = bench::median(step_ms), manual = bench::median(manual_ms), loop = bench::median(loop_ms);
     nlohmann::json row = {{"model", model},
                           {"parameters", params.size()},
                           {"batch", batch},

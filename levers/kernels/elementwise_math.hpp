@@ -23,6 +23,12 @@ template <class T> LEVERS_HD bool is_nan(T x) { return x != x; }
 // NaN wins, as in PyTorch's maximum and minimum.
 template <class T> LEVERS_HD T maximum(T a, T b) { return is_nan(a) ? a : is_nan(b) ? b : a > b ? a : b; }
 template <class T> LEVERS_HD T minimum(T a, T b) { return is_nan(a) ? a : is_nan(b) ? b : a < b ? a : b; }
+// Whether x replaces `best` as the extreme so far (the largest when `largest`, else the smallest): NaN wins,
+// the first of equals stays. One expression, no branches, so loops over data full of ties (ReLU's zeros)
+// compile to selects rather than mispredicted jumps.
+template <class T> LEVERS_HD bool replaces_extreme(T x, T best, bool largest) {
+    return !is_nan(best) && (is_nan(x) || (largest ? x > best : x < best));
+}
 // Where a and b tie, each gets half of the gradient (PyTorch's rule).
 template <class T> LEVERS_HD T pick_grad(T a, T b) { return a > b ? T(1) : a == b ? T(0.5) : T(0); }
 // x · sigmoid(x) and its derivative.

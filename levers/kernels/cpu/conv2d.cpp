@@ -18,9 +18,6 @@ namespace levers::kernels::cpu {
 
 namespace {
 
-template <class T> using ColVecMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
-template <class T> using ConstColVecMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>;
-
 // The sizes of one group's product.
 struct Product {
     index_t groups, cg, og, field, positions;  // cg, og: channels in and out per group; field = cg·kh·kw

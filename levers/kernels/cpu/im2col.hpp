@@ -28,6 +28,13 @@ inline Geometry geometry(const TensorArg& image, const Window& win) {
             win.out_size(0, image.shape[2]), win.out_size(1, image.shape[3])};
 }
 
+#if defined(__AVX512F__)
+// The first n lanes of 16 (none for n <= 0, all for n >= 16): a masked load or store's tail.
+inline __mmask16 first_lanes(index_t n) {
+    return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1);
+}
+#endif
+
 // dst[k] = src[k] (Add: dst[k] += src[k]) for k in [0, n). The runs here are
 // short (a line of a 14x14 map), too short for a compiler's vector loop, so
 // under AVX-512 masked vectors cover them, tail included.
@@ -35,7 +42,7 @@ template <bool Add, class T> void line(T* dst, const T* src, index_t n) {
 #if defined(__AVX512F__)
     if constexpr (std::is_same_v<T, float>) {
         for (index_t k = 0; k < n; k += 16) {
-            const auto m = static_cast<__mmask16>(n - k >= 16 ? 0xFFFFu : (1u << (n - k)) - 1);
+            const __mmask16 m = first_lanes(n - k);
             __m512 v = _mm512_maskz_loadu_ps(m, src + k);
             if constexpr (Add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, dst + k));
             _mm512_mask_storeu_ps(dst + k, m, v);

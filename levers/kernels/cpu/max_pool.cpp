@@ -21,7 +21,7 @@ namespace levers::kernels::cpu {
 namespace {
 
 // Whether `x` replaces `best`: NaN wins, the first of equals stays (as the reductions choose).
-template <class T> bool better(T x, T best) { return !math::is_nan(best) && (math::is_nan(x) || x > best); }
+template <class T> bool better(T x, T best) { return math::replaces_extreme(x, best, true); }
 
 // The usual 2x2 window at stride 2 inside the image: four loads and three
 // selects an output; under AVX-512, 16 outputs at a time (the row pairs'
@@ -37,13 +37,12 @@ template <class T> void pool_2x2(const T* plane, T* out, std::int32_t* at, const
         index_t x = 0;
 #if defined(__AVX512F__)
         if constexpr (std::is_same_v<T, float>) {
+            // Lane l's even pixel of the pair of lines, 2l: also its window's first column, less 2x.
             const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
             const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-            const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
             for (; x < g.ow; x += 16) {
                 const index_t n = std::min<index_t>(16, g.ow - x);
-                const auto lo = static_cast<__mmask16>(2 * n >= 16 ? 0xFFFFu : (1u << (2 * n)) - 1);
-                const auto hi = static_cast<__mmask16>(2 * n <= 16 ? 0u : (1u << (2 * n - 16)) - 1);
+                const __mmask16 lo = first_lanes(2 * n), hi = first_lanes(2 * n - 16);
                 const auto take = [&](const T* r, const __m512i& which) {
                     return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, r + 2 * x), which,
                                                   _mm512_maskz_loadu_ps(hi, r + 2 * x + 16));
@@ -59,9 +58,9 @@ template <class T> void pool_2x2(const T* plane, T* out, std::int32_t* at, const
                 consider(take(r0, odd), 1);
                 consider(take(r1, even), w);
                 consider(take(r1, odd), w + 1);
-                const auto m = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1);
+                const __mmask16 m = first_lanes(n);
                 _mm512_mask_storeu_ps(o + x, m, best);
-                const __m512i where = _mm512_add_epi32(_mm512_add_epi32(lanes, k),
+                const __m512i where = _mm512_add_epi32(_mm512_add_epi32(even, k),
                                                        _mm512_set1_epi32(base + static_cast<std::int32_t>(2 * x)));
                 _mm512_mask_storeu_epi32(a + x, m, where);
             }
@@ -124,7 +123,6 @@ template <class T> void max_pool2d(const MaxPool2dCall& c) {
     const T* in = c.in.as<const T>();
     T* out = c.out.as<T>();
     auto* at = c.indices.as<std::int32_t>();
-
     const index_t planes = g.n * g.c, outputs = g.positions();
     parallel_for(planes, planes * outputs * g.kh * g.kw >= (1 << 15), [&](index_t p) {
         const T* plane = in + p * g.h * g.w;
@@ -148,14 +146,13 @@ template <class T> void unpool_2x2(T* plane, const T* d_out, const std::int32_t*
         index_t x = 0;
 #if defined(__AVX512F__)
         if constexpr (std::is_same_v<T, float>) {
+            // Lane l's window starts 2l columns on; low and high interleave two vectors' first and last 8 lanes.
             const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
             const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
             const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(8));
             for (; x < g.ow; x += 16) {
                 const index_t n = std::min<index_t>(16, g.ow - x);
-                const auto m = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1);
-                const auto lo = static_cast<__mmask16>(2 * n >= 16 ? 0xFFFFu : (1u << (2 * n)) - 1);
-                const auto hi = static_cast<__mmask16>(2 * n <= 16 ? 0u : (1u << (2 * n - 16)) - 1);
+                const __mmask16 m = first_lanes(n), lo = first_lanes(2 * n), hi = first_lanes(2 * n - 16);
                 const __m512 grad = _mm512_maskz_loadu_ps(m, d + x);
                 const __m512i k = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, a + x),
                                                    _mm512_add_epi32(lanes, _mm512_set1_epi32(base + static_cast<std::int32_t>(2 * x))));

@@ -30,12 +30,8 @@ template <class T> struct Best {
     std::int32_t index = 0;
 };
 
-// Whether `x` replaces `best` (NaN wins; the first of equals stays). One
-// expression, no branches, so the loops down columns compile to selects (no
-// mispredictions on data full of ties, ReLU's zeros).
-template <class T> bool better(Mode mode, T x, T best) {
-    return !math::is_nan(best) && (math::is_nan(x) || (mode == Mode::max ? x > best : x < best));
-}
+// Whether `x` replaces `best` (math::replaces_extreme: NaN wins, the first of equals stays).
+template <class T> bool better(Mode mode, T x, T best) { return math::replaces_extreme(x, best, mode == Mode::max); }
 
 // One contiguous run of n values.
 template <class T> Wide<T> sum_run(const T* x, index_t n) {

@@ -9,10 +9,14 @@
 //            PyTorch user writes it;
 //  - loop:   train::train_loop as recipes call it: clipping, the schedule,
 //            AdamW, a progress line every 10 steps and a metrics row every
-//            step (written to a temporary folder).
+//            step (written to a temporary folder);
+//  - hollow: train_loop as above around a micro-step that only returns its
+//            loss: the loop's fixed cost alone, free of the noise of a whole
+//            step's time (the difference loop - step is within it).
 // Prints the progress lines, then one JSON object: each kind's median ms a
-// step over the rounds, the loop's fixed cost (loop - step) in µs and as a
-// share of the loop's step, and the framework's own part of it (loop - manual).
+// step over the rounds, the loop's fixed cost (hollow) in µs and as a share of
+// the loop's step, the difference loop - step, and the framework's own part
+// (loop - manual).
 //
 //   bench_loop_overhead --model cnn|mlp_20k|mlp [--threads N] [--steps N] [--rounds N]
 #include "bench/timing.hpp"
@@ -80,7 +84,7 @@ int main(int argc, char** argv) {
 
     const std::filesystem::path metrics_dir =
         std::filesystem::temp_directory_path() / fmt::format("levers-loop-overhead-{}", ::getpid());
-    std::vector<double> step_ms, manual_ms, loop_ms;
+    std::vector<double> step_ms, manual_ms, loop_ms, hollow_ms;
     for (int round = 0; round < rounds; ++round) {
         step_ms.push_back(ms_per_step(steps, [&] {
             for (long s = 0; s < steps; ++s) {
@@ -97,19 +101,24 @@ int main(int argc, char** argv) {
                 adamw.step(2e-3);
             }
         }));
-        std::filesystem::remove_all(metrics_dir);
-        std::filesystem::create_directories(metrics_dir);
-        train::MetricsLog metrics(metrics_dir);
-        train::LoopOptions options;
-        options.steps = steps;
-        options.lr = {.peak = 2e-3, .warmup = 50, .total = steps};
-        options.metrics = &metrics;
-        loop_ms.push_back(ms_per_step(steps, [&] {
-            train::train_loop(params, options, [&](long, long) { return micro(); }, {});
-        }));
+        const auto loop = [&](const std::function<train::MicroResult()>& micro_step) {
+            std::filesystem::remove_all(metrics_dir);
+            std::filesystem::create_directories(metrics_dir);
+            train::MetricsLog metrics(metrics_dir);
+            train::LoopOptions options;
+            options.steps = steps;
+            options.lr = {.peak = 2e-3, .warmup = 50, .total = steps};
+            options.metrics = &metrics;
+            return ms_per_step(steps, [&] {
+                train::train_loop(params, options, [&](long, long) { return micro_step(); }, {});
+            });
+        };
+        loop_ms.push_back(loop(micro));
+        hollow_ms.push_back(loop([&] { return train::MicroResult{2.3, batch}; }));
     }
     std::filesystem::remove_all(metrics_dir);
-    const double step = bench::median(step_ms), manual = bench::median(manual_ms), loop = bench::median(loop_ms);
+    const double step = bench::median(step_ms), manual = bench::median(manual_ms), loop = bench::median(loop_ms),
+                 hollow = bench::median(hollow_ms);
     nlohmann::json row = {{"model", model},
                           {"parameters", params.size()},
                           {"batch", batch},
@@ -118,8 +127,9 @@ int main(int argc, char** argv) {
                           {"step_ms", step},
                           {"manual_ms", manual},
                           {"loop_ms", loop},
-                          {"fixed_us", (loop - step) * 1000},
-                          {"fixed_share", (loop - step) / loop},
+                          {"fixed_us", hollow * 1000},
+                          {"fixed_share", hollow / loop},
+                          {"difference_us", (loop - step) * 1000},
                           {"framework_us", (loop - manual) * 1000}};
     fmt::print("{}\n", row.dump());
     return 0;

@@ -164,10 +164,11 @@ using AfterStep = std::function<void(const train::LoopState&, const train::AdamW
 // keeps the newest and the best; no rank runs ahead of a checkpoint being written.
 AfterStep checkpoint_every(long every, long last_step, long grad_accum, CheckpointKeeper& keeper,
                            const std::string& recipe, const LoopSpec& spec, const Config& cfg, nn::Module* module,
-                           ParamSet& params, const void* data) {
+                           ParamSet& params, const void* data, train::MetricsLog* metrics) {
     return [=, &keeper, &spec, &cfg, &params](const train::LoopState& st, const train::AdamW& opt,
                                               const Metrics* eval) {
         if (st.step % every != 0 && st.step != last_step) return;
+        if (metrics) metrics->flush();  // a restart from this checkpoint finds every row up to it
         const auto states = gather_data_states(spec, data);
         // Under ZeRO on one node each rank writes its shard of AdamW's state, before rank 0 writes the file
         // that completes the checkpoint; across nodes the shards are gathered for rank 0 (collective).
@@ -258,7 +259,7 @@ Result train_on(const std::string& recipe, const LoopSpec& spec, const Config& c
         const bool maximize = spec.best_metric.empty() ? spec.early_stop.maximize : spec.best_maximize;
         keeper.emplace(dir, spec.keep_last, best, maximize);
         checkpoint = checkpoint_every(every, options.steps, options.grad_accum, *keeper, recipe, spec, cfg, module,
-                                      params, data);
+                                      params, data, options.metrics);
     }
     // `stepped`: a step ran, so --device auto may no longer fall back to the CPU.
     // On another GPU count, the first step shows whether the global batch held (a recipe whose batch per

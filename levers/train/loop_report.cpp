@@ -79,6 +79,7 @@ void LoopReport::evaluated(long step, const Metrics& m, double seconds) {
 }
 
 double LoopReport::finish(LoopResult& result) const {
+    if (metrics_) metrics_->flush();
     result.seconds = seconds_since(start_);
     const double trained = result.seconds - eval_seconds_;
     result.items_per_second = static_cast<double>(items_here_) / trained;

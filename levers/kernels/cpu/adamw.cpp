@@ -16,12 +16,25 @@ void append_adamw_chunks(std::vector<AdamWChunk>& out, std::int64_t start, std::
 
 namespace cpu {
 
-template <class T> void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper& h, long step) {
-    LEVERS_CHECK(step >= 1, "AdamW step counts from 1, got {}", step);
-    const T lr = static_cast<T>(h.lr), b1 = static_cast<T>(h.beta1), b2 = static_cast<T>(h.beta2);
-    const T eps = static_cast<T>(h.eps), wd = static_cast<T>(h.weight_decay);
-    const T bc1 = static_cast<T>(1 - std::pow(h.beta1, static_cast<double>(step)));
-    const T bc2 = static_cast<T>(1 - std::pow(h.beta2, static_cast<double>(step)));
+namespace {
+// A step's scalars in T, the bias corrections' powers taken once a step rather
+// than once a parameter tensor (a small model has dozens).
+template <class T> struct StepScalars {
+    T lr, b1, b2, eps, wd, bc1, bc2;
+    StepScalars(const AdamWHyper& h, long step)
+        : lr(static_cast<T>(h.lr)), b1(static_cast<T>(h.beta1)), b2(static_cast<T>(h.beta2)),
+          eps(static_cast<T>(h.eps)), wd(static_cast<T>(h.weight_decay)),
+          bc1(static_cast<T>(1 - std::pow(h.beta1, static_cast<double>(step)))),
+          bc2(static_cast<T>(1 - std::pow(h.beta2, static_cast<double>(step)))) {
+        LEVERS_CHECK(step >= 1, "AdamW step counts from 1, got {}", step);
+    }
+};
+
+// `wd`: the weight decay of these elements (0 for biases and norms).
+// The scalars come by value: through a reference, every store to the float
+// arrays might change them, and the loop would read them again each element.
+template <class T> void update(T* param, T* m, T* v, const T* grad, index_t n, const StepScalars<T> s, T wd) {
+    const T lr = s.lr, b1 = s.b1, b2 = s.b2, eps = s.eps, bc1 = s.bc1, bc2 = s.bc2;
     // A parameter tensor of a small model is a few thousand elements: a parallel region would cost more than it.
     if (n < (index_t{1} << 16) || threads() == 1) {
 #pragma omp simd
@@ -30,6 +43,12 @@ template <class T> void adamw_step(T* param, T* m, T* v, const T* grad, index_t 
     }
 #pragma omp parallel for simd schedule(static)
     for (index_t i = 0; i < n; ++i) adamw_element(param[i], m[i], v[i], grad[i], lr, b1, b2, eps, wd, bc1, bc2);
+}
+}  // namespace
+
+template <class T> void adamw_step(T* param, T* m, T* v, const T* grad, index_t n, const AdamWHyper& h, long step) {
+    const StepScalars<T> s(h, step);
+    update(param, m, v, grad, n, s, s.wd);
 }
 
 template void adamw_step<float>(float*, float*, float*, const float*, index_t, const AdamWHyper&, long);
@@ -43,7 +62,7 @@ template <class T> void adamw(const AdamWCall& c) {
                  name_of(c.param.dtype), name_of(c.param.dtype), name_of(c.grad.dtype));
     const auto* chunks = reinterpret_cast<const AdamWChunk*>(c.chunks.data);
     const index_t n_chunks = c.chunks.numel() / 4;
-    AdamWHyper h = c.hyper;
+    const StepScalars<T> s(c.hyper, static_cast<long>(c.step));
     T *p = c.param.as<T>(), *m = c.m.as<T>(), *v = c.v.as<T>();
     const T* g = c.grad.as<T>();
     for (index_t i = 0; i < n_chunks;) {
@@ -51,8 +70,7 @@ template <class T> void adamw(const AdamWCall& c) {
         std::int64_t end = start + chunks[i].count;
         const std::int32_t decay = chunks[i].decay;
         for (++i; i < n_chunks && chunks[i].start == end && chunks[i].decay == decay; ++i) end += chunks[i].count;
-        h.weight_decay = decay ? c.hyper.weight_decay : 0.0;
-        adamw_step(p + start, m + start, v + start, g + start, end - start, h, static_cast<long>(c.step));
+        update(p + start, m + start, v + start, g + start, end - start, s, decay ? s.wd : T(0));
     }
 }
 LEVERS_KERNEL(AdamWCall, cpu, f32, adamw<float>);

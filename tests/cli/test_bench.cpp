@@ -15,7 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Ran recipe(const std::vector<std::string>& args) { return run_recipe(args); }
 
 std::vector<std::string> lines_of(const fs::path& p) {
     std::ifstream in(p);
@@ -31,7 +30,7 @@ std::vector<std::string> with_tiny(std::vector<std::string> args) { return conca
 TEST_CASE("bench scaling measures each GPU count and writes the table, CSV, Markdown and a plot" *
           needs({Data::books})) {
     TempDir tmp;
-    auto [code, out] = recipe(with_tiny({"bench", "scaling", "pretrain", "--gpus", "1,2", "--steps", "12", "--warmup",
+    auto [code, out] = run_recipe(with_tiny({"bench", "scaling", "pretrain", "--gpus", "1,2", "--steps", "12", "--warmup",
                                          "2", "--price", "0.68", "--out", (tmp.path() / "s").string()}));
     INFO(out);
     REQUIRE(code == 0);
@@ -51,7 +50,7 @@ TEST_CASE("bench scaling measures each GPU count and writes the table, CSV, Mark
 
 TEST_CASE("bench shapes runs K cells as a sweep and one K-GPU run of the same work" * needs({Data::books})) {
     TempDir tmp;
-    auto [code, out] = recipe(with_tiny({"bench", "shapes", "pretrain", "--cells", "2", "--steps", "6", "--out",
+    auto [code, out] = run_recipe(with_tiny({"bench", "shapes", "pretrain", "--cells", "2", "--steps", "6", "--out",
                                          (tmp.path() / "h").string()}));
     INFO(out);
     REQUIRE(code == 0);
@@ -64,7 +63,7 @@ TEST_CASE("bench shapes runs K cells as a sweep and one K-GPU run of the same wo
 
 TEST_CASE("bench predict: given figures, measured ones, and the seeds' check" * needs({Data::books})) {
     TempDir tmp;
-    auto [code, out] = recipe({"bench", "predict", "pretrain", "--profile", "nvlink-h100", "--gpus", "2,4", "--step-ms",
+    auto [code, out] = run_recipe({"bench", "predict", "pretrain", "--profile", "nvlink-h100", "--gpus", "2,4", "--step-ms",
                                "100", "--grad-mb", "100", "--overlap", "0.5", "--out", (tmp.path() / "p").string()});
     INFO(out);
     REQUIRE(code == 0);
@@ -73,13 +72,13 @@ TEST_CASE("bench predict: given figures, measured ones, and the seeds' check" * 
     // 2 GPUs: 100 MiB over 360 GB/s once (2(n-1)/n = 1) plus 2 hops of 3 us = 0.297 ms, half of it exposed.
     CHECK(csv[1] == "2,0.30,0.15,100.15,2.00x,100%");
 
-    auto measured = recipe(with_tiny({"bench", "predict", "pretrain", "--gpus", "2,4,8", "--out",
+    auto measured = run_recipe(with_tiny({"bench", "predict", "pretrain", "--gpus", "2,4,8", "--out",
                                       (tmp.path() / "m").string()}));
     INFO(measured.output);
     CHECK(measured.code == 0);
     CHECK(lines_of(tmp.path() / "m" / "predict.csv").size() == 4);
 
-    auto seeds = recipe({"bench", "predict", "--seeds"});
+    auto seeds = run_recipe({"bench", "predict", "--seeds"});
     CHECK(seeds.code == 0);
     CHECK(seeds.output.find("| 4 | 79 min (3.16x) | 79 min | 3.16x |") != std::string::npos);
 }
@@ -103,7 +102,7 @@ TEST_CASE("bench refuses bad input with exit 2 before running anything") {
     };
     for (const auto& c : cases) {
         CAPTURE(c.message);
-        auto [code, out] = recipe(c.args);
+        auto [code, out] = run_recipe(c.args);
         CHECK(code == 2);
         CHECK(out.find(c.message) != std::string::npos);
         CHECK(out.find("bench scaling pretrain:") == std::string::npos);

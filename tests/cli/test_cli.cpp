@@ -21,10 +21,10 @@ namespace {
 using levers::testing::Ran;
 namespace testing = levers::testing;
 
-Ran recipe(const std::string& args) { return levers::testing::run_recipe(levers::testing::words(args)); }
+Ran recipe_line(const std::string& args) { return levers::testing::run_recipe(levers::testing::words(args)); }
 
 // The tests' tiny GPT, as command-line text, trained 3 steps on one thread.
-const std::string kTinyGpt = [] {
+const std::string kTinyGptFlags = [] {
     std::string text = "--threads 1 --set steps=3 --set sample_tokens=10 --set log_every=1";
     for (const auto& w : levers::testing::kTinyGpt) text += " " + w;
     return text;
@@ -33,15 +33,15 @@ const std::string kTinyGpt = [] {
 }  // namespace
 
 TEST_CASE("recipe --help, --version, list and show") {
-    auto help = recipe("--help");
+    auto help = recipe_line("--help");
     CHECK(help.code == 0);
     CHECK(help.output.find("Examples:") != std::string::npos);
-    CHECK(recipe("--version").output.find("levers 0.1.0") != std::string::npos);
-    auto list = recipe("list");
+    CHECK(recipe_line("--version").output.find("levers 0.1.0") != std::string::npos);
+    auto list = recipe_line("list");
     CHECK(list.code == 0);
     CHECK(list.output.find("pretrain") != std::string::npos);
     CHECK(list.output.find("classify") != std::string::npos);
-    auto show = recipe("show pretrain");
+    auto show = recipe_line("show pretrain");
     CHECK(show.code == 0);
     CHECK(show.output.find("n_embd") != std::string::npos);
     CHECK(show.output.find("model width") != std::string::npos);
@@ -52,7 +52,7 @@ TEST_CASE("recipe --help, --version, list and show") {
 }
 
 TEST_CASE("recipe help env prints every environment variable levers reads") {
-    auto r = recipe("help env");
+    auto r = recipe_line("help env");
     CHECK(r.code == 0);
     for (const auto& section : levers::env::kSections) {
         CHECK(r.output.find(std::string(section.title)) != std::string::npos);
@@ -62,7 +62,7 @@ TEST_CASE("recipe help env prints every environment variable levers reads") {
         }
     }
     CHECK(r.output.find("LEVERS_RESUME") != std::string::npos);
-    CHECK(recipe("help").output.find("Examples:") != std::string::npos);
+    CHECK(recipe_line("help").output.find("Examples:") != std::string::npos);
 }
 
 TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") {
@@ -118,7 +118,7 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
     for (const auto& c : cases) {
         std::string args = c.args;
         CAPTURE(args);
-        auto r = recipe(args);
+        auto r = recipe_line(args);
         CHECK(r.code == 2);
         CHECK(r.output.find(c.message) != std::string::npos);
         CHECK(r.output.find(".cpp:") == std::string::npos);  // no source location in a line for users
@@ -137,43 +137,43 @@ TEST_CASE("bad command lines exit 2 with one clear line, before anything runs") 
 TEST_CASE("--device: auto falls back to the CPU without a GPU; cuda without one is refused, naming why" *
           testing::needs({testing::Data::fashion_mnist})) {
     if (levers::gpu_count() > 0) return;  // a GPU is visible: the refusal cannot be provoked here
-    auto r = recipe(std::string("run classify --device cuda --set steps=2"));
+    auto r = recipe_line(std::string("run classify --device cuda --set steps=2"));
     CHECK(r.code == 2);
     const bool named = r.output.find("--device cuda: no CUDA GPU is visible") != std::string::npos ||
                        r.output.find("--device cuda: this build of levers has no CUDA backend") != std::string::npos;
     CHECK_MESSAGE(named, r.output);
     CHECK(r.output.find("run directory") == std::string::npos);  // refused before anything was made
-    auto bad = recipe("run classify --device tpu");
+    auto bad = recipe_line("run classify --device tpu");
     CHECK(bad.code == 2);
     CHECK(bad.output.find("--device") != std::string::npos);
-    auto fallback = recipe("run classify --device auto --threads 1 --set steps=2 --set eval_every=0");
+    auto fallback = recipe_line("run classify --device auto --threads 1 --set steps=2 --set eval_every=0");
     CHECK(fallback.code == 0);
     CHECK(fallback.output.find("CPU process") != std::string::npos);
 }
 
 TEST_CASE("--precision bf16 is refused on the CPU, naming the device and what would run") {
-    auto r = recipe(std::string("run classify --device cpu --precision bf16 --set steps=2"));
+    auto r = recipe_line(std::string("run classify --device cpu --precision bf16 --set steps=2"));
     CHECK(r.code == 2);
     CHECK_MESSAGE(r.output.find("--precision bf16 computes on GPUs only, and this run's device is cpu") !=
                       std::string::npos,
                   r.output);
     CHECK(r.output.find("run directory") == std::string::npos);  // refused before anything was made
-    auto bad = recipe("run classify --precision fp8");
+    auto bad = recipe_line("run classify --precision fp8");
     CHECK(bad.code == 2);
     CHECK(bad.output.find("--precision") != std::string::npos);
     // A sweep refuses it once, before any cell starts.
-    auto sweep = recipe("sweep classify --grid lr=0.01,0.02 --device cpu --precision bf16");
+    auto sweep = recipe_line("sweep classify --grid lr=0.01,0.02 --device cpu --precision bf16");
     CHECK(sweep.code == 2);
     CHECK_MESSAGE(sweep.output.find("--precision bf16 computes on GPUs only") != std::string::npos, sweep.output);
     CHECK(sweep.output.find("cell 00 started") == std::string::npos);
-    auto bench = recipe("bench scaling classify --gpus 1 --precision bf16");
+    auto bench = recipe_line("bench scaling classify --gpus 1 --precision bf16");
     CHECK(bench.code == 2);
     CHECK_MESSAGE(bench.output.find("--precision bf16 computes on GPUs only") != std::string::npos, bench.output);
 }
 
 TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON on the last line" *
           testing::needs({testing::Data::books})) {
-    auto r = recipe("run pretrain " + kTinyGpt);
+    auto r = recipe_line("run pretrain " + kTinyGptFlags);
     REQUIRE(r.code == 0);
     CHECK(r.output.find("step     3/3") != std::string::npos);
     auto result = nlohmann::json::parse(r.last_line());
@@ -185,7 +185,7 @@ TEST_CASE("recipe run pretrain: progress lines, a sample, and the result as JSON
 }
 
 TEST_CASE("recipe run classify returns a test accuracy" * testing::needs({testing::Data::fashion_mnist})) {
-    auto r = recipe(
+    auto r = recipe_line(
         "run classify --threads 1 --set steps=30 --set warmup=3 --set hidden=16 --set log_every=10 --set eval_every=0");
     REQUIRE(r.code == 0);
     auto result = nlohmann::json::parse(r.last_line());
@@ -198,10 +198,10 @@ TEST_CASE("pretrain and classify train on 8 CPU ranks as on one rank of the same
           testing::needs({testing::Data::books, testing::Data::fashion_mnist})) {
     const std::string classify = "run classify --output rank0 --threads 1 --set steps=12 --set warmup=2 --set hidden=16 "
                                  "--set log_every=6 --set eval_every=12 --set global_batch=64 --set checkpoint_every=0";
-    const std::string pretrain = std::string("run pretrain --output rank0 ") + kTinyGpt + " --set global_batch=8";
+    const std::string pretrain = std::string("run pretrain --output rank0 ") + kTinyGptFlags + " --set global_batch=8";
     for (const std::string& run : {classify, pretrain}) {
         CAPTURE(run);
-        auto one = recipe(run + " --gpus 1"), eight = recipe(run + " --gpus 8");
+        auto one = recipe_line(run + " --gpus 1"), eight = recipe_line(run + " --gpus 8");
         INFO(one.output << eight.output);
         REQUIRE(one.code == 0);
         REQUIRE(eight.code == 0);
@@ -213,10 +213,10 @@ TEST_CASE("pretrain and classify train on 8 CPU ranks as on one rank of the same
 }
 
 TEST_CASE("a recipe that fails while running exits 1 naming the cause") {
-    auto r = recipe("run pretrain " + kTinyGpt + " --set corpus=/nonexistent/books.txt");
+    auto r = recipe_line("run pretrain " + kTinyGptFlags + " --set corpus=/nonexistent/books.txt");
     CHECK(r.code == 1);
     CHECK(r.output.find("/nonexistent/books.txt: no such file") != std::string::npos);
-    auto bad_heads = recipe("run pretrain " + kTinyGpt + " --set n_head=3");
+    auto bad_heads = recipe_line("run pretrain " + kTinyGptFlags + " --set n_head=3");
     CHECK(bad_heads.code == 1);
     CHECK(bad_heads.output.find("n_embd (16) must be a positive multiple of n_head (3)") != std::string::npos);
     // Where in levers the error was raised is in the rank's log, not on the console.
@@ -230,11 +230,11 @@ TEST_CASE("a recipe that fails while running exits 1 naming the cause") {
 TEST_CASE("--gpus beyond the node: oversubscribed CPU ranks are said once; beyond the limits, what would do" *
           testing::needs({testing::Data::fashion_mnist})) {
     ::setenv("LEVERS_CPU_SLOTS", "2", 1);
-    auto three = recipe("run classify --gpus 3 --threads 1 --set steps=2 --set eval_every=0 --set log_every=1");
-    auto huge = recipe("run classify --gpus 100000");
-    auto over = recipe("run classify --gpus 9");
+    auto three = recipe_line("run classify --gpus 3 --threads 1 --set steps=2 --set eval_every=0 --set log_every=1");
+    auto huge = recipe_line("run classify --gpus 100000");
+    auto over = recipe_line("run classify --gpus 9");
     ::setenv("LEVERS_CPU_SLOTS", "16", 1);
-    auto raise = recipe("run classify --gpus 9");
+    auto raise = recipe_line("run classify --gpus 9");
     ::unsetenv("LEVERS_CPU_SLOTS");
     INFO(three.output);
     CHECK(three.code == 0);
@@ -258,14 +258,14 @@ TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoin
     const auto dir = std::filesystem::temp_directory_path() / ("levers-cli-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir);
     const std::string ck = (dir / "gpt.levers").string();
-    auto trained = recipe("run pretrain " + kTinyGpt + " --set checkpoint=" + ck);
+    auto trained = recipe_line("run pretrain " + kTinyGptFlags + " --set checkpoint=" + ck);
     REQUIRE(trained.code == 0);
     CHECK(trained.output.find("saved " + ck) != std::string::npos);
-    auto sampled = recipe("run sample --threads 1 --set tokens=15 --set prompt=Holmes --set checkpoint=" + ck);
+    auto sampled = recipe_line("run sample --threads 1 --set tokens=15 --set prompt=Holmes --set checkpoint=" + ck);
     REQUIRE(sampled.code == 0);
     CHECK(nlohmann::json::parse(sampled.last_line())["text"].get<std::string>().starts_with("Holmes"));
 
-    auto missing = recipe("run sample --set checkpoint=" + (dir / "none.levers").string());
+    auto missing = recipe_line("run sample --set checkpoint=" + (dir / "none.levers").string());
     CHECK(missing.code == 2);  // refused before the run starts
     CHECK(missing.output.find("none.levers: no such file") != std::string::npos);
     {
@@ -273,10 +273,10 @@ TEST_CASE("pretrain saves a checkpoint that sample continues from; bad checkpoin
         f.seekp(-64 * 3, std::ios::end);  // inside the last tensors' data
         f.write("\x55\x55\x55\x55", 4);
     }
-    auto corrupted = recipe("run sample --set checkpoint=" + ck);
+    auto corrupted = recipe_line("run sample --set checkpoint=" + ck);
     CHECK(corrupted.code == 1);
     CHECK(corrupted.output.find("corrupted") != std::string::npos);
-    auto unset = recipe("run sample");
+    auto unset = recipe_line("run sample");
     CHECK(unset.code == 2);
     CHECK(unset.output.find("sample needs one model: --set model=DIR") != std::string::npos);
     std::filesystem::remove_all(dir);
@@ -286,7 +286,7 @@ TEST_CASE("fine_tune adapts a pretrained model on 1 and 2 ranks; lora_sweep maps
           testing::needs({testing::Data::books})) {
     levers::testing::TempDir tmp;
     const std::string base = (tmp.path() / "base" / "model.ckpt").string();
-    auto trained = recipe("run pretrain " + kTinyGpt + " --set sample_tokens=0 --out " +
+    auto trained = recipe_line("run pretrain " + kTinyGptFlags + " --set sample_tokens=0 --out " +
                           (tmp.path() / "base").string());
     REQUIRE(trained.code == 0);
     REQUIRE(std::filesystem::exists(base));
@@ -295,7 +295,7 @@ TEST_CASE("fine_tune adapts a pretrained model on 1 and 2 ranks; lora_sweep maps
                              " --set base=" + base;
     for (const char* gpus : {"1", "2", "8"}) {  // 8: the issue's `--gpus 8`, as 8 CPU ranks here
         CAPTURE(gpus);
-        auto tuned = recipe(std::string("run fine_tune --output rank0 --gpus ") + gpus + tiny + " --out " +
+        auto tuned = recipe_line(std::string("run fine_tune --output rank0 --gpus ") + gpus + tiny + " --out " +
                             (tmp.path() / (std::string("ft") + gpus)).string());
         INFO(tuned.output);
         REQUIRE(tuned.code == 0);
@@ -308,16 +308,16 @@ TEST_CASE("fine_tune adapts a pretrained model on 1 and 2 ranks; lora_sweep maps
         CHECK(r["trainable_parameters"] == 8 * 16 + 48 * 8 + 8 * 16 + 16 * 8);
         CHECK(std::filesystem::exists(r["model"].get<std::string>()));
     }
-    auto full = recipe("run fine_tune --set lora_r=0" + tiny + " --out " + (tmp.path() / "full").string());
+    auto full = recipe_line("run fine_tune --set lora_r=0" + tiny + " --out " + (tmp.path() / "full").string());
     REQUIRE(full.code == 0);
     CHECK(nlohmann::json::parse(full.last_line())["trainable_parameters"] == 7664);  // every weight
 
-    auto missing = recipe("run fine_tune --set base=" + (tmp.path() / "nothing.ckpt").string());
+    auto missing = recipe_line("run fine_tune --set base=" + (tmp.path() / "nothing.ckpt").string());
     CHECK(missing.code == 2);  // refused before the run starts
     CHECK(missing.output.find("nothing.ckpt not found; run `recipe run pretrain` first, or give one with --set "
                               "base=PATH") != std::string::npos);
 
-    auto swept = recipe("run lora_sweep --set lora_r=2 --set lr=1e-3,3e-3 --set steps=3 --set batch_size=2 --set base=" +
+    auto swept = recipe_line("run lora_sweep --set lora_r=2 --set lr=1e-3,3e-3 --set steps=3 --set batch_size=2 --set base=" +
                         base + " --out " + (tmp.path() / "sweep").string());
     INFO(swept.output);
     REQUIRE(swept.code == 0);

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path tiny_model(const TempDir& tmp, const std::string& name = "model", std::uint64_t seed = 5) {
+fs::path tiny_dpo_model(const TempDir& tmp, const std::string& name = "model", std::uint64_t seed = 5) {
     return save_tiny_chat_llama(tmp.path() / name, 128, seed);
 }
 
@@ -52,7 +52,7 @@ std::vector<std::string> dpo(const fs::path& model, const fs::path& data, const 
 
 TEST_CASE("recipe run dpo: log 2 at the first step, TRL's metrics, 2 ranks equal to 1, exact resume") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = pairs(tmp);
+    const fs::path model = tiny_dpo_model(tmp), data = pairs(tmp);
     std::vector<std::vector<nlohmann::json>> curves;
     for (const int gpus : {1, 2}) {
         CAPTURE(gpus);
@@ -89,7 +89,7 @@ TEST_CASE("recipe run dpo: log 2 at the first step, TRL's metrics, 2 ranks equal
 
 TEST_CASE("recipe run dpo: the reference precomputed, a frozen copy or another directory, and a preference learned") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = pairs(tmp);
+    const fs::path model = tiny_dpo_model(tmp), data = pairs(tmp);
     auto with = [&](const std::string& name, std::vector<std::string> more) {
         auto args = dpo(model, data, tmp.path() / name, 1);
         args.insert(args.end(), more.begin(), more.end());
@@ -106,7 +106,7 @@ TEST_CASE("recipe run dpo: the reference precomputed, a frozen copy or another d
     for (std::size_t s = 0; s < a.size(); ++s)
         CHECK(b[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(1e-5));
     // Another model as the reference: no longer log 2 at the first step.
-    const fs::path other = tiny_model(tmp, "other", 9);
+    const fs::path other = tiny_dpo_model(tmp, "other", 9);
     ran_ok(with("against_other", {"--set", "ref_model=" + other.string(), "--set", "steps=1"}));
     CHECK(std::abs(train_rows(tmp.path() / "against_other")[0]["loss"].get<double>() - std::log(2.0)) > 1e-3);
     // Thirty steps: the held-out pairs' right answers preferred (margins grow slowly at beta 0.1).
@@ -137,7 +137,7 @@ TEST_CASE("recipe run dpo: the reference precomputed, a frozen copy or another d
 
 TEST_CASE("recipe run dpo refuses bad pairs and settings with one line, exit 2, nothing written") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = pairs(tmp);
+    const fs::path model = tiny_dpo_model(tmp), data = pairs(tmp);
     const auto refused = [&](std::vector<std::string> args, const std::string& line) {
         const fs::path out = tmp.path() / "refused";
         args = concat({"run", "dpo", "--out", out.string(), "--set", "model=" + model.string()}, args);

@@ -21,7 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Ran recipe(const std::vector<std::string>& args) { return run_recipe(args); }
 
 }  // namespace
 
@@ -47,7 +46,7 @@ TEST_CASE("GPT-2 safetensors: eval_lm scores a text exactly as the library does,
         CAPTURE(gpus);
         auto args = eval;
         args.insert(args.end(), {"--gpus", gpus, "--out", (tmp.path() / (std::string("eval") + gpus)).string()});
-        auto [code, out] = recipe(args);
+        auto [code, out] = run_recipe(args);
         INFO(out);
         REQUIRE(code == 0);
         auto r = nlohmann::json::parse(last_line(out));
@@ -58,20 +57,20 @@ TEST_CASE("GPT-2 safetensors: eval_lm scores a text exactly as the library does,
 
     // Through a levers checkpoint and back: the same numbers.
     const fs::path ckpt = tmp.path() / "gpt2.ckpt", again = tmp.path() / "again.safetensors";
-    REQUIRE(recipe({"run", "convert", "--set", "from=" + weights.string(), "--set", "to=" + ckpt.string()}).code == 0);
-    REQUIRE(recipe({"run", "convert", "--set", "from=" + ckpt.string(), "--set", "to=" + again.string()}).code == 0);
+    REQUIRE(run_recipe({"run", "convert", "--set", "from=" + weights.string(), "--set", "to=" + ckpt.string()}).code == 0);
+    REQUIRE(run_recipe({"run", "convert", "--set", "from=" + ckpt.string(), "--set", "to=" + again.string()}).code == 0);
     auto args = eval;
     args[5] = "weights=" + again.string();
-    auto [code, out] = recipe(args);
+    auto [code, out] = run_recipe(args);
     REQUIRE(code == 0);
     CHECK(nlohmann::json::parse(last_line(out))["loss"].get<double>() == doctest::Approx(expected).epsilon(1e-6));
 
-    auto sampled = recipe({"run", "sample", "--set", "checkpoint=" + weights.string(), "--set", "tokens=5",
+    auto sampled = run_recipe({"run", "sample", "--set", "checkpoint=" + weights.string(), "--set", "tokens=5",
                            "--set", "prompt=The light"});
     REQUIRE(sampled.code == 0);
     CHECK(nlohmann::json::parse(last_line(sampled.output))["text"].get<std::string>().starts_with("The light"));
 
-    auto tuned = recipe({"run", "fine_tune", "--threads", "1", "--set", "base=" + weights.string(), "--set",
+    auto tuned = run_recipe({"run", "fine_tune", "--threads", "1", "--set", "base=" + weights.string(), "--set",
                          "steps=3", "--set", "batch_size=2", "--set", "eval_every=3", "--set", "eval_batches=2",
                          "--set", "lora_r=2", "--out", (tmp.path() / "ft").string()});
     INFO(tuned.output);
@@ -80,7 +79,7 @@ TEST_CASE("GPT-2 safetensors: eval_lm scores a text exactly as the library does,
     CHECK(std::abs(r["val_loss_at_start"].get<double>() - std::log(50257.0)) < 0.5);  // BPE tokens, not bytes
     CHECK(fs::exists(tmp.path() / "ft" / "model.safetensors"));
 
-    auto missing = recipe({"run", "eval_lm", "--set", "weights=" + (tmp.path() / "none.safetensors").string(),
+    auto missing = run_recipe({"run", "eval_lm", "--set", "weights=" + (tmp.path() / "none.safetensors").string(),
                            "--set", "text=" + text.string()});
     CHECK(missing.code == 2);  // refused before the run starts
     CHECK(missing.output.find("none.safetensors: no such file") != std::string::npos);

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path tiny_model(const TempDir& tmp, const std::string& name = "model", std::uint64_t seed = 5) {
+fs::path tiny_grpo_model(const TempDir& tmp, const std::string& name = "model", std::uint64_t seed = 5) {
     return save_tiny_chat_llama(tmp.path() / name, 64, seed);
 }
 
@@ -54,7 +54,7 @@ std::vector<std::string> grpo(const fs::path& model, const fs::path& data, const
 TEST_CASE("grpo with a project's own reward: a tiny model learns to end its answers with a word, the reward rising "
           "to nearly 1") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = prompts(tmp);
+    const fs::path model = tiny_grpo_model(tmp), data = prompts(tmp);
     constexpr std::size_t kSteps = 60;
     // The user's binary (examples/user_project) has the shipped recipes and its own reward, last_word.
     const auto user = [&](const fs::path& prompts_file, const std::string& out) {
@@ -107,7 +107,7 @@ TEST_CASE("grpo with a project's own reward: a tiny model learns to end its answ
 
 TEST_CASE("recipe run grpo: 2 ranks equal to 1, exact resume, several updates per generated batch, the KL") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = prompts(tmp);
+    const fs::path model = tiny_grpo_model(tmp), data = prompts(tmp);
     std::vector<std::vector<nlohmann::json>> curves;
     for (const int gpus : {1, 2}) {
         CAPTURE(gpus);
@@ -148,7 +148,7 @@ TEST_CASE("recipe run grpo: 2 ranks equal to 1, exact resume, several updates pe
 
 TEST_CASE("recipe run grpo with LoRA: the reference is the base with its adapters off; the run saves the adapter") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = prompts(tmp);
+    const fs::path model = tiny_grpo_model(tmp), data = prompts(tmp);
     const Ran r = ran_ok(grpo(model, data, tmp.path() / "lora", 1,
                               {"--set", "lora_r=4", "--set", "beta=0.1", "--set", "steps=2", "--set",
                                "checkpoint_every=0", "--set", "loss_type=dr_grpo", "--set", "rewards=regex,length_penalty",
@@ -166,7 +166,7 @@ TEST_CASE("recipe run grpo with LoRA: the reference is the base with its adapter
 
 TEST_CASE("recipe run grpo refuses bad prompts and settings with one line, exit 2, nothing written") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = prompts(tmp);
+    const fs::path model = tiny_grpo_model(tmp), data = prompts(tmp);
     const auto refused = [&](std::vector<std::string> args, const std::string& line) {
         const fs::path out = tmp.path() / "refused";
         args = concat({"run", "grpo", "--out", out.string(), "--set", "model=" + model.string(), "--set",

@@ -20,7 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 Ran run(const char* bin, const std::vector<std::string>& args) { return run_program(bin, args); }
-Ran recipe(const std::vector<std::string>& args) { return run_recipe(args); }
 
 // A GPT small enough that 8 steps take well under a second.
 std::vector<std::string> tiny_pretrain(const fs::path& out, int gpus) {
@@ -53,14 +52,14 @@ TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run en
         CAPTURE(gpus);
         const fs::path full = tmp.path() / ("full" + std::to_string(gpus));
         const fs::path resumed = tmp.path() / ("resumed" + std::to_string(gpus));
-        auto a = recipe(tiny_pretrain(full, gpus));
+        auto a = run_recipe(tiny_pretrain(full, gpus));
         INFO(a.output);
         REQUIRE(a.code == 0);
         const fs::path at4 = full / "checkpoints" / "step-00000004.ckpt";
         REQUIRE(fs::exists(at4));
         auto args = tiny_pretrain(resumed, gpus);
         args.insert(args.end(), {"--resume", at4.string()});
-        auto b = recipe(args);
+        auto b = run_recipe(args);
         INFO(b.output);
         REQUIRE(b.code == 0);
         CHECK(b.output.find("resumed from " + at4.string() + " at step 4") != std::string::npos);
@@ -76,7 +75,7 @@ TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run en
         // reports the loss it ended with, not none.
         auto at_end = tiny_pretrain(tmp.path() / ("at_end" + std::to_string(gpus)), gpus);
         at_end.insert(at_end.end(), {"--resume", (full / "checkpoints" / "step-00000008.ckpt").string()});
-        auto e = recipe(at_end);
+        auto e = run_recipe(at_end);
         INFO(e.output);
         REQUIRE(e.code == 0);
         CHECK(nlohmann::json::parse(last_line(e.output))["loss"] == ra["loss"]);
@@ -84,7 +83,7 @@ TEST_CASE("a run resumed from step 4 ends bitwise where the uninterrupted run en
     // On another GPU count it continues, the global batch kept (test_zero_runs.cpp checks the curve).
     auto other = tiny_pretrain(tmp.path() / "other", 1);
     other.insert(other.end(), {"--resume", (tmp.path() / "full2").string()});  // a run directory: its newest
-    auto c = recipe(other);
+    auto c = run_recipe(other);
     CHECK(c.code == 0);
     CHECK(c.output.find("resuming a 2-rank run on 1 rank: grad_accum 1 -> 2") != std::string::npos);
 }
@@ -103,7 +102,7 @@ TEST_CASE("--restarts: a rank killed mid-run, the job starts again from its late
         };
         const fs::path plain = tmp.path() / ("plain" + std::to_string(gpus));
         const fs::path restarted = tmp.path() / ("restarted" + std::to_string(gpus));
-        auto a = recipe(args(plain));
+        auto a = run_recipe(args(plain));
         INFO(a.output);
         REQUIRE(a.code == 0);
 
@@ -145,14 +144,14 @@ TEST_CASE("--restarts: a rank killed mid-run, the job starts again from its late
         CHECK(ra == rb);
     }
     // Bad counts are refused before anything starts.
-    auto bad = recipe(concat({"run", "pretrain", "--restarts", "-1"}, kTinyGpt));
+    auto bad = run_recipe(concat({"run", "pretrain", "--restarts", "-1"}, kTinyGpt));
     CHECK(bad.code == 2);
     CHECK(bad.output.find("--restarts must be >= 0") != std::string::npos);
 }
 
 TEST_CASE("a run keeps its metrics, its last checkpoints and the best one" * needs({Data::books})) {
     TempDir tmp;
-    auto a = recipe(tiny_pretrain(tmp.path() / "r", 1));
+    auto a = run_recipe(tiny_pretrain(tmp.path() / "r", 1));
     REQUIRE(a.code == 0);
     CHECK(curve(tmp.path() / "r", 0).size() == 8);
     CHECK(read_text(tmp.path() / "r" / "eval.csv").starts_with("step,wall_s,val_loss\n4,"));
@@ -169,7 +168,7 @@ TEST_CASE("a run keeps its metrics, its last checkpoints and the best one" * nee
     // keep 3: a longer run keeps only the newest three step files.
     auto args = tiny_pretrain(tmp.path() / "long", 1);
     args.insert(args.end(), {"--set", "steps=20", "--set", "checkpoint_every=2"});
-    REQUIRE(recipe(args).code == 0);
+    REQUIRE(run_recipe(args).code == 0);
     std::vector<std::string> kept;
     for (const auto& e : fs::directory_iterator(tmp.path() / "long" / "checkpoints"))
         kept.push_back(e.path().filename().string());
@@ -180,7 +179,7 @@ TEST_CASE("a run keeps its metrics, its last checkpoints and the best one" * nee
 TEST_CASE("truncated, corrupted, other-version and other-model checkpoints are refused, naming the file" *
           needs({Data::books})) {
     TempDir tmp;
-    REQUIRE(recipe(tiny_pretrain(tmp.path() / "r", 1)).code == 0);
+    REQUIRE(run_recipe(tiny_pretrain(tmp.path() / "r", 1)).code == 0);
     const fs::path good = tmp.path() / "r" / "checkpoints" / "step-00000008.ckpt";
     const std::string bytes = read_text(good);
     auto variant = [&](const std::string& name, std::string content) {
@@ -209,7 +208,7 @@ TEST_CASE("truncated, corrupted, other-version and other-model checkpoints are r
         CAPTURE(c.file);
         auto args = tiny_pretrain(tmp.path() / ("out-" + c.file.filename().string()), 1);
         args.insert(args.end(), {"--resume", c.file.string()});
-        auto r = recipe(args);
+        auto r = run_recipe(args);
         CHECK(r.code == 2);
         CHECK(r.output.find(c.file.filename().string()) != std::string::npos);
         CHECK(r.output.find(c.message) != std::string::npos);
@@ -218,7 +217,7 @@ TEST_CASE("truncated, corrupted, other-version and other-model checkpoints are r
     // Another model's checkpoint: wider, so its tensors do not fit.
     auto wider = tiny_pretrain(tmp.path() / "wider", 1);
     wider.insert(wider.end(), {"--set", "n_embd=32", "--resume", good.string()});
-    auto w = recipe(wider);
+    auto w = run_recipe(wider);
     CHECK(w.code == 1);
     CHECK(w.output.find("a checkpoint of another model") != std::string::npos);
     // Another recipe's checkpoint.
@@ -247,14 +246,14 @@ TEST_CASE("evaluation counts every sample once on uneven shards, and early stopp
 
 TEST_CASE("recipe plot draws runs' curves to a PNG with gnuplot, and says what is missing" * needs({Data::books})) {
     TempDir tmp;
-    REQUIRE(recipe(tiny_pretrain(tmp.path() / "a", 1)).code == 0);
-    REQUIRE(recipe(tiny_pretrain(tmp.path() / "b", 1)).code == 0);
+    REQUIRE(run_recipe(tiny_pretrain(tmp.path() / "a", 1)).code == 0);
+    REQUIRE(run_recipe(tiny_pretrain(tmp.path() / "b", 1)).code == 0);
     const fs::path png = tmp.path() / "curves.png";
-    auto r = recipe({"plot", (tmp.path() / "a").string(), (tmp.path() / "b").string(), "--out", png.string()});
+    auto r = run_recipe({"plot", (tmp.path() / "a").string(), (tmp.path() / "b").string(), "--out", png.string()});
     INFO(r.output);
     REQUIRE(r.code == 0);
     CHECK(read_text(png).substr(0, 8) == "\x89PNG\r\n\x1a\n");
-    auto no_metrics = recipe({"plot", tmp.path().string()});
+    auto no_metrics = run_recipe({"plot", tmp.path().string()});
     CHECK(no_metrics.code == 2);
     CHECK(no_metrics.output.find("no metrics.csv") != std::string::npos);
     auto no_gnuplot = run("/usr/bin/env", {"PATH=/nonexistent", std::getenv("LEVERS_RECIPE_BIN"), "plot",
@@ -280,7 +279,7 @@ TEST_CASE("on a terminal the progress line is redrawn in place, by the rank or b
     CHECK(two.output.find("\r\x1b[K[rank 0] step ") != std::string::npos);
     CHECK(read_text(tmp.path() / "two" / "rank0.log").find('\x1e') == std::string::npos);  // not in the log
     // Without a terminal: plain lines only.
-    auto plain = recipe({"run", "classify", "--set", "steps=300", "--out", (tmp.path() / "plain").string()});
+    auto plain = run_recipe({"run", "classify", "--set", "steps=300", "--out", (tmp.path() / "plain").string()});
     REQUIRE(plain.code == 0);
     CHECK(plain.output.find('\r') == std::string::npos);
     CHECK(plain.output.find(" left") == std::string::npos);

@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The tests' tiny Llama over their small tokenizer and chat template, saved as a HF directory.
-fs::path tiny_model(const TempDir& tmp) {
+fs::path tiny_sft_model(const TempDir& tmp) {
     return save_tiny_llama(tmp.path() / "model",
                            tiny_llama({.vocab = kTinyTokenizerVocab, .hidden = 16, .intermediate = 32, .layers = 1,
                                        .heads = 2, .kv_heads = 1, .context = 128}),
@@ -52,7 +52,7 @@ double max_difference(const std::vector<double>& a, const std::vector<double>& b
 
 TEST_CASE("recipe run sft trains on 1 and 2 ranks, saves a HF directory and a PEFT adapter, and resumes exactly") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = examples(tmp);
+    const fs::path model = tiny_sft_model(tmp), data = examples(tmp);
     for (const int gpus : {1, 2}) {
         CAPTURE(gpus);
         const fs::path full = tmp.path() / ("full" + std::to_string(gpus));
@@ -85,7 +85,7 @@ TEST_CASE("recipe run sft trains on 1 and 2 ranks, saves a HF directory and a PE
 TEST_CASE("recipe run sft with quantize=nf4 (QLoRA) lowers the loss on 1 and 2 ranks (ZeRO-2, checkpointing, "
           "accumulation); its adapter loads onto the full-precision base") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = examples(tmp);
+    const fs::path model = tiny_sft_model(tmp), data = examples(tmp);
     for (const int gpus : {1, 2}) {
         CAPTURE(gpus);
         const fs::path out = tmp.path() / ("qlora" + std::to_string(gpus));
@@ -237,7 +237,7 @@ TEST_CASE("recipe plan sft takes a model directory of config.json alone (a model
 
 TEST_CASE("recipe run sft refuses bad data and settings with one line, exit 2, nothing written") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp), data = examples(tmp);
+    const fs::path model = tiny_sft_model(tmp), data = examples(tmp);
     const auto refused = [&](std::vector<std::string> args, const std::string& line) {
         const fs::path out = tmp.path() / "refused";
         args = concat({"run", "sft", "--out", out.string(), "--set", "model=" + model.string()}, args);
@@ -260,7 +260,7 @@ TEST_CASE("recipe run sft refuses bad data and settings with one line, exit 2, n
 
 TEST_CASE("recipe run chat answers through the chat template as the library generates, a prompt or turns from stdin") {
     TempDir tmp;
-    const fs::path model = tiny_model(tmp);
+    const fs::path model = tiny_sft_model(tmp);
     // What the library makes, greedily, for the first turn: the rendered conversation's continuation.
     auto llama = models::load_hf_model(model);
     const auto tokenizer = models::hf_tokenizer(model, llama->vocab_size());

@@ -4,6 +4,7 @@
 #include "levers/core/gpu.hpp"
 #include "levers/distributed/gpu_staged_backend.hpp"
 #include "levers/distributed/nccl_backend.hpp"
+#include "tests/gpu/no_gpu.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,10 +13,8 @@
 #include <vector>
 
 using namespace levers;
+using levers::testing::kNoGpu;
 
-namespace {
-const bool kNoGpu = gpu_count() == 0;
-}
 
 TEST_CASE("host buffers staged through a one-rank NCCL group come back as the collectives define" *
           doctest::skip(kNoGpu)) {

@@ -10,6 +10,7 @@
 #include "levers/models/gpt.hpp"
 #include "levers/models/llama.hpp"
 #include "levers/models/mlp.hpp"
+#include "tests/gpu/no_gpu.hpp"
 #include "tests/gpu/gpu_values.hpp"
 
 #include "tests/tiny_llama.hpp"
@@ -25,7 +26,6 @@ using namespace levers::testing;
 
 namespace {
 
-const bool kNoGpu = gpu_count() == 0;
 constexpr double kF32 = Precision<float>::values;
 
 // A tensor's values on the host as f32 (bf16 widened).

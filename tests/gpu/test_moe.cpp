@@ -7,6 +7,7 @@
 #include "levers/kernels/reduce.hpp"
 #include "levers/kernels/topk.hpp"
 #include "levers/nn/sparse_moe.hpp"
+#include "tests/gpu/no_gpu.hpp"
 #include "tests/gpu/gpu_values.hpp"
 #include "tests/ops/op_cases.hpp"
 
@@ -15,10 +16,6 @@
 using namespace levers;
 using namespace levers::testing;
 
-namespace {
-const bool kNoGpu = gpu_count() == 0;
-
-}  // namespace
 
 TEST_CASE("topk and a sparse mixture of experts on the GPU match the CPU" * doctest::skip(kNoGpu)) {
     use_gpu(0);

@@ -7,6 +7,7 @@
 #include "levers/core/gpu.hpp"
 #include "levers/core/rng.hpp"
 #include "levers/kernels/causal_attention.hpp"
+#include "tests/gpu/no_gpu.hpp"
 #include "tests/ops/op_cases.hpp"
 
 #include <doctest/doctest.h>
@@ -15,7 +16,6 @@ using namespace levers;
 using namespace levers::testing;
 
 namespace {
-const bool kNoGpu = gpu_count() == 0;
 
 // Runs `fn` on `in` (reals made leaves), backward with `upstream`; returns the
 // output and each real input's gradient as doubles.

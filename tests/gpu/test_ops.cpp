@@ -18,6 +18,7 @@
 #include "levers/kernels/layernorm.hpp"
 #include "levers/kernels/linear.hpp"
 #include "levers/kernels/lora.hpp"
+#include "tests/gpu/no_gpu.hpp"
 #include "tests/gpu/gpu_values.hpp"
 
 #include <doctest/doctest.h>
@@ -32,9 +33,6 @@ using levers::kernels::index_t;
 namespace cpu = levers::kernels::cpu;
 namespace gpu = levers::kernels::cuda;
 
-namespace {
-const bool kNoGpu = gpu_count() == 0;
-}  // namespace
 
 #define LEVERS_EVERY_PRECISION float, double, gpu::bf16
 

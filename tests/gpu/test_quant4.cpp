@@ -10,6 +10,7 @@
 #include "levers/kernels/reduce.hpp"
 #include "levers/nn/lora.hpp"
 #include "levers/nn/quantize.hpp"
+#include "tests/gpu/no_gpu.hpp"
 #include "tests/gpu/gpu_values.hpp"
 #include "tests/ops/op_cases.hpp"
 #include "tests/tiny_llama.hpp"
@@ -20,8 +21,6 @@ using namespace levers;
 using namespace levers::testing;
 
 namespace {
-const bool kNoGpu = gpu_count() == 0;
-
 
 std::vector<double> values(const Tensor& t) { return t.to(Device::cpu()).values(); }
 }  // namespace

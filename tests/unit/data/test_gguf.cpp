@@ -75,7 +75,7 @@ std::vector<float> normal_values(std::size_t n, unsigned seed) {
 }
 
 // The RMS of the round trip's error over the RMS of the values.
-double relative_error(GgmlType type, const std::vector<float>& x) {
+double quant_error(GgmlType type, const std::vector<float>& x) {
     const auto n = static_cast<std::int64_t>(x.size());
     std::vector<std::byte> q(data::ggml_row_bytes(type, n));
     data::ggml_quantize_row(type, x.data(), q.data(), n);
@@ -119,7 +119,7 @@ TEST_CASE("ggml types: each round trip within its error, with llama.cpp's sizes"
     for (const auto& c : cases) {
         CAPTURE(data::ggml_type_name(c.type));
         CHECK(data::ggml_row_bytes(c.type, 4096) * 8 == static_cast<std::size_t>(c.bits * 4096));
-        const double e = relative_error(c.type, x);
+        const double e = quant_error(c.type, x);
         CHECK(e <= c.max_error);
         if (c.type == GgmlType::q8_0 || c.type == GgmlType::q6_K || c.type == GgmlType::q5_K || c.type == GgmlType::q4_K) {
             CHECK(e > previous);  // fewer bits, more error

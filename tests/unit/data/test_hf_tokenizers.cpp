@@ -31,7 +31,7 @@ const BpeTokenizer& tokenizer(const std::string& name) {
     return made.at(name);
 }
 
-nlohmann::json reference(const char* file) {
+nlohmann::json tokenizer_reference(const char* file) {
     return nlohmann::json::parse(read_file(testing::source_path("tests/reference/tokenizers") / file));
 }
 
@@ -39,8 +39,8 @@ nlohmann::json reference(const char* file) {
 
 TEST_CASE("Llama 3, Qwen 3, Llama 2 and Gemma 3 tokenizers encode hard text as an independent implementation does" *
           testing::needs({testing::Data::hf_tokenizers})) {
-    const auto texts = reference("texts.json").get<std::vector<std::string>>();
-    const auto ids = reference("ids.json");
+    const auto texts = tokenizer_reference("texts.json").get<std::vector<std::string>>();
+    const auto ids = tokenizer_reference("ids.json");
     for (const char* name : {"llama3", "qwen3", "llama2", "gemma3"}) {
         CAPTURE(name);
         const BpeTokenizer& tok = tokenizer(name);
@@ -55,7 +55,7 @@ TEST_CASE("Llama 3, Qwen 3, Llama 2 and Gemma 3 tokenizers encode hard text as a
 
 TEST_CASE("tokenizer.json tokenizers decode what they encode; special tokens are one token and can be skipped" *
           testing::needs({testing::Data::hf_tokenizers})) {
-    const auto texts = reference("texts.json").get<std::vector<std::string>>();
+    const auto texts = tokenizer_reference("texts.json").get<std::vector<std::string>>();
     for (const char* name : {"llama3", "qwen3", "llama2", "gemma3"}) {
         CAPTURE(name);
         const BpeTokenizer& tok = tokenizer(name);

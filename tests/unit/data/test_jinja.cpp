@@ -21,13 +21,13 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-std::filesystem::path reference(const char* file) { return testing::source_path("tests/reference/chat") / file; }
+std::filesystem::path chat_reference(const char* file) { return testing::source_path("tests/reference/chat") / file; }
 
 // Every rendering of `template_name` in rendered.json against the engine's, the variables as render.py makes them.
 void check_renderings(const std::string& template_name, const std::string& source, const Json& special) {
     const JinjaTemplate tpl(source, template_name);
-    const Json conversations = Json::parse(read_file(reference("conversations.json")));
-    const Json rendered = Json::parse(read_file(reference("rendered.json")));
+    const Json conversations = Json::parse(read_file(chat_reference("conversations.json")));
+    const Json rendered = Json::parse(read_file(chat_reference("rendered.json")));
     int checked = 0;
     for (const Json& want : rendered) {
         if (want["template"] != template_name) continue;
@@ -71,7 +71,7 @@ std::string refusal(const std::string& source, const Json& variables = Json::obj
 }  // namespace
 
 TEST_CASE("the Jinja engine renders every construct it knows as Jinja2 does (trim_blocks, lstrip_blocks)") {
-    check_renderings("constructs", read_file(reference("constructs.jinja")),
+    check_renderings("constructs", read_file(chat_reference("constructs.jinja")),
                      Json{{"bos_token", "<s>"}, {"eos_token", "</s>"}});
 }
 

@@ -12,7 +12,7 @@
 using namespace levers;
 
 namespace {
-Tensor random(Shape shape, std::uint64_t seed) {
+Tensor random_input(Shape shape, std::uint64_t seed) {
     Rng rng(seed);
     std::vector<double> v(static_cast<std::size_t>(shape.numel()));
     for (double& x : v) x = rng.normal();
@@ -31,7 +31,7 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
 }  // namespace
 
 TEST_CASE("matmul: batches broadcast, transposed views, vectors, against loops") {
-    const Tensor a = random({2, 1, 3, 4}, 1), b = random({5, 4, 2}, 2);
+    const Tensor a = random_input({2, 1, 3, 4}, 1), b = random_input({5, 4, 2}, 2);
     const Tensor y = ops::matmul(a, b);
     REQUIRE(y.shape() == Shape{2, 5, 3, 2});
     std::vector<double> want;
@@ -45,27 +45,27 @@ TEST_CASE("matmul: batches broadcast, transposed views, vectors, against loops")
                 }
     check_close(y.values(), want);
     // Transposed operands as they lie, against their contiguous copies.
-    const Tensor at_ = random({4, 3}, 3).mT(), bt = random({2, 4}, 4).mT();
+    const Tensor at_ = random_input({4, 3}, 3).mT(), bt = random_input({2, 4}, 4).mT();
     check_close(ops::matmul(at_, bt).values(), ops::matmul(at_.contiguous(), bt.contiguous()).values());
     // Vectors: a row on the left, a column on the right, both a dot product.
-    const Tensor v = random({4}, 5), m = random({4, 3}, 6);
+    const Tensor v = random_input({4}, 5), m = random_input({4, 3}, 6);
     CHECK(ops::matmul(v, m).shape() == Shape{3});
     CHECK(ops::matmul(m.mT(), v).shape() == Shape{3});
     CHECK(ops::matmul(v, v).shape() == Shape{});
     CHECK(ops::matmul(v, v).item() == doctest::Approx(ops::sum(v * v).item()));
     // An expanded operand (repeated rows) is copied before the product.
-    const Tensor rows = random({1, 4}, 7).expand({3, 4});
+    const Tensor rows = random_input({1, 4}, 7).expand({3, 4});
     check_close(ops::matmul(rows, m).values(), ops::matmul(rows.contiguous(), m).values());
-    CHECK_THROWS_WITH_AS(ops::matmul(random({2, 3}, 1), random({4, 2}, 2)),
+    CHECK_THROWS_WITH_AS(ops::matmul(random_input({2, 3}, 1), random_input({4, 2}, 2)),
                          doctest::Contains("matmul: 'a' [2, 3] and 'b' [4, 2] do not multiply: 3 columns against 4 rows"),
                          Error);
-    CHECK_THROWS_WITH_AS(ops::matmul(random({2, 2, 3}, 1), random({3, 3, 2}, 2)),
+    CHECK_THROWS_WITH_AS(ops::matmul(random_input({2, 2, 3}, 1), random_input({3, 3, 2}, 2)),
                          doctest::Contains("matmul: shapes [2] and [3] do not broadcast"), Error);
 }
 
 TEST_CASE("conv2d: stride, padding, dilation and groups against a direct convolution") {
     const std::int64_t n = 2, c = 4, h = 7, w = 6, o = 6, groups = 2, kh = 3, kw = 2;
-    const Tensor x = random({n, c, h, w}, 11), weight = random({o, c / groups, kh, kw}, 12), bias = random({o}, 13);
+    const Tensor x = random_input({n, c, h, w}, 11), weight = random_input({o, c / groups, kh, kw}, 12), bias = random_input({o}, 13);
     const ops::Pair stride{2, 1}, padding{1, 1}, dilation{2, 1};
     const Tensor y = ops::conv2d(x, weight, bias, stride, padding, dilation, groups);
     const std::int64_t oh = (h + 2 * 1 - 2 * (kh - 1) - 1) / 2 + 1, ow = (w + 2 - 1 * (kw - 1) - 1) / 1 + 1;
@@ -89,10 +89,10 @@ TEST_CASE("conv2d: stride, padding, dilation and groups against a direct convolu
     check_close(y.values(), want);
     // One image [C, H, W] works too.
     CHECK(ops::conv2d(x.select(0, 1), weight, bias, stride, padding, dilation, groups).shape() == Shape{o, oh, ow});
-    CHECK_THROWS_WITH_AS(ops::conv2d(x, random({6, 3, 3, 3}, 1), Tensor(), {1, 1}, {0, 0}, {1, 1}, 2),
+    CHECK_THROWS_WITH_AS(ops::conv2d(x, random_input({6, 3, 3, 3}, 1), Tensor(), {1, 1}, {0, 0}, {1, 1}, 2),
                          doctest::Contains("conv2d: 'x' has 4 channels and 'weight' is [6, 3, 3, 3]: with 2 groups it needs [O, 2, kh, kw]"),
                          Error);
-    CHECK_THROWS_WITH_AS(ops::conv2d(x, random({2, 4, 9, 2}, 1)),
+    CHECK_THROWS_WITH_AS(ops::conv2d(x, random_input({2, 4, 9, 2}, 1)),
                          doctest::Contains("conv2d: a 9x2 window (dilation 1x1) does not fit a 7x6 image with padding 0x0"), Error);
 }
 
@@ -145,11 +145,11 @@ TEST_CASE("conv2d's fused CPU kernels equal unfold and matmul, values and gradie
             for (const bool x_grad : {true, false}) {
                 const auto inputs = [&] {
                     return std::array<Tensor, 3>{
-                        random(c.x, 21).to(dtype).requires_grad_(x_grad), random(c.weight, 22).to(dtype).requires_grad_(),
-                        with_bias ? random({c.weight[0]}, 23).to(dtype).requires_grad_() : Tensor()};
+                        random_input(c.x, 21).to(dtype).requires_grad_(x_grad), random_input(c.weight, 22).to(dtype).requires_grad_(),
+                        with_bias ? random_input({c.weight[0]}, 23).to(dtype).requires_grad_() : Tensor()};
                 };
                 const auto fused = inputs(), composed = inputs();
-                const Tensor probe = random(ops::conv2d(fused[0], fused[1], fused[2], c.stride, c.padding, c.dilation,
+                const Tensor probe = random_input(ops::conv2d(fused[0], fused[1], fused[2], c.stride, c.padding, c.dilation,
                                                         c.groups).shape(), 24).to(dtype);
                 const Tensor y = ops::conv2d(fused[0], fused[1], fused[2], c.stride, c.padding, c.dilation, c.groups);
                 const Tensor want =
@@ -198,7 +198,7 @@ TEST_CASE("max_pool2d's fused CPU kernels equal the largest of unfolded columns:
         REQUIRE(got.size() == expected.size());
         for (std::size_t i = 0; i < got.size(); ++i)
             CHECK((std::isnan(expected[i]) ? std::isnan(got[i]) : got[i] == expected[i]));
-        const Tensor probe = random(y.shape(), 7).to(dtype);
+        const Tensor probe = random_input(y.shape(), 7).to(dtype);
         ops::sum(y * probe).backward();
         ops::sum(want * probe).backward();
         // The same winner in every window (where windows overlap, a pixel's terms are added in another order).

@@ -20,7 +20,7 @@ using namespace levers;
 
 namespace {
 
-nlohmann::json reference() {
+nlohmann::json quant4_reference() {
     std::ifstream in(testing::source_path("tests/reference/quant4.json"));
     REQUIRE(in.good());
     return nlohmann::json::parse(in);
@@ -46,7 +46,7 @@ std::string hex(const Tensor& bytes) {
 }  // namespace
 
 TEST_CASE("4-bit code books: every bit as bitsandbytes defines them") {
-    const auto ref = reference();
+    const auto ref = quant4_reference();
     for (int k = 0; k < 16; ++k) {
         CHECK(kernels::kNf4Code[k] == ref["nf4"][k].get<float>());
         CHECK(kernels::kFp4Code[k] == ref["fp4"][k].get<float>());
@@ -56,7 +56,7 @@ TEST_CASE("4-bit code books: every bit as bitsandbytes defines them") {
 }
 
 TEST_CASE("quantize_4bit then dequantize_4bit: bitsandbytes' codes, scales and values (nf4, fp4, double quant)") {
-    const auto ref = reference();
+    const auto ref = quant4_reference();
     for (const auto& c : ref["cases"]) {
         const std::int64_t n = c["n"];
         const bool double_quant = c["double_quant"];

@@ -12,7 +12,7 @@
 using namespace levers;
 
 namespace {
-Tensor iota(Shape shape) {
+Tensor ramp(Shape shape) {
     std::vector<double> v(static_cast<std::size_t>(shape.numel()));
     std::iota(v.begin(), v.end(), 0.0);
     return Tensor::from(v, shape);
@@ -20,7 +20,7 @@ Tensor iota(Shape shape) {
 }  // namespace
 
 TEST_CASE("sum and mean over any dimensions, keepdim or not, any layout") {
-    const Tensor x = iota({2, 3, 4});  // x[i, j, k] = 12i + 4j + k
+    const Tensor x = ramp({2, 3, 4});  // x[i, j, k] = 12i + 4j + k
     CHECK(ops::sum(x).shape() == Shape{});
     CHECK(ops::sum(x).item() == 276);
     CHECK(ops::sum(x, {2}).values() == std::vector<double>{6, 22, 38, 54, 70, 86});           // rows
@@ -142,7 +142,7 @@ TEST_CASE("softmax and log_softmax along any dimension") {
 }
 
 TEST_CASE("bad dimensions and empty extremes are refused, naming the op") {
-    const Tensor x = iota({2, 3});
+    const Tensor x = ramp({2, 3});
     CHECK_THROWS_WITH_AS(ops::sum(x, {2}), doctest::Contains("sum: dimension 2 does not exist in a tensor of 2 dimensions"), Error);
     CHECK_THROWS_WITH_AS(ops::sum(x, {1, -1}), doctest::Contains("sum: dimension -1 is named twice"), Error);
     CHECK_THROWS_WITH_AS(ops::max(x, -3), doctest::Contains("max: dimension -3 does not exist"), Error);

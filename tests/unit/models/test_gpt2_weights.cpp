@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-models::GptConfig tiny() { return {.vocab_size = 40, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 12}; }
+models::GptConfig tiny_gpt2() { return {.vocab_size = 40, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 12}; }
 
 std::vector<std::int32_t> tokens() { return {1, 5, 9, 3, 7, 2, 30, 4, 11, 0, 6, 8}; }
 
@@ -39,7 +39,7 @@ fs::path raw_file(const testing::TempDir& dir, const std::string& name, const nl
 
 TEST_CASE("GPT weights round-trip through safetensors: same tensors, same loss, Hugging Face's names and layouts") {
     testing::TempDir dir;
-    models::Gpt gpt(tiny(), 7);
+    models::Gpt gpt(tiny_gpt2(), 7);
     const fs::path file = dir.path() / "model.safetensors";
     models::save_gpt2_safetensors(file, gpt);
 
@@ -68,7 +68,7 @@ TEST_CASE("GPT weights round-trip through safetensors: same tensors, same loss, 
 TEST_CASE("GPT2Model names (no prefix), a tied lm_head and mask buffers import too; the head count can come from "
           "config.json") {
     testing::TempDir dir;
-    models::Gpt gpt(tiny(), 9);
+    models::Gpt gpt(tiny_gpt2(), 9);
     const fs::path ours = dir.path() / "levers.safetensors";
     models::save_gpt2_safetensors(ours, gpt);
     auto st = data::read_safetensors(ours);

@@ -21,7 +21,7 @@ using levers::testing::relative_error;
 
 namespace {
 
-nlohmann::json reference() {
+nlohmann::json block_reference() {
     std::ifstream in(testing::source_path("tests/reference/llama_block.json"));
     REQUIRE(in.good());
     return nlohmann::json::parse(in);
@@ -35,7 +35,7 @@ Tensor tensor_of(const nlohmann::json& values, const nlohmann::json& shape, DTyp
 // Loads the reference's weights into a block computing in `dtype`, runs
 // forward and backward, and compares the loss and every gradient.
 void check_against_reference(DType dtype, double tolerance) {
-    const nlohmann::json ref = reference();
+    const nlohmann::json ref = block_reference();
     const auto& c = ref["config"];
     user::LlamaBlock block({.dim = c["dim"], .heads = c["heads"], .kv_heads = c["kv_heads"], .hidden = c["hidden"],
                             .rope_theta = c["rope_theta"], .eps = c["eps"]},

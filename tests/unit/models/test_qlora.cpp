@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Tensor tokens(std::int64_t batch, std::int64_t time, int vocab, int salt) {
+Tensor qlora_tokens(std::int64_t batch, std::int64_t time, int vocab, int salt) {
     std::vector<std::int32_t> t(static_cast<std::size_t>(batch * time));
     for (std::size_t i = 0; i < t.size(); ++i) t[i] = static_cast<std::int32_t>((i * 7 + salt * 3 + i / 5) % vocab);
     return Tensor::from(t, {batch, time});
@@ -48,7 +48,7 @@ double max_relative(const Tensor& a, const Tensor& b) {
 TEST_CASE("a Llama quantized as it loads computes what its dequantized weights compute (nf4 and fp4)") {
     TempDir tmp;
     const auto dir = save_tiny_llama(tmp.path() / "tiny", tiny_llama({.tied = false}), 5);
-    const Tensor x = tokens(2, 9, 40, 0);
+    const Tensor x = qlora_tokens(2, 9, 40, 0);
     for (const auto type : {Quant4Type::nf4, Quant4Type::fp4})
         for (const bool dq : {true, false}) {
             CAPTURE(ops::name_of(type));
@@ -80,7 +80,7 @@ TEST_CASE("QLoRA: adapters on a 4-bit base train as over the full-precision one;
     const auto dir = save_tiny_llama(tmp.path() / "tiny", tiny_llama(), 6);
     // Every next token is 7: what adapters on a frozen random model learn in a few steps (down to about 3.09,
     // where the tiny embeddings' norms leave it; from ln 40 = 3.69).
-    const Tensor x = tokens(4, 12, 40, 1), y = Tensor::from(std::vector<std::int32_t>(48, 7), {4, 12});
+    const Tensor x = qlora_tokens(4, 12, 40, 1), y = Tensor::from(std::vector<std::int32_t>(48, 7), {4, 12});
     // 60 AdamW steps of rank-8 adapters on every projection: the first and last losses.
     auto train = [&](models::Llama& model) {
         train::AdamW adamw(model.params(), {.lr = 1e-1});
@@ -152,7 +152,7 @@ TEST_CASE("a directory saved by bitsandbytes in 4 bits loads as it is: the codes
     // sum (bitsandbytes') in an order that depends on the machine's vector width; the two may differ in the last
     // bit, and so may the nested absmax, and values, after them.
     const auto same_float = [](float a, float b) { return std::abs(a - b) <= 2.5e-7f * std::max(1.0f, std::abs(b)); };
-    const Tensor x = tokens(2, 7, 40, 3);
+    const Tensor x = qlora_tokens(2, 7, 40, 3);
     for (const auto& [kind, spec] : {std::pair{std::string("nf4"), ops::Quant4Spec{.type = Quant4Type::nf4}},
                                      std::pair{std::string("fp4"), ops::Quant4Spec{.type = Quant4Type::fp4, .double_quant = false}}}) {
         CAPTURE(kind);

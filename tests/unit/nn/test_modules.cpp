@@ -39,9 +39,9 @@ struct Net : nn::Layer {
     }
 };
 
-Tensor tokens() { return Tensor::from(std::vector<std::int32_t>{1, 2, 3, 9, 0, 4}, {2, 3}); }
+Tensor token_batch() { return Tensor::from(std::vector<std::int32_t>{1, 2, 3, 9, 0, 4}, {2, 3}); }
 Tensor labels() { return Tensor::from(std::vector<std::int32_t>{0, 1, 2, 3, 0, 1}, {6}); }
-Tensor loss_of(Net& net) { return ops::cross_entropy(net(tokens()), labels()); }
+Tensor loss_of(Net& net) { return ops::cross_entropy(net(token_batch()), labels()); }
 
 }  // namespace
 
@@ -127,19 +127,19 @@ TEST_CASE("modules: LoRA adapters attach to any Linear by name, train alone, and
 TEST_CASE("modules: dropout only while training, the same masks from the same seed and state, other ranks others") {
     Net net(0.5);
     net.parameters().zero_grad();
-    const Tensor a = net(tokens());
-    const Tensor b = net(tokens());  // the next call draws another mask
+    const Tensor a = net(token_batch());
+    const Tensor b = net(token_batch());  // the next call draws another mask
     CHECK(a.values() != b.values());
     const nlohmann::json state = net.save_state();
     CHECK(state.contains("blocks.0.drop"));
-    const Tensor c = net(tokens());
+    const Tensor c = net(token_batch());
     net.load_state(state);
-    CHECK(net(tokens()).values() == c.values());  // resumed: the same mask as before
+    CHECK(net(token_batch()).values() == c.values());  // resumed: the same mask as before
     net.set_stream(1);                            // another rank
     net.load_state(state);
-    CHECK(net(tokens()).values() != c.values());
+    CHECK(net(token_batch()).values() != c.values());
     net.eval();
-    CHECK(net(tokens()).values() == net(tokens()).values());
+    CHECK(net(token_batch()).values() == net(token_batch()).values());
     net.train();
     CHECK(net.training());
 }
@@ -151,7 +151,7 @@ TEST_CASE("modules: to() converts the model, keeping values; what is refused nam
     CHECK(net.parameters().dtype() == DType::f64);
     CHECK(net.parameters().params().values() == before);
     CHECK(net.on_device(Tensor::zeros({2}, DType::f32)).dtype() == DType::f64);
-    CHECK(net.on_device(tokens()).dtype() == DType::i32);
+    CHECK(net.on_device(token_batch()).dtype() == DType::i32);
     net.to(Device::cpu());
     CHECK(net.parameters().params().values() == before);
     nn::Linear lone(3, 2);

@@ -12,24 +12,24 @@
 using namespace levers;
 
 namespace {
-Tensor random(Shape shape, std::uint64_t seed, double scale = 1.0) {
+Tensor random_tensor(Shape shape, std::uint64_t seed, double scale = 1.0) {
     Rng rng(seed);
     std::vector<double> v(static_cast<std::size_t>(shape.numel()));
     for (double& x : v) x = rng.normal() * scale;
     return Tensor::from(v, shape);
 }
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double eps = 1e-12) {
+void check_near(const std::vector<double>& got, const std::vector<double>& want, double eps = 1e-12) {
     REQUIRE(got.size() == want.size());
     for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(eps));
 }
 
 // A tiny Llama-style block of levers' modules, for the gradient checks.
-struct Block : nn::Layer {
+struct OpsBlock : nn::Layer {
     nn::RMSNorm attn_norm;
     nn::Attention attn;
     nn::RMSNorm mlp_norm;
     nn::GatedMLP mlp;
-    Block(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, bool bias)
+    OpsBlock(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, bool bias)
         : attn_norm(*this, "attn_norm", dim),
           attn(*this, "attn", dim, heads, {.kv_heads = kv_heads, .bias = bias, .rope_theta = 10000}),
           mlp_norm(*this, "mlp_norm", dim),
@@ -51,11 +51,11 @@ TEST_CASE("RMSNorm: x / sqrt(mean(x^2) + eps) times its weight") {
     norm.parameters_changed();
     const Tensor x = Tensor::from(std::vector<double>{1, -2, 2, 0, 0, 3}, {2, 3});
     const double r0 = 1 / std::sqrt(3 + 1e-6), r1 = 1 / std::sqrt(3 + 1e-6);
-    check_close(norm(x).values(), {1 * r0, -4 * r0, 6 * r0, 0, 0, 9 * r1});
+    check_near(norm(x).values(), {1 * r0, -4 * r0, 6 * r0, 0, 0, 9 * r1});
 }
 
 TEST_CASE("activations and Flatten are their ops") {
-    const Tensor x = random({2, 3, 2, 2}, 3);
+    const Tensor x = random_tensor({2, 3, 2, 2}, 3);
     CHECK(nn::SiLU()(x).values() == ops::silu(x).values());
     CHECK(nn::ReLU()(x).values() == ops::relu(x).values());
     CHECK(nn::Sigmoid()(x).values() == ops::sigmoid(x).values());
@@ -72,7 +72,7 @@ TEST_CASE("Conv2d: PyTorch's layout, initialisation bounds, and its op") {
     const double bound = 1 / std::sqrt(2.0 * 3 * 2);
     for (const double w : conv.weight.value().values()) CHECK(std::abs(w) <= bound);
     for (const double b : conv.bias->value().values()) CHECK(std::abs(b) <= bound);
-    const Tensor x = random({2, 4, 5, 5}, 6);
+    const Tensor x = random_tensor({2, 4, 5, 5}, 6);
     CHECK(conv(x).values() == ops::conv2d(x, conv.weight(), (*conv.bias)(), {2, 1}, {1, 0}, {1, 1}, 2).values());
     CHECK(nn::MaxPool2d({2, 2})(x).shape() == Shape{2, 4, 2, 2});
     CHECK(nn::AvgPool2d({3, 3}, {1, 1}, {1, 1})(x).shape() == Shape{2, 4, 5, 5});
@@ -88,9 +88,9 @@ TEST_CASE("rotary embeddings: Hugging Face's halves, relative positions, explici
         Tensor apply(const Tensor& x, std::int64_t start = 0) { return m.apply(x, Layout::time_heads, start); }
         Tensor apply(const Tensor& x, const Tensor& positions) { return m.apply(x, Layout::time_heads, positions); }
     } rope{module};
-    const Tensor q = random({1, 3, 2, 4}, 8), k = random({1, 3, 2, 4}, 9);  // [B, T, H, D]
+    const Tensor q = random_tensor({1, 3, 2, 4}, 8), k = random_tensor({1, 3, 2, 4}, 9);  // [B, T, H, D]
     // Position 0 is the identity; position p rotates pair (i, i + D/2) by p · 100^(-2i/D).
-    check_close(rope.apply(q).select(1, 0).values(), q.select(1, 0).values());
+    check_near(rope.apply(q).select(1, 0).values(), q.select(1, 0).values());
     const std::vector<double> x = q.select(1, 2).select(1, 1).values(), y = rope.apply(q).select(1, 2).select(1, 1).values();
     for (int i = 0; i < 2; ++i) {
         const double angle = 2 * std::pow(100.0, -2.0 * i / 4), c = std::cos(angle), s = std::sin(angle);
@@ -105,12 +105,12 @@ TEST_CASE("rotary embeddings: Hugging Face's halves, relative positions, explici
     CHECK(dot_at(0) == doctest::Approx(dot_at(5)));
     // Explicit positions, one row for the batch or one per batch row.
     const Tensor positions = Tensor::from(std::vector<std::int32_t>{4, 5, 6}, {3});
-    check_close(rope.apply(q, positions).values(), rope.apply(q, 4).values());
-    check_close(rope.apply(q, Tensor::from(std::vector<std::int32_t>{4, 5, 6}, {1, 3})).values(), rope.apply(q, 4).values());
+    check_near(rope.apply(q, positions).values(), rope.apply(q, 4).values());
+    check_near(rope.apply(q, Tensor::from(std::vector<std::int32_t>{4, 5, 6}, {1, 3})).values(), rope.apply(q, 4).values());
     // Heads before time ([B, H, T, D], as attention's products take them): the same rotation, said so.
     const Tensor heads_first = q.transpose(1, 2);
-    check_close(module.apply(heads_first, Layout::heads_time, 2).transpose(1, 2).values(), rope.apply(q, 2).values());
-    check_close(module.apply(heads_first, Layout::heads_time, positions).transpose(1, 2).values(),
+    check_near(module.apply(heads_first, Layout::heads_time, 2).transpose(1, 2).values(), rope.apply(q, 2).values());
+    check_near(module.apply(heads_first, Layout::heads_time, positions).transpose(1, 2).values(),
                 rope.apply(q, 4).values());
     // Read in the other layout it is another rotation: the layout is the caller's to say.
     const std::vector<double> wrong = module.apply(heads_first, Layout::time_heads, 2).transpose(1, 2).values();
@@ -126,15 +126,15 @@ TEST_CASE("attention: the packed route equals the written-out one; masks; groupe
     nn::Attention attn(dim, heads, {.rope_theta = 10000});
     attn.initialize(3);
     attn.to(Device::cpu(), DType::f64);
-    const Tensor x = random({2, 5, dim}, 4);
+    const Tensor x = random_tensor({2, 5, dim}, 4);
     // An all-true mask takes the written-out route; the result is the packed kernel's.
     const Tensor everywhere = Tensor::full({5, 5}, 1, DType::boolean);
-    check_close(attn(x).values(), attn.forward(x, everywhere).values(), 1e-10);
+    check_near(attn(x).values(), attn.forward(x, everywhere).values(), 1e-10);
     // A mask that hides every key but the first: each position sees position 0 only.
     const Tensor first = ops::arange(5).unsqueeze(0) == 0.0;
     const Tensor only_first = attn.forward(x, first.expand({5, 5}));
     const Tensor v0 = (*attn.v_proj)(x).narrow(1, 0, 1);
-    check_close(only_first.values(), attn.o_proj(v0.expand({2, 5, dim})).values(), 1e-10);
+    check_near(only_first.values(), attn.o_proj(v0.expand({2, 5, dim})).values(), 1e-10);
     // Not causal: the last position's output is the same whoever comes after.
     nn::Attention both_ways(dim, heads, {.kv_heads = 1, .causal = false});
     both_ways.initialize(4);
@@ -145,8 +145,8 @@ TEST_CASE("attention: the packed route equals the written-out one; masks; groupe
 
 TEST_CASE("a Llama-style block of these modules: every parameter's gradient against finite differences (f64)") {
     for (const auto& [kv_heads, bias] : {std::pair<std::int64_t, bool>{1, true}, {2, false}}) {
-        Block block(8, 2, kv_heads, bias);
-        const Tensor x = random({2, 4, 8}, 11, 0.5);
+        OpsBlock block(8, 2, kv_heads, bias);
+        const Tensor x = random_tensor({2, 4, 8}, 11, 0.5);
         const auto report = nn::check_parameter_gradients(block, [&] { return block(x); });
         INFO(report.str());
         CHECK(report.passed);

@@ -11,7 +11,7 @@ using namespace levers;
 namespace fs = std::filesystem;
 
 namespace {
-std::string text_of(const fs::path& p) {
+std::string file_text(const fs::path& p) {
     std::ifstream in(p);
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -35,10 +35,10 @@ TEST_CASE("the keeper drops old checkpoints with their shards and gives best.ckp
     CHECK(!fs::exists(dir / "step-00000001.ckpt.shard-0-of-2"));
     CHECK(!fs::exists(dir / "step-00000001.ckpt.shard-1-of-2"));
     CHECK(fs::exists(dir / "step-00000003.ckpt.shard-1-of-2"));
-    CHECK(text_of(dir / "best.ckpt") == "step 2");
-    CHECK(text_of(dir / "best.ckpt.shard-0-of-2") == "shard 0 of step 2");
-    CHECK(text_of(dir / "best.ckpt.shard-1-of-2") == "shard 1 of step 2");
+    CHECK(file_text(dir / "best.ckpt") == "step 2");
+    CHECK(file_text(dir / "best.ckpt.shard-0-of-2") == "shard 0 of step 2");
+    CHECK(file_text(dir / "best.ckpt.shard-1-of-2") == "shard 1 of step 2");
     save(4, 0.5);  // a new best replaces the old one's shards
-    CHECK(text_of(dir / "best.ckpt.shard-1-of-2") == "shard 1 of step 4");
+    CHECK(file_text(dir / "best.ckpt.shard-1-of-2") == "shard 1 of step 4");
     CHECK(!fs::exists(dir / "step-00000002.ckpt.shard-0-of-2"));
 }

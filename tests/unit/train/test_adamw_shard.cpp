@@ -22,7 +22,7 @@ void fill(ParamSet& p) {
         p.grads().data<float>()[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
     }
 }
-bool same_bits(const Tensor& a, const Tensor& b) {
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
     return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
 }
 }  // namespace
@@ -43,7 +43,7 @@ TEST_CASE("AdamW over each rank's shard updates every element exactly as over th
     for (int r = 0; r < world; ++r) ranks.emplace_back(sharded, hyper, dist::bucket_shard(sharded.size(), bucket, world, r));
     for (int s = 0; s < 3; ++s)
         for (auto& o : ranks) o.step(0.01);
-    CHECK(same_bits(whole.params(), sharded.params()));
+    CHECK(bitwise_equal(whole.params(), sharded.params()));
     std::int64_t state = 0;
     for (const auto& o : ranks) state += o.first_moment().numel();
     CHECK(state == sharded.size());  // each moment held once, by one rank
@@ -54,8 +54,8 @@ TEST_CASE("AdamW over each rank's shard updates every element exactly as over th
     const auto& ranges = resumed.shard().ranges;
     std::int64_t at = 0;
     for (const auto& [b, e] : ranges) {
-        CHECK(same_bits(resumed.first_moment().slice(at, at + (e - b)), all.first_moment().slice(b, e)));
-        CHECK(same_bits(resumed.second_moment().slice(at, at + (e - b)), all.second_moment().slice(b, e)));
+        CHECK(bitwise_equal(resumed.first_moment().slice(at, at + (e - b)), all.first_moment().slice(b, e)));
+        CHECK(bitwise_equal(resumed.second_moment().slice(at, at + (e - b)), all.second_moment().slice(b, e)));
         at += e - b;
     }
     CHECK(resumed.steps_taken() == 3);

@@ -2,6 +2,7 @@
 
 #include "levers/core/error.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -34,7 +35,7 @@ using Row = fmt::memory_buffer;
 void put_number(Row& row, double v) {
     if (!std::isfinite(v)) return row.append(std::string_view("null"));
     const std::size_t begin = row.size();
-    fmt::format_to(std::back_inserter(row), "{}", v);
+    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{}"), v);
     if (std::all_of(row.begin() + begin, row.end(), [](char c) { return c == '-' || (c >= '0' && c <= '9'); }))
         row.append(std::string_view(".0"));
 }
@@ -76,10 +77,10 @@ void put_train_row(Row& row, long step, double loss, double lr, double grad_norm
             ++it;
             continue;
         }
-        fmt::format_to(out, "{}\"{}\":", sep, f.key);
+        fmt::format_to(out, FMT_COMPILE("{}\"{}\":"), sep, f.key);
         sep = ',';
         if (f.kind == Kind::number) put_number(row, f.number);
-        else if (f.kind == Kind::integer) fmt::format_to(out, "{}", f.integer);
+        else if (f.kind == Kind::integer) fmt::format_to(out, FMT_COMPILE("{}"), f.integer);
         else row.append(std::string_view("\"train\""));
     }
     for (; it != more.end(); ++it) put_more(it->first, it->second);
@@ -100,7 +101,7 @@ void MetricsLog::train(long step, double loss, double lr, double grad_norm, std:
     put_train_row(row, step, loss, lr, grad_norm, items, items_per_second, wall_s, more);
     jsonl_.write(row.data(), static_cast<std::streamsize>(row.size()));
     row.clear();
-    fmt::format_to(std::back_inserter(row), "{},{},{},{},{},{},{}\n", step, loss, lr, grad_norm, items,
+    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{},{},{},{},{},{},{}\n"), step, loss, lr, grad_norm, items,
                    items_per_second, wall_s);  // as exact() writes them
     csv_.write(row.data(), static_cast<std::streamsize>(row.size()));
     flush_if_due();

@@ -22,6 +22,8 @@
 #include <fstream>
 #include <iostream>
 
+namespace levers_recipe_chat {
+
 namespace {
 
 using namespace levers;
@@ -141,3 +143,5 @@ LEVERS_RECIPE(chat) {
         .check(check)
         .run(chat);
 }
+
+}  // namespace levers_recipe_chat

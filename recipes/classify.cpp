@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <optional>
 
+namespace levers_recipe_classify {
+
 namespace {
 
 using namespace levers;
@@ -127,3 +129,5 @@ LEVERS_RECIPE(classify) {
         .early_stop("val_accuracy", 3, /*maximize=*/true)
         .finish(test);
 }
+
+}  // namespace levers_recipe_classify

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+namespace levers_recipe_convert {
+
 namespace {
 
 using namespace levers;
@@ -36,3 +38,5 @@ LEVERS_RECIPE(convert) {
         .check(check)
         .run(convert);
 }
+
+}  // namespace levers_recipe_convert

@@ -21,6 +21,8 @@
 #include <filesystem>
 #include <optional>
 
+namespace levers_recipe_dpo {
+
 namespace {
 
 using namespace levers;
@@ -292,3 +294,5 @@ LEVERS_RECIPE(dpo) {
         .evaluate_at_start()
         .finish(save);
 }
+
+}  // namespace levers_recipe_dpo

@@ -17,6 +17,8 @@
 #include <cmath>
 #include <filesystem>
 
+namespace levers_recipe_eval_lm {
+
 namespace {
 
 using namespace levers;
@@ -155,3 +157,5 @@ LEVERS_RECIPE(eval_lm) {
         .check(check)
         .run(eval_lm);
 }
+
+}  // namespace levers_recipe_eval_lm

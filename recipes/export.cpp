@@ -13,6 +13,8 @@
 #include <chrono>
 #include <optional>
 
+namespace levers_recipe_export {
+
 namespace {
 
 using namespace levers;
@@ -100,3 +102,5 @@ LEVERS_RECIPE(export) {
         .check(check)
         .run(run_export);
 }
+
+}  // namespace levers_recipe_export

@@ -21,6 +21,8 @@
 
 #include <filesystem>
 
+namespace levers_recipe_fine_tune {
+
 namespace {
 
 using namespace levers;
@@ -143,3 +145,5 @@ LEVERS_RECIPE(fine_tune) {
         .evaluate_at_start()
         .finish(save);
 }
+
+}  // namespace levers_recipe_fine_tune

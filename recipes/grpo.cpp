@@ -24,6 +24,8 @@
 #include <filesystem>
 #include <optional>
 
+namespace levers_recipe_grpo {
+
 namespace {
 
 using namespace levers;
@@ -342,3 +344,5 @@ LEVERS_RECIPE(grpo) {
         .adjust_loop([](const Config&, train::LoopOptions& o) { o.unit = "tok"; })
         .finish(save);
 }
+
+}  // namespace levers_recipe_grpo

@@ -8,6 +8,8 @@
 
 #include <filesystem>
 
+namespace levers_recipe_lora_sweep {
+
 namespace {
 
 using namespace levers;
@@ -64,3 +66,5 @@ LEVERS_RECIPE(lora_sweep) {
                 base)
         .run(lora_sweep);
 }
+
+}  // namespace levers_recipe_lora_sweep

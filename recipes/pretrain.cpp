@@ -11,6 +11,8 @@
 #include "levers/recipe/recipe.hpp"
 #include "recipes/text_windows.hpp"
 
+namespace levers_recipe_pretrain {
+
 namespace {
 
 using namespace levers;
@@ -88,3 +90,5 @@ LEVERS_RECIPE(pretrain) {
         .evaluate(recipes::window_validation)
         .finish(finish);
 }
+
+}  // namespace levers_recipe_pretrain

@@ -18,6 +18,8 @@
 #include <limits>
 #include <mutex>
 
+namespace levers_recipe_pretrain_llama {
+
 namespace {
 
 using namespace levers;
@@ -153,3 +155,5 @@ LEVERS_RECIPE(pretrain_llama) {
         .evaluate(recipes::window_validation)
         .finish(finish);
 }
+
+}  // namespace levers_recipe_pretrain_llama

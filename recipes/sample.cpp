@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+namespace levers_recipe_sample {
+
 namespace {
 
 using namespace levers;
@@ -76,3 +78,5 @@ LEVERS_RECIPE(sample) {
         .check(check)
         .run(sample);
 }
+
+}  // namespace levers_recipe_sample

@@ -21,6 +21,8 @@
 #include <filesystem>
 #include <optional>
 
+namespace levers_recipe_sft {
+
 namespace {
 
 using namespace levers;
@@ -194,3 +196,5 @@ LEVERS_RECIPE(sft) {
         .evaluate_at_start()
         .finish(save);
 }
+
+}  // namespace levers_recipe_sft

@@ -58,7 +58,9 @@ template <class T> LEVERS_HD T softplus(T x) { return x > T(0) ? x + std::log1p(
 
 }  // namespace levers::kernels::math
 
-// Unary ops on floats: X(name, y = f(x), dy/dx). The derivative may use x and y.
+// Unary ops on floats: X(name, y = f(x), dy/dx). The derivative may use x and
+// y; one that uses only one of them reads only that one (ReLU's from y, as
+// y > 0 exactly where x > 0: its backward streams two operands, not three).
 #define LEVERS_UNARY_FLOAT_OPS(X)                                                           \
     X(exp, std::exp(x), y)                                                                  \
     X(log, std::log(x), T(1) / x)                                                           \
@@ -80,7 +82,7 @@ template <class T> LEVERS_HD T softplus(T x) { return x > T(0) ? x + std::log1p(
     X(abs, x < T(0) ? -x : x, math::sign(x))                                                \
     X(sign, math::sign(x), T(0))                                                            \
     X(square, x * x, T(2) * x)                                                              \
-    X(relu, x < T(0) ? T(0) : x, x > T(0) ? T(1) : T(0))
+    X(relu, x < T(0) ? T(0) : x, y > T(0) ? T(1) : T(0))
 
 // Unary ops with scalar parameters p0, p1 (their functions on tensors are
 // written by hand in levers/kernels/elementwise.hpp, naming the parameters).

@@ -7,9 +7,10 @@
 #include "levers/kernels/conv.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
-#if defined(__AVX512F__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -33,11 +34,30 @@ inline Geometry geometry(const TensorArg& image, const Window& win) {
 inline __mmask16 first_lanes(index_t n) {
     return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1);
 }
+#elif defined(__AVX2__)
+// The first n lanes of 8 as a mask vector (all bits set in each lane taken): AVX2's masked loads and stores.
+inline __m256i first_lanes(index_t n) {
+    const auto k = static_cast<int>(std::clamp<index_t>(n, 0, 8));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+// The first n (< 8) lanes of v stored from dst on: through a buffer, not a
+// masked store (AMD's cores take several times a plain store's time for one).
+inline void store_first(float* dst, __m256 v, index_t n) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, v);
+    std::copy_n(lanes, n, dst);
+}
+inline void store_first(std::int32_t* dst, __m256i v, index_t n) {
+    alignas(32) std::int32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+    std::copy_n(lanes, n, dst);
+}
 #endif
 
 // dst[k] = src[k] (Add: dst[k] += src[k]) for k in [0, n). The runs here are
 // short (a line of a 14x14 map), too short for a compiler's vector loop, so
-// under AVX-512 masked vectors cover them, tail included.
+// masked vectors cover them, tail included (under AVX2 the tail's store goes
+// through a buffer, see store_first).
 template <bool Add, class T> void line(T* dst, const T* src, index_t n) {
 #if defined(__AVX512F__)
     if constexpr (std::is_same_v<T, float>) {
@@ -46,6 +66,22 @@ template <bool Add, class T> void line(T* dst, const T* src, index_t n) {
             __m512 v = _mm512_maskz_loadu_ps(m, src + k);
             if constexpr (Add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, dst + k));
             _mm512_mask_storeu_ps(dst + k, m, v);
+        }
+        return;
+    }
+#elif defined(__AVX2__)
+    if constexpr (std::is_same_v<T, float>) {
+        index_t k = 0;
+        for (; k + 8 <= n; k += 8) {
+            __m256 v = _mm256_loadu_ps(src + k);
+            if constexpr (Add) v = _mm256_add_ps(v, _mm256_loadu_ps(dst + k));
+            _mm256_storeu_ps(dst + k, v);
+        }
+        if (k < n) {
+            const __m256i m = first_lanes(n - k);
+            __m256 v = _mm256_maskload_ps(src + k, m);
+            if constexpr (Add) v = _mm256_add_ps(v, _mm256_maskload_ps(dst + k, m));
+            store_first(dst + k, v, n - k);
         }
         return;
     }

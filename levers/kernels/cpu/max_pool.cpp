@@ -12,7 +12,7 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__AVX512F__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -23,9 +23,38 @@ namespace {
 // Whether `x` replaces `best`: NaN wins, the first of equals stays (as the reductions choose).
 template <class T> bool better(T x, T best) { return math::replaces_extreme(x, best, true); }
 
+#if defined(__AVX2__) && !defined(__AVX512F__)
+// The even and odd pixels of the 2n (n <= 8) from `r` on, each in lane order
+// (lanes past n zero): a shuffle within halves, then one across them.
+inline void split_pairs(const float* r, index_t n, __m256& even, __m256& odd) {
+    const bool whole = n == 8;
+    const __m256 lo = whole ? _mm256_loadu_ps(r) : _mm256_maskload_ps(r, first_lanes(2 * n));
+    const __m256 hi = whole ? _mm256_loadu_ps(r + 8) : _mm256_maskload_ps(r + 8, first_lanes(2 * n - 8));
+    // [l0 l2 h0 h2 | l4 l6 h4 h6] as 64-bit pairs (0 1 2 3) becomes pairs 0 2 1 3.
+    const auto order = [](__m256 v) { return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8)); };
+    even = order(_mm256_shuffle_ps(lo, hi, 0x88));
+    odd = order(_mm256_shuffle_ps(lo, hi, 0xDD));
+}
+
+// The inverse: the 2n values alternating even[i], odd[i] written from `r` on.
+inline void join_pairs(float* r, index_t n, __m256 even, __m256 odd) {
+    const __m256 a = _mm256_unpacklo_ps(even, odd), b = _mm256_unpackhi_ps(even, odd);  // [e0 o0 e1 o1 | e4 o4 e5 o5], ...
+    const __m256 lo = _mm256_permute2f128_ps(a, b, 0x20), hi = _mm256_permute2f128_ps(a, b, 0x31);
+    if (n == 8) {
+        _mm256_storeu_ps(r, lo);
+        _mm256_storeu_ps(r + 8, hi);
+    } else if (n > 4) {
+        _mm256_storeu_ps(r, lo);
+        store_first(r + 8, hi, 2 * n - 8);
+    } else {
+        store_first(r, lo, 2 * n);
+    }
+}
+#endif
+
 // The usual 2x2 window at stride 2 inside the image: four loads and three
-// selects an output; under AVX-512, 16 outputs at a time (the row pairs'
-// even and odd pixels separated by permutes, the tail masked).
+// selects an output; with vectors 16 (AVX-512) or 8 (AVX2) outputs at a time
+// (the row pairs' even and odd pixels separated by permutes, the tail masked).
 template <class T> void pool_2x2(const T* plane, T* out, std::int32_t* at, const Geometry& g) {
     const auto w = static_cast<std::int32_t>(g.w);
     for (index_t y = 0; y < g.oh; ++y) {
@@ -63,6 +92,38 @@ template <class T> void pool_2x2(const T* plane, T* out, std::int32_t* at, const
                 const __m512i where = _mm512_add_epi32(_mm512_add_epi32(even, k),
                                                        _mm512_set1_epi32(base + static_cast<std::int32_t>(2 * x)));
                 _mm512_mask_storeu_epi32(a + x, m, where);
+            }
+        }
+#elif defined(__AVX2__)
+        if constexpr (std::is_same_v<T, float>) {
+            const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+            for (; x < g.ow; x += 8) {
+                const index_t n = std::min<index_t>(8, g.ow - x);
+                __m256 best, v;
+                split_pairs(r0 + 2 * x, n, best, v);
+                __m256i k = _mm256_setzero_si256();
+                const auto consider = [&](__m256 next, std::int32_t offset) {
+                    const __m256 b = _mm256_and_ps(_mm256_cmp_ps(best, best, _CMP_ORD_Q),
+                                                   _mm256_or_ps(_mm256_cmp_ps(next, next, _CMP_UNORD_Q),
+                                                                _mm256_cmp_ps(next, best, _CMP_GT_OQ)));
+                    best = _mm256_blendv_ps(best, next, b);
+                    k = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(k),
+                                                             _mm256_castsi256_ps(_mm256_set1_epi32(offset)), b));
+                };
+                consider(v, 1);
+                __m256 r, s;
+                split_pairs(r1 + 2 * x, n, r, s);
+                consider(r, w);
+                consider(s, w + 1);
+                const __m256i where = _mm256_add_epi32(_mm256_add_epi32(even, k),
+                                                       _mm256_set1_epi32(base + static_cast<std::int32_t>(2 * x)));
+                if (n == 8) {
+                    _mm256_storeu_ps(o + x, best);
+                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + x), where);
+                } else {
+                    store_first(o + x, best, n);
+                    store_first(a + x, where, n);
+                }
             }
         }
 #endif
@@ -133,8 +194,8 @@ template <class T> void max_pool2d(const MaxPool2dCall& c) {
 
 // 2x2 windows at stride 2 that tile the plane: each pixel lies in one window,
 // so each is written once (its window's gradient, or zero), no zeroing first;
-// under AVX-512 16 windows at a time, their four pixels' values interleaved
-// back into the two lines by permutes.
+// with vectors 16 (AVX-512) or 8 (AVX2) windows at a time, their four pixels'
+// values interleaved back into the two lines by permutes.
 template <class T> void unpool_2x2(T* plane, const T* d_out, const std::int32_t* at, const Geometry& g) {
     const auto w = static_cast<std::int32_t>(g.w);
     for (index_t y = 0; y < g.oh; ++y) {
@@ -165,6 +226,25 @@ template <class T> void unpool_2x2(T* plane, const T* d_out, const std::int32_t*
                 };
                 store_line(r0, at_offset(0), at_offset(1));
                 store_line(r1, at_offset(w), at_offset(w + 1));
+            }
+        }
+#elif defined(__AVX2__)
+        if constexpr (std::is_same_v<T, float>) {
+            const __m256i lanes = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+            for (; x < g.ow; x += 8) {
+                const index_t n = std::min<index_t>(8, g.ow - x);
+                const bool whole = n == 8;
+                const __m256i m = first_lanes(n);
+                const __m256 grad = whole ? _mm256_loadu_ps(d + x) : _mm256_maskload_ps(d + x, m);
+                const __m256i at_x = whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + x))
+                                           : _mm256_maskload_epi32(a + x, m);
+                const __m256i k = _mm256_sub_epi32(
+                    at_x, _mm256_add_epi32(lanes, _mm256_set1_epi32(base + static_cast<std::int32_t>(2 * x))));
+                const auto at_offset = [&](std::int32_t offset) {
+                    return _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_set1_epi32(offset))), grad);
+                };
+                join_pairs(r0 + 2 * x, n, at_offset(0), at_offset(1));
+                join_pairs(r1 + 2 * x, n, at_offset(w), at_offset(w + 1));
             }
         }
 #endif

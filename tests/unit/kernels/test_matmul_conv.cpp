@@ -170,7 +170,7 @@ TEST_CASE("conv2d's fused CPU kernels equal unfold and matmul, values and gradie
 TEST_CASE("max_pool2d's fused CPU kernels equal the largest of unfolded columns: ties, NaN, padding, gradients") {
     // Small integers: ties in most windows (ReLU's zeros are the usual ones); a NaN wins its window.
     // 8 lines: 2x2 windows tile the image (backward writes each pixel once); 7: the last line in no window.
-    // 38 columns: 19 windows a line, a full vector of 16 and a tail.
+    // 38 columns: 19 windows a line, a full vector of 16 (AVX-512) or two of 8 (AVX2) and a tail.
     struct Window {
         ops::Pair kernel, stride, padding, dilation;
     };

@@ -1,7 +1,7 @@
 #include "levers/kernels/adamw.hpp"
 
 #include "levers/core/error.hpp"
-#include "levers/core/threads.hpp"
+#include "levers/kernels/cpu/strided_loop.hpp"
 
 #include <algorithm>
 
@@ -30,19 +30,18 @@ template <class T> struct StepScalars {
     }
 };
 
-// `wd`: the weight decay of these elements (0 for biases and norms).
-// The scalars come by value: through a reference, every store to the float
-// arrays might change them, and the loop would read them again each element.
-template <class T> void update(T* param, T* m, T* v, const T* grad, index_t n, const StepScalars<T> s, T wd) {
+// Elements [begin, end) of a tensor; `wd`: their weight decay (0 for biases and norms).
+// The scalars come by value and are read into locals: through a reference (or
+// a closure), every store to the float arrays might change them, and the loop
+// would read them again each element.
+template <class T>
+void update_range(T* param, T* m, T* v, const T* grad, index_t begin, index_t end, const StepScalars<T> s, T wd) {
     const T lr = s.lr, b1 = s.b1, b2 = s.b2, eps = s.eps, bc1 = s.bc1, bc2 = s.bc2;
-    // A parameter tensor of a small model is a few thousand elements: a parallel region would cost more than it.
-    if (n < (index_t{1} << 16) || threads() == 1) {
 #pragma omp simd
-        for (index_t i = 0; i < n; ++i) adamw_element(param[i], m[i], v[i], grad[i], lr, b1, b2, eps, wd, bc1, bc2);
-        return;
-    }
-#pragma omp parallel for simd schedule(static)
-    for (index_t i = 0; i < n; ++i) adamw_element(param[i], m[i], v[i], grad[i], lr, b1, b2, eps, wd, bc1, bc2);
+    for (index_t i = begin; i < end; ++i) adamw_element(param[i], m[i], v[i], grad[i], lr, b1, b2, eps, wd, bc1, bc2);
+}
+template <class T> void update(T* param, T* m, T* v, const T* grad, index_t n, const StepScalars<T> s, T wd) {
+    for_flat_blocks(n, [&](index_t begin, index_t end) { update_range(param, m, v, grad, begin, end, s, wd); });
 }
 }  // namespace
 

@@ -1,6 +1,6 @@
 #include "levers/kernels/grad_clip.hpp"
 
-#include "levers/core/threads.hpp"
+#include "levers/kernels/cpu/strided_loop.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,10 +8,6 @@
 namespace levers::kernels::cpu {
 
 namespace {
-// A small model's whole gradient is a few ten thousand elements: below this a
-// parallel region costs more than the pass.
-constexpr index_t kSerialBelow = index_t{1} << 16;
-
 // Σ x²: in T over 16 lanes (two AVX2 registers of floats, so that the adds do
 // not wait on one another's latency) for each block of 256 elements, whose
 // lanes then add up in double.
@@ -34,23 +30,22 @@ template <class T> double sum_squares(const T* x, index_t n) {
 }
 
 template <class T> void scale_by(T* x, index_t n, T s) {
-    if (n < kSerialBelow || threads() == 1) {
+    for_flat_blocks(n, [=](index_t begin, index_t end) {
+        const T factor = s;  // a local: the closure's copy might be reread after each store
 #pragma omp simd
-        for (index_t i = 0; i < n; ++i) x[i] *= s;
-        return;
-    }
-#pragma omp parallel for simd schedule(static)
-    for (index_t i = 0; i < n; ++i) x[i] *= s;
+        for (index_t i = begin; i < end; ++i) x[i] *= factor;
+    });
 }
 }  // namespace
 
 template <class T> double grad_norm(const T* grad, index_t n) {
-    if (n < kSerialBelow || threads() == 1) return std::sqrt(sum_squares(grad, n));
-    constexpr index_t kBlock = index_t{1} << 14;
-    const index_t blocks = (n + kBlock - 1) / kBlock;
+    if (!flat_parallel(n)) return std::sqrt(sum_squares(grad, n));
+    // A reduction across threads: its own parallel loop (for_flat_blocks has no sum), over the same blocks.
+    const index_t blocks = (n + kFlatBlock - 1) / kFlatBlock;
     double sum = 0;
 #pragma omp parallel for schedule(static) reduction(+ : sum)
-    for (index_t b = 0; b < blocks; ++b) sum += sum_squares(grad + b * kBlock, std::min(kBlock, n - b * kBlock));
+    for (index_t b = 0; b < blocks; ++b)
+        sum += sum_squares(grad + b * kFlatBlock, std::min(kFlatBlock, n - b * kFlatBlock));
     return std::sqrt(sum);
 }
 

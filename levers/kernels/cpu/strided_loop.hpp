@@ -79,4 +79,18 @@ template <class Body> void parallel_for(index_t n, bool worth_it, Body&& body) {
     for (index_t i = 0; i < n; ++i) body(i);
 }
 
+// A flat pass over n elements (an optimizer's update, a scale, a norm) runs on
+// this thread below 64K elements or with one thread: a small model's tensors
+// are a few thousand elements, and a parallel region would cost more than the
+// pass. Above, blocks of kFlatBlock go to the threads.
+constexpr index_t kFlatBlock = index_t{1} << 14;
+inline bool flat_parallel(index_t n) { return n >= (index_t{1} << 16) && threads() > 1; }
+
+// body(begin, end) over [0, n): once, or a block at a time on the threads (flat_parallel).
+template <class Body> void for_flat_blocks(index_t n, Body&& body) {
+    if (!flat_parallel(n)) return body(index_t{0}, n);
+    parallel_for((n + kFlatBlock - 1) / kFlatBlock, true,
+                 [&](index_t b) { body(b * kFlatBlock, std::min(n, (b + 1) * kFlatBlock)); });
+}
+
 }  // namespace levers::kernels::cpu

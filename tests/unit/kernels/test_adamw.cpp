@@ -1,4 +1,5 @@
 #include "levers/core/error.hpp"
+#include "levers/core/threads.hpp"
 #include "levers/kernels/adamw.hpp"
 #include "levers/kernels/grad_clip.hpp"
 
@@ -58,6 +59,40 @@ TEST_CASE("global gradient-norm clipping") {
     CHECK(g[0] == doctest::Approx(0.6));
     CHECK(g[1] == doctest::Approx(0.8));
     CHECK(k::grad_norm(g.data(), 2) == doctest::Approx(1.0));
+}
+
+TEST_CASE("AdamW and clipping over many elements on two threads equal one thread's, every block and the tail") {
+    // 3 x 2^16 + 5 elements: past the one-thread limit (2^16), blocks of 2^14 and a short last one.
+    const std::int64_t n = 3 * (std::int64_t{1} << 16) + 5;
+    std::vector<float> grad(static_cast<std::size_t>(n)), start(grad.size());
+    for (std::size_t i = 0; i < grad.size(); ++i) {
+        grad[i] = std::sin(0.001f * static_cast<float>(i)) * 1e-2f;
+        start[i] = std::cos(0.002f * static_cast<float>(i));
+    }
+    const AdamWHyper h{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1};
+    const int before = levers::threads();
+    struct Result {
+        double norm;
+        std::vector<float> clipped, p;
+    };
+    const auto run = [&](int threads) {
+        levers::set_threads(threads);
+        Result r{0, grad, start};
+        r.norm = k::clip_grad_norm(r.clipped.data(), n, 1.0);
+        std::vector<float> m(grad.size()), v(grad.size());
+        for (long step = 1; step <= 2; ++step) k::adamw_step(r.p.data(), m.data(), v.data(), grad.data(), n, h, step);
+        return r;
+    };
+    const Result one = run(1), two = run(2);
+    levers::set_threads(before);
+    CHECK(two.norm == doctest::Approx(one.norm).epsilon(1e-12));  // the blocks' sums added in another order
+    CHECK(one.norm > 1.0);                                         // so every element was scaled
+    for (const std::size_t i : {std::size_t{0}, grad.size() / 2, grad.size() - 1}) {
+        CHECK(one.clipped[i] == doctest::Approx(grad[i] / one.norm).epsilon(1e-5));
+        CHECK(two.clipped[i] == doctest::Approx(one.clipped[i]).epsilon(1e-6));
+    }
+    CHECK(one.p == two.p);  // elementwise: the same on any number of threads
+    CHECK(one.p.back() != start.back());
 }
 
 TEST_CASE("AdamW chunks for the one-launch GPU update cover every element once, never crossing a tensor") {

@@ -40,7 +40,7 @@ inline __m256i first_lanes(index_t n) {
     const auto k = static_cast<int>(std::clamp<index_t>(n, 0, 8));
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
-// The first n (< 8) lanes of v stored from dst on: through a buffer, not a
+// The first n (<= 8) lanes of v stored from dst on: through a buffer, not a
 // masked store (AMD's cores take several times a plain store's time for one).
 inline void store_first(float* dst, __m256 v, index_t n) {
     alignas(32) float lanes[8];

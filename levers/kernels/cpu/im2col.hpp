@@ -40,14 +40,26 @@ inline __m256i first_lanes(index_t n) {
     const auto k = static_cast<int>(std::clamp<index_t>(n, 0, 8));
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
-// The first n (<= 8) lanes of v stored from dst on: through a buffer, not a
-// masked store (AMD's cores take several times a plain store's time for one).
+// The first n lanes from src on, the rest zero (all 8 for n >= 8): a plain
+// load when whole, else a masked one (which touches nothing past the first n).
+inline __m256 load_first(const float* src, index_t n) {
+    return n >= 8 ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, first_lanes(n));
+}
+inline __m256i load_first(const std::int32_t* src, index_t n) {
+    return n >= 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
+                  : _mm256_maskload_epi32(src, first_lanes(n));
+}
+// The first n lanes of v stored from dst on (all 8 for n >= 8): a part
+// through a buffer, not a masked store (AMD's cores take several times a
+// plain store's time for one).
 inline void store_first(float* dst, __m256 v, index_t n) {
+    if (n >= 8) return _mm256_storeu_ps(dst, v);
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, v);
     std::copy_n(lanes, n, dst);
 }
 inline void store_first(std::int32_t* dst, __m256i v, index_t n) {
+    if (n >= 8) return _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
     alignas(32) std::int32_t lanes[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
     std::copy_n(lanes, n, dst);
@@ -56,7 +68,7 @@ inline void store_first(std::int32_t* dst, __m256i v, index_t n) {
 
 // dst[k] = src[k] (Add: dst[k] += src[k]) for k in [0, n). The runs here are
 // short (a line of a 14x14 map), too short for a compiler's vector loop, so
-// masked vectors cover them, tail included (under AVX2 the tail's store goes
+// vectors cover them, tail included (masked; under AVX2 the tail's store goes
 // through a buffer, see store_first).
 template <bool Add, class T> void line(T* dst, const T* src, index_t n) {
 #if defined(__AVX512F__)
@@ -71,16 +83,9 @@ template <bool Add, class T> void line(T* dst, const T* src, index_t n) {
     }
 #elif defined(__AVX2__)
     if constexpr (std::is_same_v<T, float>) {
-        index_t k = 0;
-        for (; k + 8 <= n; k += 8) {
-            __m256 v = _mm256_loadu_ps(src + k);
-            if constexpr (Add) v = _mm256_add_ps(v, _mm256_loadu_ps(dst + k));
-            _mm256_storeu_ps(dst + k, v);
-        }
-        if (k < n) {
-            const __m256i m = first_lanes(n - k);
-            __m256 v = _mm256_maskload_ps(src + k, m);
-            if constexpr (Add) v = _mm256_add_ps(v, _mm256_maskload_ps(dst + k, m));
+        for (index_t k = 0; k < n; k += 8) {
+            __m256 v = load_first(src + k, n - k);
+            if constexpr (Add) v = _mm256_add_ps(v, load_first(dst + k, n - k));
             store_first(dst + k, v, n - k);
         }
         return;

@@ -27,9 +27,7 @@ template <class T> bool better(T x, T best) { return math::replaces_extreme(x, b
 // The even and odd pixels of the 2n (n <= 8) from `r` on, each in lane order
 // (lanes past n zero): a shuffle within halves, then one across them.
 inline void split_pairs(const float* r, index_t n, __m256& even, __m256& odd) {
-    const bool whole = n == 8;
-    const __m256 lo = whole ? _mm256_loadu_ps(r) : _mm256_maskload_ps(r, first_lanes(2 * n));
-    const __m256 hi = whole ? _mm256_loadu_ps(r + 8) : _mm256_maskload_ps(r + 8, first_lanes(2 * n - 8));
+    const __m256 lo = load_first(r, 2 * n), hi = load_first(r + 8, 2 * n - 8);
     // [l0 l2 h0 h2 | l4 l6 h4 h6] as 64-bit pairs (0 1 2 3) becomes pairs 0 2 1 3.
     const auto order = [](__m256 v) { return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8)); };
     even = order(_mm256_shuffle_ps(lo, hi, 0x88));
@@ -38,17 +36,11 @@ inline void split_pairs(const float* r, index_t n, __m256& even, __m256& odd) {
 
 // The inverse: the 2n values alternating even[i], odd[i] written from `r` on.
 inline void join_pairs(float* r, index_t n, __m256 even, __m256 odd) {
-    const __m256 a = _mm256_unpacklo_ps(even, odd), b = _mm256_unpackhi_ps(even, odd);  // [e0 o0 e1 o1 | e4 o4 e5 o5], ...
+    // a = [e0 o0 e1 o1 | e4 o4 e5 o5], b = [e2 o2 e3 o3 | e6 o6 e7 o7]: their low halves, then their high ones.
+    const __m256 a = _mm256_unpacklo_ps(even, odd), b = _mm256_unpackhi_ps(even, odd);
     const __m256 lo = _mm256_permute2f128_ps(a, b, 0x20), hi = _mm256_permute2f128_ps(a, b, 0x31);
-    if (n == 8) {
-        _mm256_storeu_ps(r, lo);
-        _mm256_storeu_ps(r + 8, hi);
-    } else if (n > 4) {
-        _mm256_storeu_ps(r, lo);
-        store_first(r + 8, hi, 2 * n - 8);
-    } else {
-        store_first(r, lo, 2 * n);
-    }
+    store_first(r, lo, 2 * n);
+    if (n > 4) store_first(r + 8, hi, 2 * n - 8);
 }
 #endif
 
@@ -117,13 +109,8 @@ template <class T> void pool_2x2(const T* plane, T* out, std::int32_t* at, const
                 consider(s, w + 1);
                 const __m256i where = _mm256_add_epi32(_mm256_add_epi32(even, k),
                                                        _mm256_set1_epi32(base + static_cast<std::int32_t>(2 * x)));
-                if (n == 8) {
-                    _mm256_storeu_ps(o + x, best);
-                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + x), where);
-                } else {
-                    store_first(o + x, best, n);
-                    store_first(a + x, where, n);
-                }
+                store_first(o + x, best, n);
+                store_first(a + x, where, n);
             }
         }
 #endif
@@ -233,13 +220,9 @@ template <class T> void unpool_2x2(T* plane, const T* d_out, const std::int32_t*
             const __m256i lanes = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
             for (; x < g.ow; x += 8) {
                 const index_t n = std::min<index_t>(8, g.ow - x);
-                const bool whole = n == 8;
-                const __m256i m = first_lanes(n);
-                const __m256 grad = whole ? _mm256_loadu_ps(d + x) : _mm256_maskload_ps(d + x, m);
-                const __m256i at_x = whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + x))
-                                           : _mm256_maskload_epi32(a + x, m);
+                const __m256 grad = load_first(d + x, n);
                 const __m256i k = _mm256_sub_epi32(
-                    at_x, _mm256_add_epi32(lanes, _mm256_set1_epi32(base + static_cast<std::int32_t>(2 * x))));
+                    load_first(a + x, n), _mm256_add_epi32(lanes, _mm256_set1_epi32(base + static_cast<std::int32_t>(2 * x))));
                 const auto at_offset = [&](std::int32_t offset) {
                     return _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_set1_epi32(offset))), grad);
                 };
